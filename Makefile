@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: Apache-2.0
+# The developer's front door: make, make test, make lint, make asan, make bench.
+
+PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+CC ?= cc
+BUILD := build/c
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+CFLAGS_C := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -Iext/engine -Ipreload $(CHECK_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS_C := $(CHECK_LIBS) -ldl -lpthread $(EXTRA_LDFLAGS)
+
+ENGINE_SRC := $(sort $(wildcard ext/engine/*.c))
+ENGINE_HDR := $(wildcard ext/engine/*.h)
+CHECK_ENGINE_SRC := $(filter-out tests/c/check_preload%.c,$(sort $(wildcard tests/c/check_*.c)))
+C_SOURCES := $(wildcard ext/*.c ext/*.h ext/engine/*.c ext/engine/*.h preload/*.c preload/*.h tests/c/*.c tests/c/*.h)
+
+.PHONY: all build test test-c test-py test-installed lint asan bench clean
+
+all: build
+
+build:
+	$(PYTHON) setup.py -q build_ext --inplace
+
+$(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_C) -o $@ $(ENGINE_SRC) $(CHECK_ENGINE_SRC) $(LDLIBS_C)
+
+test: test-c test-py
+
+test-c: $(BUILD)/check_engine
+	$(BUILD)/check_engine
+	@if [ -f tests/c/preload.mk ]; then $(MAKE) -f tests/c/preload.mk PYTHON=$(PYTHON) check-preload; fi
+
+test-py: build
+	$(PYTHON) -m pytest -q
+
+# A wheel built and installed into a fresh venv outside the tree, tested there.
+test-installed:
+	rm -rf build/installed && $(PYTHON) -m venv build/installed/venv
+	build/installed/venv/bin/pip install -q pytest
+	$(PYTHON) -m pip wheel -q --no-deps --no-build-isolation -w build/installed/dist .
+	build/installed/venv/bin/pip install -q build/installed/dist/*.whl
+	cp -r tests examples build/installed/
+	cd build/installed && ASKEW_TEST_INSTALLED=1 venv/bin/python -m pytest -q -p no:cacheprovider tests
+
+lint:
+	clang-format --dry-run -Werror $(filter %.c %.h,$(C_SOURCES))
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -Iext/engine -Ipreload ext preload tests/c
+	$(PYTHON) -m ruff check askew tests bench examples setup.py
+	$(PYTHON) -m ruff format --check askew tests bench examples setup.py
+	$(PYTHON) -m mypy
+
+# ASan + UBSan: both suites. The extension needs libasan preloaded before Python.
+asan:
+	$(MAKE) clean
+	$(MAKE) $(BUILD)/check_engine EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" EXTRA_LDFLAGS="-fsanitize=address,undefined"
+	$(BUILD)/check_engine
+	ASKEW_SANITIZE=address,undefined $(PYTHON) setup.py -q build_ext --inplace --force
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		ASKEW_ASAN=1 $(PYTHON) -m pytest -q -x
+	$(MAKE) clean build
+
+bench: build
+	$(PYTHON) bench/run_all.py
+
+clean:
+	rm -rf build askew/*.so askew/__pycache__ *.egg-info

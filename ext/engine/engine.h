@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The askew engine API: the seeded PRNG, the virtual clock and its timer
+ * heap, the ready queue and its strategies, and the trace. Pure C: this
+ * header and every file under ext/engine/ never include Python.h, so each unit
+ * is tested by Check alone. Functions return 0 or a negative errno; results
+ * come back through out-parameters. Time is always integer nanoseconds. */
+#ifndef ASKEW_ENGINE_H
+#define ASKEW_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An invariant check that stays on in release builds (pip compiles with
+ * -DNDEBUG): an engine invariant broken is a bug worth a crash, not a wrong
+ * schedule that replays wrongly. */
+#define ASKEW_ASSERT(cond)                                                     \
+    do {                                                                       \
+        if (__builtin_expect(!(cond), 0))                                      \
+            askew__assert_fail(#cond, __FILE__, __LINE__);                     \
+    } while (0)
+__attribute__((noreturn)) void askew__assert_fail(const char *expr, const char *file,
+                                                  int line);
+
+/* ---- rng.c: xoshiro256** seeded by splitmix64 ------------------------- */
+
+struct askew_rng {
+    uint64_t s[4];
+};
+
+/* Streams derived from one run seed, one per purpose, so that one more draw
+ * for one purpose never shifts another's. The numbers are part of the
+ * determinism contract: never renumber. */
+enum askew_stream {
+    ASKEW_STREAM_SCHED = 1,
+    ASKEW_STREAM_NET = 2,
+    ASKEW_STREAM_FAULTS = 3,
+    ASKEW_STREAM_USER = 4,
+    ASKEW_STREAM_ENTROPY = 5,
+    ASKEW_STREAM_PYRANDOM = 6,
+};
+
+uint64_t askew_splitmix64_next(uint64_t *state);
+void askew_rng_seed(struct askew_rng *rng, uint64_t seed);
+uint64_t askew_rng_next(struct askew_rng *rng);
+/* Uniform in [0, bound); bound must be > 0. Unbiased (Lemire's method). */
+uint64_t askew_rng_below(struct askew_rng *rng, uint64_t bound);
+/* Uniform in [lo, hi], inclusive; lo <= hi. */
+int64_t askew_rng_range(struct askew_rng *rng, int64_t lo, int64_t hi);
+/* True with probability ppm / 1e6. Draws nothing when ppm is 0 or >= 1e6. */
+int askew_rng_chance_ppm(struct askew_rng *rng, uint32_t ppm);
+void askew_rng_fill(struct askew_rng *rng, void *buf, size_t len);
+/* The seed of stream `purpose` of a run seeded `seed`. */
+uint64_t askew_seed_stream(uint64_t seed, uint64_t purpose);
+/* The seed of iteration `i` of a sweep based at `base`: iteration 0 is
+ * `base` itself, so a reported seed replays alone. */
+uint64_t askew_seed_iteration(uint64_t base, uint64_t i);
+
+/* ---- clock.c: the virtual clock and the timer heap --------------------- */
+
+/* A timer lives inside its owner (a loop handle, a message in flight); the
+ * heap holds pointers and keeps `index` current, so cancellation is a
+ * removal in O(log n). Ordered by (deadline_ns, seq): seq is unique. */
+struct askew_timer {
+    int64_t deadline_ns;
+    uint64_t seq;
+    size_t index; /* position in the heap, ASKEW_TIMER_IDLE when not queued */
+    uint32_t kind; /* what the owner is; the engine never looks inside */
+};
+#define ASKEW_TIMER_IDLE ((size_t)-1)
+
+struct askew_heap {
+    struct askew_timer **items;
+    size_t len;
+    size_t cap;
+};
+
+void askew_heap_init(struct askew_heap *heap);
+void askew_heap_free(struct askew_heap *heap);
+int askew_heap_push(struct askew_heap *heap, struct askew_timer *timer);
+struct askew_timer *askew_heap_peek(const struct askew_heap *heap);
+struct askew_timer *askew_heap_pop(struct askew_heap *heap);
+/* Remove a queued timer; a timer not in the heap is left alone. */
+void askew_heap_remove(struct askew_heap *heap, struct askew_timer *timer);
+
+/* ---- sched.c: the ready queue, strategies, budgets ---------------------- */
+
+enum askew_strategy {
+    ASKEW_STRATEGY_RANDOM = 0, /* independent steps interleave by PRNG */
+    ASKEW_STRATEGY_FIFO = 1,   /* asyncio's order */
+    ASKEW_STRATEGY_SHUFFLE = 2 /* the whole batch permuted */
+};
+
+struct askew_ready {
+    void *item;
+    uint64_t seq;   /* the item's creation number, fed to the trace */
+    uint64_t group; /* the step that scheduled it: FIFO holds within one */
+};
+
+struct askew_run_group {
+    size_t pos;
+    size_t end;
+};
+
+/* A recent-events ring plus a running hash of every decision and event. */
+struct askew_event {
+    int64_t t_ns;
+    uint32_t kind;
+    int32_t node;
+    uint64_t a;
+    uint64_t b;
+};
+
+#define ASKEW_TRACE_RING 256u
+
+enum askew_event_kind {
+    ASKEW_EV_PICK = 1,    /* a = handle seq, b = choice index */
+    ASKEW_EV_TIMER = 2,   /* a = timer seq */
+    ASKEW_EV_ADVANCE = 3, /* a = new now_ns */
+    ASKEW_EV_USER = 4,    /* a, b = caller's digest */
+    ASKEW_EV_NET = 5,     /* a = message id, b = outcome */
+    ASKEW_EV_FAULT = 6,
+    ASKEW_EV_ENTROPY = 7 /* a = bytes drawn */
+};
+
+struct askew_trace {
+    uint64_t hash;
+    uint64_t count;
+    struct askew_event ring[ASKEW_TRACE_RING];
+};
+
+void askew_trace_reset(struct askew_trace *trace);
+void askew_trace_record(struct askew_trace *trace, int64_t t_ns, uint32_t kind,
+                        int32_t node, uint64_t a, uint64_t b);
+/* Fold a value into the hash without keeping an event (hot decisions). */
+void askew_trace_mix(struct askew_trace *trace, uint64_t value);
+/* The i-th most recent event, 0 = newest; NULL when there is none. */
+const struct askew_event *askew_trace_recent(const struct askew_trace *trace,
+                                             size_t i);
+
+struct askew_sched {
+    uint64_t seed;
+    struct askew_rng rng; /* the scheduling stream */
+    enum askew_strategy strategy;
+    int64_t now_ns;
+    uint64_t steps;
+    uint64_t steps_max;    /* 0 = unbounded */
+    int64_t time_max_ns;   /* 0 = unbounded */
+    uint64_t timer_seq;    /* next timer seq */
+    uint64_t group_now;    /* group of the step running now */
+    uint64_t group_next;   /* next fresh group id */
+    struct askew_heap timers;
+    /* pending: a ring of items waiting for the next tick */
+    struct askew_ready *ring;
+    size_t ring_head;
+    size_t ring_len;
+    size_t ring_cap;
+    /* the tick being run */
+    struct askew_ready *batch;
+    size_t batch_len;
+    size_t batch_cap;
+    size_t batch_pos; /* fifo/shuffle cursor */
+    struct askew_run_group *groups;
+    size_t groups_len;
+    size_t groups_cap;
+    struct askew_trace trace;
+};
+
+int askew_sched_init(struct askew_sched *sched);
+void askew_sched_free(struct askew_sched *sched);
+/* Start a run: clock at 0, streams from `seed`, queues must be empty. */
+void askew_sched_reset(struct askew_sched *sched, uint64_t seed);
+/* Queue an item for a later tick; FIFO with its siblings of the same step. */
+int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq);
+/* Schedule a timer (deadline_ns must be set); assigns its seq. */
+int askew_sched_timer_add(struct askew_sched *sched, struct askew_timer *timer);
+void askew_sched_timer_cancel(struct askew_sched *sched, struct askew_timer *timer);
+
+enum askew_tick {
+    ASKEW_TICK_READY = 0,    /* a batch is ready to run */
+    ASKEW_TICK_IDLE = 1,     /* nothing ready, no timer */
+    ASKEW_TICK_TIME_MAX = 2  /* the next timer lies past the time budget */
+};
+
+/* Begin a tick: fire the timers that are due (advancing the clock to the
+ * earliest one when nothing is ready), then fix the batch. Fired timers are
+ * handed to `fire` in PRNG order; `fire` usually pushes its owner's work.
+ * Returns an `enum askew_tick` or a negative errno. */
+typedef int (*askew_fire_fn)(void *ctx, struct askew_timer *timer);
+int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx);
+/* The next item of the current batch by the strategy, or NULL when the
+ * batch is done. Counts one step and makes it the group of later pushes. */
+void *askew_sched_next(struct askew_sched *sched);
+/* Items still queued for the current tick plus later ones. */
+size_t askew_sched_pending(const struct askew_sched *sched);
+/* Drop every queued item, handing each to `drop` (run teardown). */
+void askew_sched_clear(struct askew_sched *sched, void (*drop)(void *item),
+                       void (*drop_timer)(struct askew_timer *timer));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

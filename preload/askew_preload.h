@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The control ABI between libaskew-preload.so and askew._core: the one
+ * header the two share, and nothing at link time. The extension finds the
+ * preload with dlsym(RTLD_DEFAULT, "askew_preload_get_api") and hands it a
+ * hooks table on the simulation thread; the preload calls the hooks for
+ * virtual time and entropy and records refusals. Plain C, no Python. */
+#ifndef ASKEW_PRELOAD_H
+#define ASKEW_PRELOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ASKEW_PRELOAD_ABI_MAJOR 1u
+#define ASKEW_PRELOAD_ABI_MINOR 0u
+#define ASKEW_PRELOAD_GET_API "askew_preload_get_api"
+
+/* Virtual time at the Unix epoch offset below: 2020-01-01T00:00:00Z. The
+ * wall clock inside a run is this plus virtual time (plus the node's skew). */
+#define ASKEW_WALL_EPOCH_S 1577836800LL
+
+/* What the extension provides; every hook runs on the simulation thread,
+ * possibly without the GIL, and must not call Python or any interposed
+ * function. Each returns 0 or a negative errno. */
+struct askew_preload_hooks {
+    uint32_t size; /* sizeof(struct askew_preload_hooks) */
+    void *ctx;
+    /* realtime != 0: wall clock; else the monotonic family. */
+    int (*now)(void *ctx, int realtime, struct timespec *out);
+    int (*random)(void *ctx, void *buf, size_t len);
+    /* Called once per recorded refusal, after it is recorded; may schedule
+     * a pending call so a spinning caller still sees the error. */
+    void (*on_violation)(void *ctx);
+};
+
+enum askew_violation_kind {
+    ASKEW_VIOLATION_THREAD = 1,  /* pthread_create */
+    ASKEW_VIOLATION_PROCESS = 2, /* fork, vfork, posix_spawn, exec* */
+    ASKEW_VIOLATION_SOCKET = 3,  /* socket, connect, bind on real families */
+    ASKEW_VIOLATION_DNS = 4,     /* getaddrinfo of a real name */
+    ASKEW_VIOLATION_SLEEP = 5,   /* nanosleep and friends, timed waits, poll */
+    ASKEW_VIOLATION_DEVRANDOM = 6 /* opening /dev/urandom or /dev/random */
+};
+
+#define ASKEW_VIOLATION_FRAMES 8
+
+struct askew_violation {
+    uint32_t kind;
+    const char *call; /* a static string: "pthread_create" */
+    uintptr_t frames[ASKEW_VIOLATION_FRAMES]; /* return addresses, caller first */
+    uint32_t nframes;
+    long arg0;
+    long arg1;
+};
+
+struct askew_preload_api {
+    uint32_t size; /* sizeof(struct askew_preload_api) */
+    uint32_t abi_minor;
+    /* Activate on the calling thread; -EBUSY if it is active already. */
+    int (*enter)(const struct askew_preload_hooks *hooks);
+    void (*leave)(void);
+    /* Refusals recorded since enter; the newest ASKEW_VIOLATION_RING kept. */
+    uint64_t (*violations)(void);
+    int (*violation_get)(uint64_t index, struct askew_violation *out);
+    /* 0 when the interposers come first in lookup order; else -1 and a
+     * message naming what shadows them. */
+    int (*self_test)(char *msg, size_t len);
+};
+
+#define ASKEW_VIOLATION_RING 16u
+
+/* NULL when abi_major differs. The only non-interposer the library exports. */
+const struct askew_preload_api *askew_preload_get_api(uint32_t abi_major);
+typedef const struct askew_preload_api *(*askew_preload_get_api_fn)(uint32_t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
