@@ -166,6 +166,8 @@ struct askew_sched {
     struct askew_run_group *groups;
     size_t groups_len;
     size_t groups_cap;
+    struct askew_timer **fired; /* scratch for the timers of one tick */
+    size_t fired_cap;
     struct askew_trace trace;
 };
 
@@ -173,7 +175,8 @@ int askew_sched_init(struct askew_sched *sched);
 void askew_sched_free(struct askew_sched *sched);
 /* Start a run: clock at 0, streams from `seed`, queues must be empty. */
 void askew_sched_reset(struct askew_sched *sched, uint64_t seed);
-/* Queue an item for a later tick; FIFO with its siblings of the same step. */
+/* Queue an item (never NULL) for a later tick; FIFO with its siblings of the
+ * same step. */
 int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq);
 /* Schedule a timer (deadline_ns must be set); assigns its seq. */
 int askew_sched_timer_add(struct askew_sched *sched, struct askew_timer *timer);

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The scheduler: the ready queue, the strategies that order a tick's batch,
+ * and the tick itself (fire due timers, move the clock to the next timer
+ * when nothing is ready). As in asyncio, work queued during a tick runs in a
+ * later tick; under the "random" strategy the items queued by one step keep
+ * their order and independent steps interleave by the scheduling stream.
+ * Never reads the host clock, never calls back into Python itself. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static int grow(void **items, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t cap_new = *cap ? *cap : 64;
+    while (cap_new < need)
+        cap_new *= 2;
+    void *grown = realloc(*items, cap_new * size);
+    if (grown == NULL)
+        return -ENOMEM;
+    *items = grown;
+    *cap = cap_new;
+    return 0;
+}
+
+int askew_sched_init(struct askew_sched *sched)
+{
+    memset(sched, 0, sizeof *sched);
+    askew_heap_init(&sched->timers);
+    askew_sched_reset(sched, 0);
+    return 0;
+}
+
+void askew_sched_free(struct askew_sched *sched)
+{
+    askew_heap_free(&sched->timers);
+    free(sched->ring);
+    free(sched->batch);
+    free(sched->groups);
+    free(sched->fired);
+    memset(sched, 0, sizeof *sched);
+}
+
+void askew_sched_reset(struct askew_sched *sched, uint64_t seed)
+{
+    ASKEW_ASSERT(askew_sched_pending(sched) == 0 && sched->timers.len == 0);
+    sched->seed = seed;
+    askew_rng_seed(&sched->rng, askew_seed_stream(seed, ASKEW_STREAM_SCHED));
+    sched->now_ns = 0;
+    sched->steps = 0;
+    sched->timer_seq = 0;
+    sched->group_now = 0;
+    sched->group_next = 0;
+    sched->ring_head = 0;
+    sched->batch_len = sched->batch_pos = sched->groups_len = 0;
+    askew_trace_reset(&sched->trace);
+}
+
+int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq)
+{
+    if (sched->ring_len == sched->ring_cap) {
+        /* Unroll the ring into a larger array, oldest first. */
+        const size_t cap = sched->ring_cap ? sched->ring_cap * 2 : 256;
+        struct askew_ready *ring = malloc(cap * sizeof *ring);
+        if (ring == NULL)
+            return -ENOMEM;
+        for (size_t i = 0; i < sched->ring_len; i++)
+            ring[i] = sched->ring[(sched->ring_head + i) % sched->ring_cap];
+        free(sched->ring);
+        sched->ring = ring;
+        sched->ring_cap = cap;
+        sched->ring_head = 0;
+    }
+    struct askew_ready *slot =
+        &sched->ring[(sched->ring_head + sched->ring_len) % sched->ring_cap];
+    slot->item = item;
+    slot->seq = seq;
+    slot->group = sched->group_now;
+    sched->ring_len++;
+    return 0;
+}
+
+int askew_sched_timer_add(struct askew_sched *sched, struct askew_timer *timer)
+{
+    timer->seq = sched->timer_seq++;
+    return askew_heap_push(&sched->timers, timer);
+}
+
+void askew_sched_timer_cancel(struct askew_sched *sched, struct askew_timer *timer)
+{
+    askew_heap_remove(&sched->timers, timer);
+}
+
+size_t askew_sched_pending(const struct askew_sched *sched)
+{
+    size_t left = sched->ring_len;
+    if (sched->strategy == ASKEW_STRATEGY_RANDOM) {
+        for (size_t g = 0; g < sched->groups_len; g++)
+            left += sched->groups[g].end - sched->groups[g].pos;
+    } else {
+        left += sched->batch_len - sched->batch_pos;
+    }
+    return left;
+}
+
+static void shuffle_timers(struct askew_sched *sched, struct askew_timer **t, size_t n)
+{
+    for (size_t i = n - 1; i > 0; i--) {
+        const size_t j = (size_t)askew_rng_below(&sched->rng, i + 1);
+        struct askew_timer *tmp = t[i];
+        t[i] = t[j];
+        t[j] = tmp;
+    }
+}
+
+/* Pop every due timer; those sharing a deadline fire in PRNG order (asyncio
+ * leaves their order undefined), earlier deadlines first. */
+static int fire_due(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
+{
+    size_t n = 0;
+    struct askew_timer *top;
+    while ((top = askew_heap_peek(&sched->timers)) != NULL &&
+           top->deadline_ns <= sched->now_ns) {
+        int rc = grow((void **)&sched->fired, &sched->fired_cap, n + 1,
+                      sizeof *sched->fired);
+        if (rc < 0)
+            return rc;
+        sched->fired[n++] = askew_heap_pop(&sched->timers);
+    }
+    for (size_t start = 0; start < n;) {
+        size_t end = start + 1;
+        while (end < n && sched->fired[end]->deadline_ns == sched->fired[start]->deadline_ns)
+            end++;
+        if (end - start > 1)
+            shuffle_timers(sched, sched->fired + start, end - start);
+        start = end;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct askew_timer *t = sched->fired[i];
+        askew_trace_mix(&sched->trace, t->seq ^ ((uint64_t)t->kind << 56));
+        sched->group_now = ++sched->group_next;
+        const int rc = fire(ctx, t);
+        if (rc < 0) {
+            /* Give the rest back to the heap so teardown still sees them. */
+            for (size_t k = i + 1; k < n; k++)
+                (void)askew_heap_push(&sched->timers, sched->fired[k]);
+            sched->group_now = 0;
+            return rc;
+        }
+    }
+    sched->group_now = 0;
+    return 0;
+}
+
+static int build_batch(struct askew_sched *sched)
+{
+    const size_t n = sched->ring_len;
+    int rc = grow((void **)&sched->batch, &sched->batch_cap, n, sizeof *sched->batch);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        sched->batch[i] = sched->ring[(sched->ring_head + i) % sched->ring_cap];
+    sched->ring_head = 0;
+    sched->ring_len = 0;
+    sched->batch_len = n;
+    sched->batch_pos = 0;
+    sched->groups_len = 0;
+    switch (sched->strategy) {
+    case ASKEW_STRATEGY_RANDOM:
+        /* Items pushed by one step are contiguous: each run is a group. */
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0 && sched->batch[i].group == sched->batch[i - 1].group) {
+                sched->groups[sched->groups_len - 1].end = i + 1;
+                continue;
+            }
+            rc = grow((void **)&sched->groups, &sched->groups_cap, sched->groups_len + 1,
+                      sizeof *sched->groups);
+            if (rc < 0)
+                return rc;
+            sched->groups[sched->groups_len].pos = i;
+            sched->groups[sched->groups_len].end = i + 1;
+            sched->groups_len++;
+        }
+        break;
+    case ASKEW_STRATEGY_SHUFFLE:
+        for (size_t i = n; i > 1; i--) {
+            const size_t j = (size_t)askew_rng_below(&sched->rng, i);
+            struct askew_ready tmp = sched->batch[i - 1];
+            sched->batch[i - 1] = sched->batch[j];
+            sched->batch[j] = tmp;
+        }
+        break;
+    case ASKEW_STRATEGY_FIFO:
+        break;
+    }
+    return 0;
+}
+
+int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
+{
+    /* A batch cut short (stop, an escaping KeyboardInterrupt) resumes first,
+     * as asyncio keeps the rest of its ready deque. */
+    if (askew_sched_pending(sched) != sched->ring_len)
+        return ASKEW_TICK_READY;
+    int rc = fire_due(sched, fire, ctx);
+    if (rc < 0)
+        return rc;
+    if (sched->ring_len == 0) {
+        const struct askew_timer *next = askew_heap_peek(&sched->timers);
+        if (next == NULL)
+            return ASKEW_TICK_IDLE;
+        if (sched->time_max_ns > 0 && next->deadline_ns > sched->time_max_ns)
+            return ASKEW_TICK_TIME_MAX;
+        sched->now_ns = next->deadline_ns;
+        askew_trace_mix(&sched->trace, (uint64_t)sched->now_ns);
+        rc = fire_due(sched, fire, ctx);
+        if (rc < 0)
+            return rc;
+        if (sched->ring_len == 0)
+            return ASKEW_TICK_IDLE; /* every fired timer was a no-op */
+    }
+    rc = build_batch(sched);
+    return rc < 0 ? rc : ASKEW_TICK_READY;
+}
+
+void *askew_sched_next(struct askew_sched *sched)
+{
+    struct askew_ready *r;
+    if (sched->strategy == ASKEW_STRATEGY_RANDOM) {
+        if (sched->groups_len == 0)
+            goto done;
+        size_t g = 0;
+        if (sched->groups_len > 1) {
+            g = (size_t)askew_rng_below(&sched->rng, sched->groups_len);
+            askew_trace_mix(&sched->trace, g);
+        }
+        struct askew_run_group *grp = &sched->groups[g];
+        r = &sched->batch[grp->pos++];
+        if (grp->pos == grp->end)
+            *grp = sched->groups[--sched->groups_len];
+    } else {
+        if (sched->batch_pos == sched->batch_len)
+            goto done;
+        r = &sched->batch[sched->batch_pos++];
+    }
+    sched->steps++;
+    sched->group_now = ++sched->group_next;
+    askew_trace_mix(&sched->trace, r->seq);
+    return r->item;
+done:
+    sched->group_now = 0;
+    return NULL;
+}
+
+void askew_sched_clear(struct askew_sched *sched, void (*drop)(void *item),
+                       void (*drop_timer)(struct askew_timer *timer))
+{
+    void *item;
+    while ((item = askew_sched_next(sched)) != NULL)
+        drop(item);
+    for (size_t i = 0; i < sched->ring_len; i++)
+        drop(sched->ring[(sched->ring_head + i) % sched->ring_cap].item);
+    sched->ring_len = 0;
+    sched->ring_head = 0;
+    struct askew_timer *t;
+    while ((t = askew_heap_pop(&sched->timers)) != NULL)
+        drop_timer(t);
+    sched->group_now = 0;
+}
