@@ -9,6 +9,7 @@
 #include <Python.h>
 #include <time.h>
 
+#include "askew_preload.h"
 #include "engine.h"
 
 /* The exception classes live in askew/_errors.py; askew/_loop.py hands them

@@ -206,4 +206,8 @@ void askew_sched_clear(struct askew_sched *sched, void (*drop)(void *item),
 #ifdef __cplusplus
 }
 #endif
+
+/* The network uses the types above; it comes last. */
+#include "net.h"
+
 #endif

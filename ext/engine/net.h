@@ -30,13 +30,13 @@ extern "C" {
 /* Outcomes, fed to the trace as an event's `b`; part of the determinism
  * contract: never renumber. */
 enum askew_net_outcome {
-    ASKEW_NET_IN_FLIGHT = 0,          /* send: on the wire */
-    ASKEW_NET_DUPLICATED = 1,         /* send: a second copy on the wire too */
-    ASKEW_NET_DELIVERED = 2,          /* delivery: hand it to dst */
-    ASKEW_NET_DROPPED_CRASHED = 3,    /* src dead at send, dst dead or restarted */
+    ASKEW_NET_IN_FLIGHT = 0,           /* send: on the wire */
+    ASKEW_NET_DUPLICATED = 1,          /* send: a second copy on the wire too */
+    ASKEW_NET_DELIVERED = 2,           /* delivery: hand it to dst */
+    ASKEW_NET_DROPPED_CRASHED = 3,     /* src dead at send, dst dead or restarted */
     ASKEW_NET_DROPPED_PARTITIONED = 4, /* link cut at send or at delivery */
-    ASKEW_NET_DROPPED_LOST = 5,       /* the loss draw */
-    ASKEW_NET_DROPPED_RESET = 6,      /* still in flight at drain; never traced */
+    ASKEW_NET_DROPPED_LOST = 5,        /* the loss draw */
+    ASKEW_NET_DROPPED_RESET = 6,       /* still in flight at drain; never traced */
     ASKEW_NET_OUTCOMES = 7
 };
 
@@ -113,7 +113,8 @@ struct askew_net {
     struct askew_net_msg *head; /* in flight, oldest send first */
     struct askew_net_msg *tail;
     struct askew_net_msg *free;
-    struct askew_net_slab *slabs;
+    struct askew_net_slab *slabs; /* the pool's memory, SLAB_MSGS messages each */
+    size_t slabs_len;
     struct askew_net_stats stats;
 };
 
@@ -186,8 +187,8 @@ int askew_net_link_get(const struct askew_net *net, uint32_t src, uint32_t dst,
  * connected to everyone. A node in two groups (or twice in one) or an
  * unknown id is -EINVAL and changes nothing. One-way cuts and isolation are
  * kept. Messages already in flight across the cut drop when due. */
-int askew_net_partition(struct askew_net *net, const uint32_t *nodes, const size_t *lens,
-                        size_t groups_len);
+int askew_net_partition(struct askew_net *net, const uint32_t *nodes,
+                        const size_t *lens, size_t groups_len);
 /* Cut src -> dst only; dst -> src stays up. */
 int askew_net_cut(struct askew_net *net, uint32_t src, uint32_t dst);
 /* Cut every link between `node` and any other node, both ways (a node's
@@ -198,7 +199,8 @@ int askew_net_isolate(struct askew_net *net, uint32_t node);
  * else drops them. */
 void askew_net_heal(struct askew_net *net);
 /* Whether src -> dst is cut now, by any of the above. */
-int askew_net_link_cut(const struct askew_net *net, uint32_t src, uint32_t dst, int *cut);
+int askew_net_link_cut(const struct askew_net *net, uint32_t src, uint32_t dst,
+                       int *cut);
 
 /* Put a message on the wire at the scheduler's now_ns. Draws, in this
  * order, from the NET stream, and only those reached:
@@ -211,9 +213,10 @@ int askew_net_link_cut(const struct askew_net *net, uint32_t src, uint32_t dst, 
  *      with its own latency draw as in 4, added to the heap after the
  *      original (so a tie in deadline keeps send order in the heap's seq).
  * Every send takes an id (dropped ones too) and records one trace event
- * (node = src, a = id, b = outcome), plus one (b = ASKEW_NET_DUPLICATED)
- * for a duplicate; dst and deadlines are mixed into the hash. On -ENOMEM
- * nothing changed, the stream included. */
+ * (node = src, a = id, b = ASKEW_NET_IN_FLIGHT or the drop), plus one
+ * (a = id + 1, b = ASKEW_NET_DUPLICATED) for a duplicate; dst, deadlines and
+ * timer seqs are mixed into the hash. On -ENOMEM nothing changed, the stream
+ * included. */
 int askew_net_send(struct askew_net *net, uint32_t src, uint32_t dst, void *payload,
                    struct askew_net_sent *out);
 /* The scheduler fired `timer` (kind ASKEW_TIMER_KIND_MESSAGE): decide at

@@ -208,7 +208,9 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
     int rc = fire_due(sched, fire, ctx);
     if (rc < 0)
         return rc;
-    if (sched->ring_len == 0) {
+    /* Fired timers may queue nothing (a message dropped when due): keep
+     * moving the clock until something is ready or no timer is left. */
+    while (sched->ring_len == 0) {
         const struct askew_timer *next = askew_heap_peek(&sched->timers);
         if (next == NULL)
             return ASKEW_TICK_IDLE;
@@ -219,8 +221,6 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
         rc = fire_due(sched, fire, ctx);
         if (rc < 0)
             return rc;
-        if (sched->ring_len == 0)
-            return ASKEW_TICK_IDLE; /* every fired timer was a no-op */
     }
     rc = build_batch(sched);
     return rc < 0 ? rc : ASKEW_TICK_READY;

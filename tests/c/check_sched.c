@@ -227,6 +227,31 @@ START_TEST(test_sched_time_budget_stops_before_a_timer_past_it)
 }
 END_TEST
 
+static int fire_nothing_first(void *ctx, struct askew_timer *timer)
+{
+    struct askew_sched *s = ctx;
+    const struct owner *o = (const struct owner *)timer;
+    if (o->id == 1)
+        return 0; /* a timer whose firing queues nothing */
+    return askew_sched_push(s, ITEM(o->id), (uint64_t)o->id);
+}
+
+START_TEST(test_sched_a_timer_that_queues_nothing_does_not_end_the_run)
+{
+    struct askew_sched s;
+    askew_sched_init(&s);
+    askew_sched_reset(&s, 1);
+    struct owner a = {{10, 0, ASKEW_TIMER_IDLE, 1}, 1};
+    struct owner b = {{20, 0, ASKEW_TIMER_IDLE, 1}, 2};
+    askew_sched_timer_add(&s, &a.timer);
+    askew_sched_timer_add(&s, &b.timer);
+    ck_assert_int_eq(askew_sched_tick(&s, fire_nothing_first, &s), ASKEW_TICK_READY);
+    ck_assert_int_eq(NUM(askew_sched_next(&s)), 2);
+    ck_assert_int_eq(s.now_ns, 20);
+    askew_sched_free(&s);
+}
+END_TEST
+
 static int dropped;
 static void drop_item(void *item)
 {
@@ -274,6 +299,7 @@ Suite *sched_suite(void)
     tcase_add_test(tc, test_sched_cancelled_timers_never_fire);
     tcase_add_test(tc, test_sched_time_budget_stops_before_a_timer_past_it);
     tcase_add_test(tc, test_sched_clear_hands_back_everything_queued);
+    tcase_add_test(tc, test_sched_a_timer_that_queues_nothing_does_not_end_the_run);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Python-level determinism around a run: time, random, entropy, threads, gc.
+
+While a scope is open, time.time/monotonic/perf_counter (and _ns forms) and
+os.urandom are askew's C functions, which read virtual time and the entropy
+stream on the simulation thread and call the originals anywhere else; the
+global `random` module is reseeded from the run's seed; Thread.start is
+refused on the simulation thread; the cyclic gc only runs when the loop says.
+Closing the scope restores every one of these, also after an exception.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import threading
+import time
+from typing import Any
+
+from . import _core
+from .errors import NondeterminismError
+
+_virtual: Any = _core.virtual  # type: ignore[attr-defined]
+_TIME_NAMES = ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns")
+_original_start = threading.Thread.start
+
+
+def _refusing_start(self: threading.Thread) -> None:
+    if _virtual.in_simulation():
+        raise NondeterminismError(
+            f"threading.Thread.start() for {self.name!r} inside a simulation: a real thread "
+            "runs outside the seed's control. Use a task (asyncio.create_task) instead, or "
+            "start the thread before the simulation."
+        )
+    _original_start(self)
+
+
+class Scope:
+    """One open scope per process at a time; nested opens share it."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self._saved_time: dict[str, Any] = {}
+        self._saved_urandom: Any = None
+        self._saved_random: Any = None
+        self._gc_was_enabled = False
+
+    @property
+    def open(self) -> bool:
+        return self.depth > 0
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > 1:
+            return
+        self._saved_random = random.getstate()
+        self._saved_time = {name: getattr(time, name) for name in _TIME_NAMES}
+        self._saved_urandom = os.urandom
+        self._gc_was_enabled = gc.isenabled()
+        try:
+            for name in _TIME_NAMES:
+                setattr(time, name, getattr(_virtual, name))
+            os.urandom = _virtual.urandom
+            threading.Thread.start = _refusing_start  # type: ignore[method-assign]
+            gc.disable()
+        except BaseException:
+            self.depth = 1
+            self.exit()
+            raise
+
+    def exit(self) -> None:
+        if self.depth == 0:
+            return
+        self.depth -= 1
+        if self.depth > 0:
+            return
+        for name, fn in self._saved_time.items():
+            setattr(time, name, fn)
+        if self._saved_urandom is not None:
+            os.urandom = self._saved_urandom
+        threading.Thread.start = _original_start  # type: ignore[method-assign]
+        if self._saved_random is not None:
+            random.setstate(self._saved_random)
+        if self._gc_was_enabled:
+            gc.enable()
+        self._saved_time = {}
+        self._saved_urandom = self._saved_random = None
+
+    @staticmethod
+    def reseed(seed: int) -> None:
+        """Seed the global `random` module for the run `seed`."""
+        random.seed(_core.seed_stream(seed, _core.STREAM_PYRANDOM))
+
+
+scope = Scope()

@@ -1,0 +1,502 @@
+# SPDX-License-Identifier: Apache-2.0
+"""SimLoop: askew's asyncio event loop.
+
+The hot half (call_soon, call_later, call_at, time, create_future,
+create_task, the run loop) is C, in askew._core.Loop. This file adds the
+rest of asyncio.AbstractEventLoop: running and stopping with the stdlib's
+error messages, async generators, the exception handler API, and a clear
+NondeterminismError for every method that would do real I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import sys
+import threading
+import weakref
+from asyncio import base_events, events, futures, tasks
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, NoReturn, TypeVar
+
+from . import _core
+from ._config import (
+    GC_EVERY_STEPS,
+    RunConfig,
+    check_seed,
+)
+from ._determinism import scope
+from .errors import BudgetExceeded, DeadlockError, NondeterminismError
+
+_T = TypeVar("_T")
+
+_core._configure_errors(NondeterminismError, DeadlockError, BudgetExceeded)
+
+_HAS_EAGER = sys.version_info >= (3, 12)
+
+
+def _refuse(call: str, instead: str) -> NoReturn:
+    raise NondeterminismError(
+        f"{call} inside a simulation would do real I/O, outside the seed's control. {instead}"
+    )
+
+
+_IO_HINT = (
+    "Use askew's simulated network between nodes (node.send / node.recv), "
+    "or run this code outside the simulation."
+)
+
+
+class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
+    """An asyncio event loop with virtual time and a seeded schedule."""
+
+    def __init__(self, seed: int = 0, config: RunConfig | None = None) -> None:
+        self._config = config if config is not None else RunConfig()
+        self._task_factory: Any = None
+        self._exception_handler: Any = None
+        self._current_handle: Any = None
+        self._asyncgens: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        self._asyncgens_shutdown_called = False
+        self._executor_shutdown_called = False
+        self._default_executor: Any = None
+        self._thread_id: int | None = None
+        self._own_scope = False
+        self._random_state: Any = None
+        self.slow_callback_duration = 0.1
+        self._apply_config()
+        self.reset(seed)
+
+    def _apply_config(self) -> None:
+        cfg = self._config
+        self._configure(cfg.strategy, cfg.max_steps, cfg.max_time_ns, GC_EVERY_STEPS)
+
+    def reset(self, seed: int) -> None:
+        """Start a new run on this loop: clock at zero, streams from `seed`."""
+        check_seed(seed)
+        self._reset(seed)
+        self._random_state = None
+
+    @property
+    def seed(self) -> int:
+        return int(self._seed)
+
+    @property
+    def steps(self) -> int:
+        """Callbacks run so far in this run."""
+        return int(self._steps)
+
+    @property
+    def trace_hash(self) -> int:
+        """The running hash of every decision and event of this run."""
+        return int(self._trace_hash)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.is_closed() else "running" if self.is_running() else "idle"
+        return f"<SimLoop {state} seed={self.seed} t={self.time():.6f}s steps={self.steps}>"
+
+    # ---- running --------------------------------------------------------
+
+    def _check_closed(self) -> None:
+        if self.is_closed():
+            raise RuntimeError("Event loop is closed")
+
+    def _check_running(self) -> None:
+        if self.is_running():
+            raise RuntimeError("This event loop is already running")
+        if events._get_running_loop() is not None:
+            raise RuntimeError("Cannot run the event loop while another loop is running")
+
+    def run_forever(self) -> None:
+        self._check_closed()
+        self._check_running()
+        old_hooks = sys.get_asyncgen_hooks()
+        self._thread_id = threading.get_ident()
+        sys.set_asyncgen_hooks(
+            firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook
+        )
+        self._open_scope()
+        try:
+            events._set_running_loop(self)
+            self._enter()
+            try:
+                status = self._run()
+            finally:
+                self._leave()
+                events._set_running_loop(None)
+            if status:
+                self._run_cannot_go_on(status)
+        finally:
+            self._close_scope()
+            self._thread_id = None
+            sys.set_asyncgen_hooks(*old_hooks)
+
+    def _open_scope(self) -> None:
+        # A bare loop (askew.new_event_loop) opens the determinism scope for
+        # each run and keeps its own `random` state between them; under the
+        # runner the scope is already open and the runner seeds `random`.
+        self._own_scope = not scope.open
+        if self._own_scope:
+            scope.enter()
+            if self._random_state is None:
+                scope.reseed(self.seed)
+            else:
+                import random
+
+                random.setstate(self._random_state)
+
+    def _close_scope(self) -> None:
+        if self._own_scope:
+            import random
+
+            self._random_state = random.getstate()
+            self._own_scope = False
+            scope.exit()
+
+    def _run_cannot_go_on(self, status: int) -> NoReturn:
+        if status == 1:
+            raise DeadlockError(self._deadlock_report())
+        if status == 2:
+            raise BudgetExceeded(
+                f"virtual time budget exceeded: the next timer lies past "
+                f"max_time={self._config.max_time:g}s (seed={self.seed}, t={self.time():.6f}s, "
+                f"steps={self.steps}); a loop that only sleeps forever, or raise max_time"
+            )
+        raise BudgetExceeded(
+            f"step budget exceeded: {self.steps} callbacks ran "
+            f"(max_steps={self._config.max_steps}, seed={self.seed}, t={self.time():.6f}s); "
+            "likely a livelock: tasks keep waking each other without time passing"
+        )
+
+    def _deadlock_report(self) -> str:
+        pending = sorted(
+            (t for t in tasks.all_tasks(self) if not t.done()),
+            key=lambda t: getattr(t, "_askew_seq", 0),
+        )
+        lines = [
+            f"deadlock: nothing is ready and no timer is pending, but the run is not done "
+            f"(seed={self.seed}, t={self.time():.6f}s, steps={self.steps})"
+        ]
+        if not pending:
+            lines.append("  no task is pending: something waits on a future nobody will set")
+        for task in pending:
+            lines.append(f"  {task.get_name()} waits at {describe_wait(task)}")
+        return "\n".join(lines)
+
+    def run_until_complete(self, future: Awaitable[_T]) -> _T:
+        self._check_closed()
+        self._check_running()
+        new_task = not futures.isfuture(future)
+        fut: asyncio.Future[_T] = tasks.ensure_future(future, loop=self)
+        if new_task:
+            fut._log_destroy_pending = False  # type: ignore[attr-defined]
+        fut.add_done_callback(base_events._run_until_complete_cb)  # type: ignore[attr-defined]
+        try:
+            self.run_forever()
+        except BaseException:
+            if new_task and fut.done() and not fut.cancelled():
+                fut.exception()  # mark it retrieved: the caller sees the error
+            raise
+        finally:
+            fut.remove_done_callback(base_events._run_until_complete_cb)  # type: ignore[attr-defined]
+        if not fut.done():
+            raise RuntimeError("Event loop stopped before Future completed.")
+        return fut.result()
+
+    def close(self) -> None:
+        if self.is_running():
+            raise RuntimeError("Cannot close a running event loop")
+        if self.is_closed():
+            return
+        self._mark_closed()
+        self._default_executor = None
+
+    # ---- tasks ----------------------------------------------------------
+
+    def set_task_factory(self, factory: Any) -> None:
+        if factory is not None and not callable(factory):
+            raise TypeError("task factory must be a callable or None")
+        self._task_factory = factory
+        self._set_task_factory_raw(factory)
+
+    def get_task_factory(self) -> Any:
+        return self._task_factory
+
+    def _create_task_slow(
+        self, coro: Any, *, name: str | None = None, context: Any = None, **kwargs: Any
+    ) -> asyncio.Task[Any]:
+        self._check_closed()
+        factory = self._task_factory
+        if _HAS_EAGER and factory is asyncio.eager_task_factory:
+            factory = None
+            kwargs["eager_start"] = True
+        if factory is None:
+            seq = self._next_task_seq(True)
+            if name is None:
+                name = f"Task-{seq}"
+            task: asyncio.Task[Any] = _core.Task(
+                coro, loop=self, name=name, context=context, **kwargs
+            )
+            return task
+        if context is not None:
+            kwargs["context"] = context
+        seq = self._next_task_seq(False)
+        task = factory(self, coro, **kwargs)
+        task.set_name(f"Task-{seq}" if name is None else name)
+        return task
+
+    def _callback_error(self, handle: Any, exc: BaseException) -> None:
+        self.call_exception_handler(
+            {"message": f"Exception in callback {handle!r}", "exception": exc, "handle": handle}
+        )
+
+    # The stdlib's exception handler API works unchanged on this loop.
+    get_exception_handler = base_events.BaseEventLoop.get_exception_handler
+    set_exception_handler = base_events.BaseEventLoop.set_exception_handler
+    default_exception_handler = base_events.BaseEventLoop.default_exception_handler
+    call_exception_handler = base_events.BaseEventLoop.call_exception_handler
+
+    # ---- async generators, shutdown ---------------------------------------
+
+    def _asyncgen_firstiter_hook(self, agen: Any) -> None:
+        if self._asyncgens_shutdown_called:
+            import warnings
+
+            warnings.warn(
+                f"asynchronous generator {agen!r} was scheduled after "
+                f"loop.shutdown_asyncgens() call",
+                ResourceWarning,
+                source=self,
+                stacklevel=2,
+            )
+        self._asyncgens[agen] = None
+
+    def _asyncgen_finalizer_hook(self, agen: Any) -> None:
+        self._asyncgens.pop(agen, None)
+        if not self.is_closed():
+            self.call_soon_threadsafe(self.create_task, agen.aclose())
+
+    async def shutdown_asyncgens(self) -> None:
+        """Close the async generators still open, in first-iteration order."""
+        self._asyncgens_shutdown_called = True
+        if not len(self._asyncgens):
+            return
+        closing = list(self._asyncgens)
+        self._asyncgens.clear()
+        results = await tasks.gather(*[ag.aclose() for ag in closing], return_exceptions=True)
+        for result, agen in zip(results, closing, strict=True):
+            if isinstance(result, Exception):
+                self.call_exception_handler(
+                    {
+                        "message": f"an error occurred during closing of "
+                        f"asynchronous generator {agen!r}",
+                        "exception": result,
+                        "asyncgen": agen,
+                    }
+                )
+
+    async def shutdown_default_executor(self, timeout: float | None = None) -> None:
+        """Nothing to do: a simulation never starts executor threads."""
+        self._executor_shutdown_called = True
+
+    # ---- threads and executors ------------------------------------------------
+
+    def call_soon_threadsafe(
+        self, callback: Callable[..., object], *args: Any, context: Any = None
+    ) -> asyncio.Handle:
+        if self._thread_id is not None and threading.get_ident() != self._thread_id:
+            raise NondeterminismError(
+                "call_soon_threadsafe() from another thread while a simulation runs: "
+                "that thread's timing is outside the seed's control. Do the work in a task."
+            )
+        handle: asyncio.Handle = self.call_soon(callback, *args, context=context)
+        return handle
+
+    def run_in_executor(self, executor: Any, func: Callable[..., _T], *args: Any) -> Any:
+        self._check_closed()
+        if self._config.executor != "inline":
+            _refuse(
+                f"run_in_executor({getattr(func, '__qualname__', func)!r}) (and "
+                "asyncio.to_thread) would start a real thread;",
+                "Use a coroutine, or @askew.simulate(executor='inline') / "
+                "askew.new_event_loop(executor='inline') to run executor work inline "
+                "at a seeded step.",
+            )
+        fut = self.create_future()
+        ctx = contextvars.copy_context()
+
+        def run_inline() -> None:
+            if fut.cancelled():
+                return
+            try:
+                result = ctx.run(func, *args)
+            except BaseException as exc:
+                if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+                    raise
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+
+        self.call_soon(run_inline)
+        return fut
+
+    def set_default_executor(self, executor: Any) -> None:
+        import concurrent.futures
+
+        if not isinstance(executor, concurrent.futures.ThreadPoolExecutor):
+            raise TypeError("executor must be ThreadPoolExecutor")
+        self._default_executor = executor
+
+    # ---- real I/O: refused ---------------------------------------------------
+
+    async def getaddrinfo(self, host: Any, port: Any, **kwargs: Any) -> Any:
+        _refuse(f"getaddrinfo({host!r}, {port!r})", _IO_HINT)
+
+    async def getnameinfo(self, sockaddr: Any, flags: int = 0) -> Any:
+        _refuse(f"getnameinfo({sockaddr!r})", _IO_HINT)
+
+    async def create_connection(self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse(f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)", _IO_HINT)
+
+    async def create_server(self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse(f"create_server({host!r}, {port!r}) (and asyncio.start_server)", _IO_HINT)
+
+    async def create_unix_connection(self, protocol_factory: Any, path: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse(f"create_unix_connection({path!r})", _IO_HINT)
+
+    async def create_unix_server(self, protocol_factory: Any, path: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse(f"create_unix_server({path!r})", _IO_HINT)
+
+    async def create_datagram_endpoint(self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse(f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})", _IO_HINT)
+
+    async def connect_accepted_socket(self, protocol_factory: Any, sock: Any, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse("connect_accepted_socket()", _IO_HINT)
+
+    async def sendfile(self, transport: Any, file: Any, offset: int = 0, count: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse("sendfile()", _IO_HINT)
+
+    async def start_tls(self, transport: Any, protocol: Any, sslcontext: Any, **kwargs: Any) -> Any:  # noqa: E501
+        _refuse("start_tls()", _IO_HINT)
+
+    async def connect_read_pipe(self, protocol_factory: Any, pipe: Any) -> Any:
+        _refuse("connect_read_pipe()", _IO_HINT)
+
+    async def connect_write_pipe(self, protocol_factory: Any, pipe: Any) -> Any:
+        _refuse("connect_write_pipe()", _IO_HINT)
+
+    async def subprocess_shell(self, protocol_factory: Any, cmd: Any, **kwargs: Any) -> Any:
+        _refuse(
+            f"subprocess_shell({cmd!r}) (and asyncio.create_subprocess_shell)",
+            "A subprocess runs outside the simulation: fake it with a node, or run it outside.",
+        )
+
+    async def subprocess_exec(self, protocol_factory: Any, *args: Any, **kwargs: Any) -> Any:
+        _refuse(
+            f"subprocess_exec{args!r} (and asyncio.create_subprocess_exec)",
+            "A subprocess runs outside the simulation: fake it with a node, or run it outside.",
+        )
+
+    def add_reader(self, fd: Any, callback: Any, *args: Any) -> None:
+        _refuse(f"add_reader({fd!r})", "File descriptors are real I/O. " + _IO_HINT)
+
+    def add_writer(self, fd: Any, callback: Any, *args: Any) -> None:
+        _refuse(f"add_writer({fd!r})", "File descriptors are real I/O. " + _IO_HINT)
+
+    def remove_reader(self, fd: Any) -> bool:
+        return False  # nothing can have been added
+
+    def remove_writer(self, fd: Any) -> bool:
+        return False
+
+    async def sock_recv(self, sock: Any, nbytes: int) -> Any:
+        _refuse("sock_recv()", _IO_HINT)
+
+    async def sock_recv_into(self, sock: Any, buf: Any) -> Any:
+        _refuse("sock_recv_into()", _IO_HINT)
+
+    async def sock_recvfrom(self, sock: Any, bufsize: int) -> Any:
+        _refuse("sock_recvfrom()", _IO_HINT)
+
+    async def sock_recvfrom_into(self, sock: Any, buf: Any, nbytes: int = 0) -> Any:
+        _refuse("sock_recvfrom_into()", _IO_HINT)
+
+    async def sock_sendall(self, sock: Any, data: Any) -> Any:
+        _refuse("sock_sendall()", _IO_HINT)
+
+    async def sock_sendto(self, sock: Any, data: Any, address: Any) -> Any:
+        _refuse("sock_sendto()", _IO_HINT)
+
+    async def sock_connect(self, sock: Any, address: Any) -> Any:
+        _refuse(f"sock_connect({address!r})", _IO_HINT)
+
+    async def sock_accept(self, sock: Any) -> Any:
+        _refuse("sock_accept()", _IO_HINT)
+
+    async def sock_sendfile(self, sock: Any, file: Any, offset: int = 0, count: Any = None, *, fallback: bool = True) -> Any:  # noqa: E501
+        _refuse("sock_sendfile()", _IO_HINT)
+
+    def add_signal_handler(self, sig: int, callback: Any, *args: Any) -> None:
+        _refuse(
+            f"add_signal_handler({sig!r})",
+            "Signals arrive at real, unrepeatable moments; askew does not simulate them yet.",
+        )
+
+    def remove_signal_handler(self, sig: int) -> bool:
+        return False
+
+    def _timer_handle_cancelled(self, handle: Any) -> None:
+        """Called by asyncio.TimerHandle.cancel; askew's own handles need nothing."""
+
+
+def describe_wait(task: asyncio.Task[Any]) -> str:
+    """Where a pending task is suspended: the innermost frame's file:line and
+    function, and the awaitable it waits on."""
+    coro: Any = task.get_coro()
+    frame = None
+    awaited: Any = None
+    while coro is not None:
+        f = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if f is None:
+            break
+        frame = f
+        nxt = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+        if nxt is None or not (hasattr(nxt, "cr_frame") or hasattr(nxt, "gi_frame")):
+            awaited = nxt
+            break
+        coro = nxt
+    if frame is None:
+        return "<no frame>"
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}()"
+    waiting = getattr(task, "_fut_waiter", None) or awaited
+    if waiting is not None:
+        where += f", awaiting {_short(waiting)}"
+    return where
+
+
+def _short(obj: Any) -> str:
+    text = repr(obj)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def new_event_loop(
+    seed: int = 0,
+    *,
+    strategy: str = "random",
+    max_steps: int | None = None,
+    max_time: float | None = None,
+    executor: str = "refuse",
+) -> SimLoop:
+    """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
+    loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio."""
+    kwargs: dict[str, Any] = {"strategy": strategy, "executor": executor}
+    if max_steps is not None:
+        kwargs["max_steps"] = max_steps
+    if max_time is not None:
+        kwargs["max_time"] = max_time
+    return SimLoop(check_seed(seed), RunConfig(**kwargs))
+
+
+def run(main: Coroutine[Any, Any, _T], *, seed: int = 0, **kwargs: Any) -> _T:
+    """asyncio.run() on a SimLoop."""
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(seed, **kwargs)) as runner:
+        return runner.run(main)

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Callback handles: what call_soon, call_later and call_at return and what
+ * the scheduler queues. Shared by handle.c (the types) and loop.c (the run
+ * loop). Only binding files include this. */
+#ifndef ASKEW_HANDLE_H
+#define ASKEW_HANDLE_H
+
+#include "core.h"
+
+#define ASKEW_TIMER_KIND_HANDLE 1u
+#define ASKEW_HANDLE_ARGS_INLINE 3
+
+typedef struct askew_handle {
+    PyObject_HEAD
+    /* `timer` first after the header is not required: loop.c converts with
+     * offsetof, so the layout is free. */
+    struct askew_timer timer;
+    PyObject *callback; /* NULL once cancelled or run */
+    PyObject *context;  /* a contextvars.Context */
+    PyObject *loop;     /* strong: asyncio's handles keep their loop too */
+    PyObject *args_inline[ASKEW_HANDLE_ARGS_INLINE];
+    PyObject *args_tuple; /* when there are more args than fit inline */
+    Py_ssize_t nargs;
+    uint64_t seq;
+    int64_t node; /* the node that scheduled it, -1 for the world */
+    char cancelled;
+    char is_timer;
+    char queued; /* in the ready queue or the timer heap: holds a reference */
+    PyObject *weakreflist;
+} askew_handle;
+
+extern PyTypeObject *askew__HandleType;
+extern PyTypeObject *askew__TimerHandleType;
+
+int askew__handle_types_init(PyObject *module);
+/* A new handle owning new references to its parts; args are borrowed. */
+askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *callback,
+                                PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *context);
+/* Run it in its context: 0, or -1 with the callback's exception set. */
+int askew__handle_run(askew_handle *h);
+/* Drop the callback and arguments (cancel, or after running). */
+void askew__handle_clear_call(askew_handle *h);
+
+#endif

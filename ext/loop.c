@@ -1,0 +1,907 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* askew._core.Loop: the hot half of SimLoop (askew/_loop.py adds the asyncio
+ * surface in Python). It owns the engine's scheduler for one loop: call_soon,
+ * call_later, call_at, time, create_future, create_task and the run loop are
+ * here, in C. Virtual time only; never reads the host clock, never sleeps,
+ * never blocks. One loop is reset and reused across the iterations of a run. */
+#include <math.h>
+#include <stddef.h>
+
+#include "handle.h"
+#include "loop.h"
+#include "task.h"
+
+struct askew_loop_state *askew__active;
+unsigned long askew__active_thread;
+
+static PyObject *str_context; /* interned "context" */
+static PyObject *str_name;
+static PyObject *str_eager_start;
+static PyObject *kw_loop;              /* ("loop",) */
+static PyObject *kw_loop_name;         /* ("loop", "name") */
+static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
+
+#define HANDLE_OF(timer) ((askew_handle *)((char *)(timer) - offsetof(askew_handle, timer)))
+
+/* ---- time ------------------------------------------------------------- */
+
+int64_t askew__loop_local_ns(struct askew_loop_state *self)
+{
+    return askew__skew_local(self, self->node_current, self->sched.now_ns);
+}
+
+static inline double ns_to_s(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+/* Loop seconds to a deadline in ns, rounded up so that when the timer fires
+ * loop.time() >= when holds in float (asyncio.timeout relies on it). */
+static int seconds_to_ns(double when, int64_t *out)
+{
+    if (isnan(when)) {
+        PyErr_SetString(PyExc_ValueError, "a time must be a number, not NaN");
+        return -1;
+    }
+    if (when >= 9.2e9) {
+        *out = INT64_MAX;
+        return 0;
+    }
+    if (when <= -9.2e9) {
+        *out = INT64_MIN / 2;
+        return 0;
+    }
+    int64_t ns = (int64_t)llround(when * 1e9);
+    while (ns_to_s(ns) < when)
+        ns++;
+    *out = ns;
+    return 0;
+}
+
+int askew__clock_read(void *ctx, int realtime, struct timespec *out)
+{
+    struct askew_loop_state *self = ctx;
+    int64_t ns = askew__loop_local_ns(self);
+    if (ns < 0)
+        ns = 0;
+    out->tv_sec = (time_t)(ns / 1000000000);
+    out->tv_nsec = (long)(ns % 1000000000);
+    if (realtime)
+        out->tv_sec += (time_t)ASKEW_WALL_EPOCH_S;
+    return 0;
+}
+
+int askew__entropy_fill(void *ctx, void *buf, size_t len)
+{
+    struct askew_loop_state *self = ctx;
+    if (len == 0)
+        return 0;
+    askew_rng_fill(&self->entropy, buf, len);
+    askew_trace_record(&self->sched.trace, self->sched.now_ns, ASKEW_EV_ENTROPY,
+                       (int32_t)self->node_current, (uint64_t)len, 0);
+    return 0;
+}
+
+/* ---- scheduling ----------------------------------------------------- */
+
+static int check_callback(PyObject *callback, const char *method)
+{
+    if (PyCoro_CheckExact(callback)) {
+        PyErr_Format(PyExc_TypeError, "coroutines cannot be used with %s()", method);
+        return -1;
+    }
+    if (!PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError, "a callable object was expected by %s(), got %R",
+                     method, callback);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_open(struct askew_loop_state *self)
+{
+    if (self->closed) {
+        PyErr_SetString(PyExc_RuntimeError, "Event loop is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* Scheduling from a thread other than the one running the loop would race
+ * the run and break the seed's promise. */
+static int check_thread(struct askew_loop_state *self, const char *method)
+{
+    if (self->running && PyThread_get_thread_ident() != self->thread_id) {
+        PyErr_Format(askew__NondeterminismError,
+                     "%s() called from another thread while the simulation runs; "
+                     "threads are outside the simulation: do the work in a task",
+                     method);
+        return -1;
+    }
+    return 0;
+}
+
+/* The keyword part of call_soon and friends: only context= is accepted. */
+static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char *method,
+                         PyObject **context)
+{
+    *context = NULL;
+    if (kwnames == NULL)
+        return 0;
+    const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
+        if (key == str_context ||
+            PyUnicode_Compare(key, str_context) == 0) {
+            *context = kwargs[i];
+            continue;
+        }
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", method,
+                     key);
+        return -1;
+    }
+    if (*context == Py_None)
+        *context = NULL;
+    return 0;
+}
+
+static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *type,
+                                 PyObject *callback, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *context)
+{
+    askew_handle *h;
+    if (context == NULL) {
+        PyObject *copy = PyContext_CopyCurrent(); // new reference
+        if (copy == NULL)
+            return NULL;
+        h = askew__handle_new(type, (PyObject *)self, callback, args, nargs, copy);
+        Py_DECREF(copy);
+    } else {
+        if (!PyContext_CheckExact(context)) {
+            PyErr_Format(PyExc_TypeError, "context must be a contextvars.Context, not %.100s",
+                         Py_TYPE(context)->tp_name);
+            return NULL;
+        }
+        h = askew__handle_new(type, (PyObject *)self, callback, args, nargs, context);
+    }
+    if (h == NULL)
+        return NULL;
+    h->seq = ++self->handle_seq;
+    h->node = self->node_current;
+    return h;
+}
+
+/* Queue a handle to run in a later tick; the queue holds a reference. */
+static int push_ready(struct askew_loop_state *self, askew_handle *h)
+{
+    const int rc = askew_sched_push(&self->sched, h, h->seq);
+    if (rc < 0) {
+        askew__raise_engine(rc, "queueing a callback");
+        return -1;
+    }
+    Py_INCREF(h);
+    h->queued = 1;
+    return 0;
+}
+
+PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *callback,
+                                     PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *context)
+{
+    askew_handle *h = make_handle(self, askew__HandleType, callback, args, nargs, context);
+    if (h == NULL)
+        return NULL;
+    if (push_ready(self, h) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    return (PyObject *)h;
+}
+
+static PyObject *loop_call_soon(struct askew_loop_state *self, PyObject *const *args,
+                                Py_ssize_t nargsf, PyObject *kwnames)
+{
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *context;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "call_soon() missing 1 required positional argument: 'callback'");
+        return NULL;
+    }
+    if (parse_context(kwnames, args + nargs, "call_soon", &context) < 0 ||
+        check_open(self) < 0 || check_thread(self, "call_soon") < 0 ||
+        check_callback(args[0], "call_soon") < 0)
+        return NULL;
+    return askew__loop_call_soon_impl(self, args[0], args + 1, nargs - 1, context);
+}
+
+static PyObject *call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
+                            PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *context)
+{
+    askew_handle *h =
+        make_handle(self, askew__TimerHandleType, callback, args, nargs, context);
+    if (h == NULL)
+        return NULL;
+    h->timer.deadline_ns = deadline_ns;
+    const int rc = askew_sched_timer_add(&self->sched, &h->timer);
+    if (rc < 0) {
+        Py_DECREF(h);
+        return askew__raise_engine(rc, "scheduling a timer");
+    }
+    Py_INCREF(h); /* the heap's reference */
+    h->queued = 1;
+    return (PyObject *)h;
+}
+
+/* A time in the running node's clock to a deadline on the world's clock. */
+static int local_when_to_ns(struct askew_loop_state *self, double when, int64_t *out)
+{
+    int64_t local_ns;
+    if (seconds_to_ns(when, &local_ns) < 0)
+        return -1;
+    *out = askew__skew_global(self, self->node_current, local_ns);
+    return 0;
+}
+
+static PyObject *loop_call_at(struct askew_loop_state *self, PyObject *const *args,
+                              Py_ssize_t nargsf, PyObject *kwnames)
+{
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *context;
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "call_at() missing required positional arguments: 'when', 'callback'");
+        return NULL;
+    }
+    if (args[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "when cannot be None");
+        return NULL;
+    }
+    if (parse_context(kwnames, args + nargs, "call_at", &context) < 0 ||
+        check_open(self) < 0 || check_thread(self, "call_at") < 0 ||
+        check_callback(args[1], "call_at") < 0)
+        return NULL;
+    const double when = PyFloat_AsDouble(args[0]);
+    int64_t deadline_ns;
+    if ((when == -1.0 && PyErr_Occurred()) || local_when_to_ns(self, when, &deadline_ns) < 0)
+        return NULL;
+    return call_at_ns(self, deadline_ns, args[1], args + 2, nargs - 2, context);
+}
+
+static PyObject *loop_call_later(struct askew_loop_state *self, PyObject *const *args,
+                                 Py_ssize_t nargsf, PyObject *kwnames)
+{
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *context;
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "call_later() missing required positional arguments: 'delay', "
+                        "'callback'");
+        return NULL;
+    }
+    if (args[0] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "delay must not be None");
+        return NULL;
+    }
+    if (parse_context(kwnames, args + nargs, "call_later", &context) < 0 ||
+        check_open(self) < 0 || check_thread(self, "call_later") < 0 ||
+        check_callback(args[1], "call_later") < 0)
+        return NULL;
+    const double delay = PyFloat_AsDouble(args[0]);
+    if (delay == -1.0 && PyErr_Occurred())
+        return NULL;
+    /* As asyncio: call_at(time() + delay), in float, in the node's clock. */
+    const double when = ns_to_s(askew__loop_local_ns(self)) + delay;
+    int64_t deadline_ns;
+    if (local_when_to_ns(self, when, &deadline_ns) < 0)
+        return NULL;
+    return call_at_ns(self, deadline_ns, args[1], args + 2, nargs - 2, context);
+}
+
+void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h)
+{
+    struct askew_loop_state *self = (struct askew_loop_state *)loop;
+    if (h->timer.index == ASKEW_TIMER_IDLE)
+        return;
+    askew_sched_timer_cancel(&self->sched, &h->timer);
+    h->queued = 0;
+    Py_DECREF(h); /* the heap's reference; the caller still holds one */
+}
+
+static PyObject *loop_time(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyFloat_FromDouble(ns_to_s(askew__loop_local_ns(self)));
+}
+
+static PyObject *loop_get_debug(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->debug);
+}
+
+static PyObject *loop_set_debug(struct askew_loop_state *self, PyObject *flag)
+{
+    const int v = PyObject_IsTrue(flag);
+    if (v < 0)
+        return NULL;
+    self->debug = (char)v;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_is_running(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->running);
+}
+
+static PyObject *loop_is_closed(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->closed);
+}
+
+static PyObject *loop_stop(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    self->stopping = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_create_future(struct askew_loop_state *self,
+                                    PyObject *Py_UNUSED(ignored))
+{
+    PyObject *stack[2] = {NULL, (PyObject *)self};
+    return PyObject_Vectorcall(askew__FutureType, stack + 1,
+                               0 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_loop);
+}
+
+/* create_task(coro, *, name=None, context=None): asyncio's Task with a
+ * per-run name and hash. Anything else (a task factory, eager_start, other
+ * keywords) takes the Python path in _loop.py. */
+static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const *args,
+                                  Py_ssize_t nargsf, PyObject *kwnames)
+{
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *name = Py_None, *context = Py_None;
+    int fast = nargs == 1 && self->task_factory == NULL;
+    if (kwnames != NULL && fast) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
+            if (PyUnicode_Compare(key, str_name) == 0)
+                name = args[nargs + i];
+            else if (PyUnicode_Compare(key, str_context) == 0)
+                context = args[nargs + i];
+            else
+                fast = 0;
+        }
+    }
+    if (!fast) {
+        PyObject *slow = PyObject_GetAttrString((PyObject *)self, "_create_task_slow");
+        if (slow == NULL)
+            return NULL;
+        PyObject *res = PyObject_Vectorcall(slow, args, nargsf, kwnames);
+        Py_DECREF(slow);
+        return res;
+    }
+    if (check_open(self) < 0)
+        return NULL;
+    PyObject *owned_name = NULL;
+    if (name == Py_None) {
+        owned_name = PyUnicode_FromFormat("Task-%llu",
+                                          (unsigned long long)(self->task_seq + 1));
+        if (owned_name == NULL)
+            return NULL;
+        name = owned_name;
+    }
+    PyObject *stack[5] = {NULL, args[0], (PyObject *)self, name, context};
+    askew__task_set_next_seq(++self->task_seq);
+    PyObject *task = PyObject_Vectorcall(
+        (PyObject *)askew__TaskType, stack + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+        context == Py_None ? kw_loop_name : kw_loop_name_context);
+    askew__task_set_next_seq(0);
+    Py_XDECREF(owned_name);
+    return task;
+}
+
+/* _next_task_seq(arm): the next creation number, for the Python paths;
+ * armed, the next askew Task made carries it. */
+static PyObject *loop_next_task_seq(struct askew_loop_state *self, PyObject *arm)
+{
+    const int armed = PyObject_IsTrue(arm);
+    if (armed < 0)
+        return NULL;
+    ++self->task_seq;
+    askew__task_set_next_seq(armed ? self->task_seq : 0);
+    return PyLong_FromUnsignedLongLong(self->task_seq);
+}
+
+static PyObject *loop_set_task_factory_raw(struct askew_loop_state *self, PyObject *factory)
+{
+    Py_XSETREF(self->task_factory, factory == Py_None ? NULL : Py_NewRef(factory));
+    Py_RETURN_NONE;
+}
+
+/* ---- the run loop ---------------------------------------------------- */
+
+static int fire_timer(void *ctx, struct askew_timer *timer)
+{
+    struct askew_loop_state *self = ctx;
+    switch (timer->kind) {
+    case ASKEW_TIMER_KIND_HANDLE: {
+        askew_handle *h = HANDLE_OF(timer);
+        /* The heap's reference moves to the ready queue. */
+        const int rc = askew_sched_push(&self->sched, h, h->seq);
+        if (rc < 0)
+            Py_DECREF(h);
+        return rc;
+    }
+    default:
+        return askew__net_fire(self, timer);
+    }
+}
+
+static void drop_item(void *item)
+{
+    askew_handle *h = item;
+    h->queued = 0;
+    Py_DECREF(h);
+}
+
+static void drop_timer(struct askew_timer *timer)
+{
+    if (timer->kind == ASKEW_TIMER_KIND_HANDLE)
+        drop_item(HANDLE_OF(timer));
+    else
+        askew__net_drop_timer(timer);
+}
+
+/* An exception escaped a callback: asyncio hands it to the exception
+ * handler, except SystemExit and KeyboardInterrupt, which stop the run. */
+static int callback_failed(struct askew_loop_state *self, askew_handle *h)
+{
+    if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
+        PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+        return -1;
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (tb != NULL)
+        PyException_SetTraceback(exc, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    PyObject *res = PyObject_CallMethod((PyObject *)self, "_callback_error", "OO",
+                                        (PyObject *)h, exc);
+    Py_DECREF(exc);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+static int collect_garbage(struct askew_loop_state *self)
+{
+    if (self->gc_collect == NULL)
+        return 0;
+    PyObject *res = PyObject_CallFunction(self->gc_collect, "i", 0);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* Run until stop() or until the run cannot go on. Returns a status for
+ * _loop.py to turn into an outcome: 0 stopped, 1 idle (nothing ready, no
+ * timer), 2 the time budget, 3 the step budget. */
+static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    struct askew_sched *sched = &self->sched;
+    for (;;) {
+        const int rc = askew_sched_tick(sched, fire_timer, self);
+        if (rc < 0) {
+            if (!PyErr_Occurred())
+                askew__raise_engine(rc, "firing timers");
+            return NULL;
+        }
+        if (rc != ASKEW_TICK_READY) {
+            self->node_current = -1;
+            if (self->stopping)
+                break;
+            return PyLong_FromLong(rc == ASKEW_TICK_IDLE ? 1 : 2);
+        }
+        void *item;
+        while ((item = askew_sched_next(sched)) != NULL) {
+            askew_handle *h = item;
+            h->queued = 0;
+            if (h->callback != NULL) {
+                self->node_current = h->node;
+                if (askew__handle_run(h) < 0 && callback_failed(self, h) < 0) {
+                    Py_DECREF(h);
+                    self->node_current = -1;
+                    return NULL;
+                }
+            }
+            Py_DECREF(h);
+            if (askew__preload_check() < 0) {
+                self->node_current = -1;
+                return NULL;
+            }
+            if (sched->steps_max && sched->steps >= sched->steps_max) {
+                self->node_current = -1;
+                return PyLong_FromLong(3);
+            }
+            if (self->gc_every && sched->steps % self->gc_every == 0 &&
+                collect_garbage(self) < 0)
+                return NULL;
+        }
+        self->node_current = -1;
+        if (self->stopping)
+            break;
+    }
+    self->stopping = 0;
+    return PyLong_FromLong(0);
+}
+
+/* ---- run setup and teardown ------------------------------------------ */
+
+static void clear_queues(struct askew_loop_state *self)
+{
+    askew_sched_clear(&self->sched, drop_item, drop_timer);
+}
+
+static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
+{
+    const uint64_t seed = PyLong_AsUnsignedLongLong(seed_obj);
+    if (seed == (uint64_t)-1 && PyErr_Occurred())
+        return NULL;
+    if (self->running) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot reset a running loop");
+        return NULL;
+    }
+    clear_queues(self);
+    askew__net_reset(self, seed);
+    askew_sched_reset(&self->sched, seed);
+    askew_rng_seed(&self->entropy, askew_seed_stream(seed, ASKEW_STREAM_ENTROPY));
+    self->handle_seq = 0;
+    self->task_seq = 0;
+    self->node_current = -1;
+    self->stopping = 0;
+    askew__skew_reset(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_clear(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    clear_queues(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_mark_closed(struct askew_loop_state *self,
+                                  PyObject *Py_UNUSED(ignored))
+{
+    self->closed = 1;
+    clear_queues(self);
+    Py_RETURN_NONE;
+}
+
+static int strategy_from_name(PyObject *name, enum askew_strategy *out)
+{
+    if (PyUnicode_Check(name)) {
+        if (PyUnicode_CompareWithASCIIString(name, "random") == 0) {
+            *out = ASKEW_STRATEGY_RANDOM;
+            return 0;
+        }
+        if (PyUnicode_CompareWithASCIIString(name, "fifo") == 0) {
+            *out = ASKEW_STRATEGY_FIFO;
+            return 0;
+        }
+        if (PyUnicode_CompareWithASCIIString(name, "shuffle") == 0) {
+            *out = ASKEW_STRATEGY_SHUFFLE;
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "strategy must be 'random', 'fifo' or 'shuffle', not %R", name);
+    return -1;
+}
+
+/* _configure(strategy, steps_max, time_max_ns, gc_every): validated in
+ * _config.py; only the strategy name is checked again here. */
+static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
+{
+    PyObject *strategy;
+    unsigned long long steps_max, gc_every;
+    long long time_max_ns;
+    if (!PyArg_ParseTuple(args, "OKLK", &strategy, &steps_max, &time_max_ns, &gc_every))
+        return NULL;
+    enum askew_strategy s;
+    if (strategy_from_name(strategy, &s) < 0)
+        return NULL;
+    if (self->running && s != self->sched.strategy) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot change the strategy of a running loop");
+        return NULL;
+    }
+    self->sched.strategy = s;
+    self->sched.steps_max = steps_max;
+    self->sched.time_max_ns = time_max_ns;
+    self->gc_every = gc_every;
+    Py_RETURN_NONE;
+}
+
+/* _enter() / _leave(): around a run, on the thread that runs it. */
+static PyObject *loop_enter(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    if (askew__active != NULL && askew__active != self) {
+        PyErr_SetString(askew__NondeterminismError,
+                        "a simulation is already running in this process: simulations "
+                        "cannot be nested");
+        return NULL;
+    }
+    self->thread_id = PyThread_get_thread_ident();
+    if (askew__preload_enter(self) < 0)
+        return NULL;
+    self->running = 1;
+    askew__active = self;
+    askew__active_thread = self->thread_id;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_leave(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->running)
+        askew__preload_leave();
+    self->running = 0;
+    self->node_current = -1;
+    if (askew__active == self) {
+        askew__active = NULL;
+        askew__active_thread = 0;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_trace_recent(struct askew_loop_state *self, PyObject *arg)
+{
+    const Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *out = PyList_New(0); // new reference
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        const struct askew_event *ev = askew_trace_recent(&self->sched.trace, (size_t)i);
+        if (ev == NULL)
+            continue;
+        PyObject *t = Py_BuildValue("(LIiKK)", (long long)ev->t_ns, ev->kind, ev->node,
+                                    (unsigned long long)ev->a, (unsigned long long)ev->b);
+        if (t == NULL || PyList_Append(out, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return out;
+}
+
+/* _trace_event(kind, node, a, b): fold a world event into the trace. */
+static PyObject *loop_trace_event(struct askew_loop_state *self, PyObject *args)
+{
+    unsigned int kind;
+    int node;
+    unsigned long long a, b;
+    if (!PyArg_ParseTuple(args, "IiKK", &kind, &node, &a, &b))
+        return NULL;
+    askew_trace_record(&self->sched.trace, self->sched.now_ns, kind, node, a, b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_entropy(struct askew_loop_state *self, PyObject *arg)
+{
+    const Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "negative argument not allowed: %zd", n);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n); // new reference
+    if (out != NULL)
+        (void)askew__entropy_fill(self, PyBytes_AS_STRING(out), (size_t)n);
+    return out;
+}
+
+/* ---- the type ---------------------------------------------------------- */
+
+static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    (void)args;
+    (void)kwds;
+    struct askew_loop_state *self = (struct askew_loop_state *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    if (askew_sched_init(&self->sched) < 0) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    self->sched.steps_max = 0;
+    self->node_current = -1;
+    self->gc_every = 0;
+    if (askew__net_init(self) < 0 || askew__skew_init(self) < 0) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    PyObject *gc = PyImport_ImportModule("gc"); // new reference
+    if (gc == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->gc_collect = PyObject_GetAttrString(gc, "collect");
+    Py_DECREF(gc);
+    if (self->gc_collect == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    askew_rng_seed(&self->entropy, askew_seed_stream(0, ASKEW_STREAM_ENTROPY));
+    return (PyObject *)self;
+}
+
+static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->task_factory);
+    Py_VISIT(self->gc_collect);
+    return askew__net_traverse(self, visit, arg);
+}
+
+static int loop_clear_refs(struct askew_loop_state *self)
+{
+    clear_queues(self);
+    Py_CLEAR(self->task_factory);
+    Py_CLEAR(self->gc_collect);
+    return 0;
+}
+
+static void loop_dealloc(struct askew_loop_state *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (askew__active == self) {
+        askew__active = NULL;
+        askew__active_thread = 0;
+    }
+    (void)loop_clear_refs(self);
+    askew__net_free(self);
+    askew__skew_free(self);
+    askew_sched_free(&self->sched);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyObject *loop_get_steps(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong(self->sched.steps);
+}
+
+static PyObject *loop_get_now_ns(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLongLong(self->sched.now_ns);
+}
+
+static PyObject *loop_get_seed(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong(self->sched.seed);
+}
+
+static PyObject *loop_get_hash(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong(self->sched.trace.hash);
+}
+
+static PyObject *loop_get_events(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong(self->sched.trace.count);
+}
+
+static PyObject *loop_get_pending(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSize_t(askew_sched_pending(&self->sched) + self->sched.timers.len);
+}
+
+static PyObject *loop_get_node(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLongLong(self->node_current);
+}
+
+static int loop_set_node(struct askew_loop_state *self, PyObject *v, void *Py_UNUSED(c))
+{
+    const long long node = v == NULL ? -1 : PyLong_AsLongLong(v);
+    if (node == -1 && PyErr_Occurred())
+        return -1;
+    self->node_current = node;
+    return 0;
+}
+
+static PyObject *loop_get_strategy(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    static const char *names[] = {"random", "fifo", "shuffle"};
+    return PyUnicode_FromString(names[self->sched.strategy]);
+}
+
+static PyMethodDef loop_methods[] = {
+    {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon, METH_FASTCALL | METH_KEYWORDS,
+     "call_soon(callback, *args, context=None): run callback in a later tick."},
+    {"call_later", (PyCFunction)(void (*)(void))loop_call_later,
+     METH_FASTCALL | METH_KEYWORDS,
+     "call_later(delay, callback, *args, context=None): run callback after delay seconds."},
+    {"call_at", (PyCFunction)(void (*)(void))loop_call_at, METH_FASTCALL | METH_KEYWORDS,
+     "call_at(when, callback, *args, context=None): run callback at loop time when."},
+    {"time", (PyCFunction)loop_time, METH_NOARGS, "Virtual time, seconds."},
+    {"get_debug", (PyCFunction)loop_get_debug, METH_NOARGS, NULL},
+    {"set_debug", (PyCFunction)loop_set_debug, METH_O, NULL},
+    {"is_running", (PyCFunction)loop_is_running, METH_NOARGS, NULL},
+    {"is_closed", (PyCFunction)loop_is_closed, METH_NOARGS, NULL},
+    {"stop", (PyCFunction)loop_stop, METH_NOARGS, "Stop after the current tick."},
+    {"create_future", (PyCFunction)loop_create_future, METH_NOARGS, NULL},
+    {"create_task", (PyCFunction)(void (*)(void))loop_create_task,
+     METH_FASTCALL | METH_KEYWORDS, "create_task(coro, *, name=None, context=None)"},
+    {"_next_task_seq", (PyCFunction)loop_next_task_seq, METH_O, NULL},
+    {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
+    {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
+    {"_reset", (PyCFunction)loop_reset, METH_O, NULL},
+    {"_clear", (PyCFunction)loop_clear, METH_NOARGS, NULL},
+    {"_mark_closed", (PyCFunction)loop_mark_closed, METH_NOARGS, NULL},
+    {"_configure", (PyCFunction)loop_configure, METH_VARARGS, NULL},
+    {"_enter", (PyCFunction)loop_enter, METH_NOARGS, NULL},
+    {"_leave", (PyCFunction)loop_leave, METH_NOARGS, NULL},
+    {"_trace_recent", (PyCFunction)loop_trace_recent, METH_O, NULL},
+    {"_trace_event", (PyCFunction)loop_trace_event, METH_VARARGS, NULL},
+    {"_entropy", (PyCFunction)loop_entropy, METH_O, NULL},
+    ASKEW_NET_METHODS
+    ASKEW_SKEW_METHODS
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef loop_getset[] = {
+    {"_steps", (getter)loop_get_steps, NULL, NULL, NULL},
+    {"_now_ns", (getter)loop_get_now_ns, NULL, NULL, NULL},
+    {"_seed", (getter)loop_get_seed, NULL, NULL, NULL},
+    {"_trace_hash", (getter)loop_get_hash, NULL, NULL, NULL},
+    {"_trace_count", (getter)loop_get_events, NULL, NULL, NULL},
+    {"_pending", (getter)loop_get_pending, NULL, NULL, NULL},
+    {"_node", (getter)loop_get_node, (setter)loop_set_node, NULL, NULL},
+    {"_strategy", (getter)loop_get_strategy, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot loop_slots[] = {
+    {Py_tp_new, loop_new},
+    {Py_tp_dealloc, loop_dealloc},
+    {Py_tp_traverse, loop_traverse},
+    {Py_tp_clear, loop_clear_refs},
+    {Py_tp_methods, loop_methods},
+    {Py_tp_getset, loop_getset},
+    {Py_tp_doc, "The C half of askew's event loop; use askew.new_event_loop()."},
+    {0, NULL},
+};
+
+static PyType_Spec loop_spec = {
+    .name = "askew._core.Loop",
+    .basicsize = sizeof(struct askew_loop_state),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .slots = loop_slots,
+};
+
+int askew__loop_type_init(PyObject *module)
+{
+    str_context = PyUnicode_InternFromString("context");
+    str_name = PyUnicode_InternFromString("name");
+    str_eager_start = PyUnicode_InternFromString("eager_start");
+    kw_loop = Py_BuildValue("(s)", "loop");
+    kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
+    kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
+    if (!str_context || !str_name || !str_eager_start || !kw_loop || !kw_loop_name ||
+        !kw_loop_name_context)
+        return -1;
+    PyObject *type = PyType_FromModuleAndSpec(module, &loop_spec, NULL);
+    if (type == NULL)
+        return -1;
+    const int rc = PyModule_AddObjectRef(module, "Loop", type);
+    Py_DECREF(type);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The loop object's C layout and the seams between loop.c (the scheduler
+ * binding), skew.c (per-node clocks) and network.c (the network binding).
+ * Binding files only. */
+#ifndef ASKEW_LOOP_H
+#define ASKEW_LOOP_H
+
+#include "core.h"
+
+struct askew_skew {
+    int64_t offset_ns;
+    int64_t drift_ppb; /* parts per billion of world time since base_ns */
+    int64_t base_ns;
+    int64_t last_local_ns; /* what the node last read: it never goes back */
+    char active;
+};
+
+struct askew_network;
+
+struct askew_loop_state {
+    PyObject_HEAD
+    struct askew_sched sched;
+    struct askew_rng entropy;
+    uint64_t handle_seq;
+    uint64_t task_seq;
+    int64_t node_current; /* the node whose callback runs now, -1 for the world */
+    unsigned long thread_id;
+    uint64_t gc_every;
+    PyObject *task_factory;
+    PyObject *gc_collect;
+    struct askew_skew *skews;
+    size_t skews_len;
+    struct askew_network *net;
+    char running;
+    char stopping;
+    char closed;
+    char debug;
+};
+
+int askew__loop_type_init(PyObject *module);
+PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *callback,
+                                     PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *context);
+/* The running node's view of the world clock, ns. */
+int64_t askew__loop_local_ns(struct askew_loop_state *self);
+
+/* skew.c */
+int askew__skew_init(struct askew_loop_state *self);
+void askew__skew_free(struct askew_loop_state *self);
+void askew__skew_reset(struct askew_loop_state *self);
+int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t now_ns);
+int64_t askew__skew_global(struct askew_loop_state *self, int64_t node, int64_t local_ns);
+PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args);
+#define ASKEW_SKEW_METHODS {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},
+
+/* network.c */
+int askew__net_init(struct askew_loop_state *self);
+void askew__net_free(struct askew_loop_state *self);
+void askew__net_reset(struct askew_loop_state *self, uint64_t seed);
+int askew__net_traverse(struct askew_loop_state *self, visitproc visit, void *arg);
+int askew__net_fire(struct askew_loop_state *self, struct askew_timer *timer);
+void askew__net_drop_timer(struct askew_timer *timer);
+extern PyMethodDef askew__net_methods[];
+#define ASKEW_NET_METHODS
+
+#endif

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The extension's side of libaskew-preload.so: finds its control API with
+ * dlsym(RTLD_DEFAULT) at module init (never links against it: a copy loaded
+ * late would interpose nothing), self-tests it, hands it the loop's clock
+ * and entropy hooks around a run, and turns recorded refusals into
+ * NondeterminismError. Without the preload every entry point is a cheap
+ * no-op. The hook called from inside an interposer (on_violation) runs
+ * possibly without the GIL and must never call into Python itself. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core.h"
+
+static const struct askew_preload_api *api;
+static int api_found; /* the symbol is there, whatever its ABI */
+static int api_ok; /* found, ABI compatible, and self_test passed */
+static char api_msg[512];
+static char api_path[1024];
+static uintptr_t api_base; /* load address of the preload, to skip its frames */
+
+/* Set by on_violation (any time, no GIL), cleared by the check that reports
+ * it: the one relaxed load askew__preload_check pays when nothing happened. */
+static atomic_int violation_pending;
+static atomic_int pending_call_scheduled;
+/* Refusals already turned into an exception; GIL-protected. */
+static uint64_t violations_seen;
+
+static const char *kind_hint(uint32_t kind)
+{
+    switch (kind) {
+    case ASKEW_VIOLATION_THREAD:
+        return "a thread would run outside the seeded schedule; use "
+               "simulate(executor=\"inline\") or start threads before the run";
+    case ASKEW_VIOLATION_PROCESS:
+        return "a child process is real concurrency with a real pid";
+    case ASKEW_VIOLATION_SOCKET:
+        return "real network I/O; use the simulated network (node.send/recv)";
+    case ASKEW_VIOLATION_DNS:
+        return "a real name lookup; only numeric hosts and localhost resolve "
+               "inside a run";
+    case ASKEW_VIOLATION_SLEEP:
+        return "a blocking wait would stall virtual time; await asyncio.sleep or "
+               "a future instead";
+    case ASKEW_VIOLATION_DEVRANDOM:
+        return "reading the kernel's entropy bypasses the run's seed; use "
+               "os.urandom or getrandom, which the run serves";
+    default:
+        return "refused by the preload";
+    }
+}
+
+/* "0x7f...: libfoo.so(symbol+0x1f)" for each frame outside the preload. */
+static PyObject *format_frames(const struct askew_violation *v)
+{
+    PyObject *lines = PyList_New(0); // new reference
+    if (lines == NULL)
+        return NULL;
+    for (uint32_t i = 0; i < v->nframes && i < ASKEW_VIOLATION_FRAMES; i++) {
+        uintptr_t pc = v->frames[i];
+        Dl_info info;
+        char buf[600];
+        unsigned idx = (unsigned)PyList_GET_SIZE(lines);
+        /* A return address points past the call: look up the call itself. */
+        if (pc != 0 && dladdr((void *)(pc - 1), &info) != 0) {
+            if ((uintptr_t)info.dli_fbase == api_base)
+                continue;
+            const char *file = info.dli_fname ? info.dli_fname : "?";
+            const char *slash = strrchr(file, '/');
+            if (info.dli_sname != NULL)
+                snprintf(buf, sizeof(buf), "    #%u 0x%lx in %s (%s+0x%lx)", idx,
+                         (unsigned long)pc, slash ? slash + 1 : file, info.dli_sname,
+                         (unsigned long)(pc - (uintptr_t)info.dli_saddr));
+            else
+                snprintf(buf, sizeof(buf), "    #%u 0x%lx in %s (+0x%lx)", idx,
+                         (unsigned long)pc, slash ? slash + 1 : file,
+                         (unsigned long)(pc - (uintptr_t)info.dli_fbase));
+        } else {
+            snprintf(buf, sizeof(buf), "    #%u 0x%lx", idx, (unsigned long)pc);
+        }
+        PyObject *line = PyUnicode_DecodeFSDefault(buf); // new reference
+        if (line == NULL || PyList_Append(lines, line) < 0) {
+            Py_XDECREF(line);
+            Py_DECREF(lines);
+            return NULL;
+        }
+        Py_DECREF(line);
+    }
+    PyObject *sep = PyUnicode_FromString("\n"); // new reference
+    if (sep == NULL) {
+        Py_DECREF(lines);
+        return NULL;
+    }
+    PyObject *joined = PyUnicode_Join(sep, lines);
+    Py_DECREF(sep);
+    Py_DECREF(lines);
+    return joined;
+}
+
+/* repr(asyncio.current_task()) or "no task"; never fails. */
+static PyObject *current_task_repr(void)
+{
+    PyObject *asyncio = PyImport_ImportModule("asyncio"); // new reference
+    PyObject *task = NULL, *text = NULL;
+    if (asyncio != NULL)
+        task = PyObject_CallMethod(asyncio, "current_task", NULL);
+    if (task != NULL && task != Py_None)
+        text = PyObject_Repr(task);
+    Py_XDECREF(task);
+    Py_XDECREF(asyncio);
+    if (text == NULL) {
+        PyErr_Clear();
+        text = PyUnicode_FromString("no task (between callbacks)");
+    }
+    return text;
+}
+
+static int raise_violation(void)
+{
+    uint64_t n = api->violations();
+    if (n <= violations_seen)
+        return 0;
+    uint64_t first = violations_seen;
+    if (n - first > ASKEW_VIOLATION_RING)
+        first = n - ASKEW_VIOLATION_RING;
+    struct askew_violation v;
+    int got = api->violation_get(first, &v);
+    uint64_t more = n - violations_seen - 1;
+    violations_seen = n;
+    if (got != 0)
+        return 0;
+    PyObject *frames = format_frames(&v);
+    PyObject *task = current_task_repr();
+    if (frames == NULL || task == NULL) {
+        Py_XDECREF(frames);
+        Py_XDECREF(task);
+        return -1;
+    }
+    PyObject *exc = askew__NondeterminismError ? askew__NondeterminismError
+                                               : PyExc_RuntimeError; // borrowed
+    PyErr_Format(exc,
+                 "%s() was refused inside the simulation: %s\n"
+                 "  C callers (innermost first):\n%U\n"
+                 "  task: %U%s",
+                 v.call ? v.call : "?", kind_hint(v.kind), frames, task,
+                 more ? "\n  (and more refused calls after this one)" : "");
+    Py_DECREF(frames);
+    Py_DECREF(task);
+    return -1;
+}
+
+int askew__preload_check(void)
+{
+    if (__builtin_expect(
+            !atomic_load_explicit(&violation_pending, memory_order_relaxed), 1))
+        return 0;
+    atomic_store_explicit(&violation_pending, 0, memory_order_relaxed);
+    return api != NULL ? raise_violation() : 0;
+}
+
+/* Runs in the main thread with the GIL, at the next bytecode boundary: the
+ * way a caller that retries a refused call forever (a loop on frozen time,
+ * queue.get(timeout=...)) still gets the error. */
+static int pending_raise(void *arg)
+{
+    (void)arg;
+    atomic_store(&pending_call_scheduled, 0);
+    if (askew__active == NULL || PyThread_get_thread_ident() != askew__active_thread)
+        return 0;
+    return askew__preload_check();
+}
+
+/* Called from inside an interposer on the simulation thread, maybe without
+ * the GIL: only atomics and Py_AddPendingCall, which CPython documents as
+ * callable from any thread without the GIL (3.11 through 3.13: it takes its
+ * own lock, not the GIL, and signals the main interpreter's eval breaker). */
+static void on_violation(void *ctx)
+{
+    (void)ctx;
+    atomic_store_explicit(&violation_pending, 1, memory_order_relaxed);
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&pending_call_scheduled, &expected, 1) &&
+        Py_AddPendingCall(pending_raise, NULL) < 0)
+        atomic_store(&pending_call_scheduled, 0); /* queue full: the step check
+                                                     still reports it */
+}
+
+int askew__preload_enter(void *ctx)
+{
+    if (api == NULL)
+        return 0;
+    if (!api_ok) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "askew: libaskew-preload.so is loaded but not usable (%s); fix "
+                     "LD_PRELOAD (askew-exec puts it in the right place) or unset it",
+                     api_msg);
+        return -1;
+    }
+    struct askew_preload_hooks hooks = {
+        .size = sizeof(struct askew_preload_hooks),
+        .ctx = ctx,
+        .now = askew__clock_read,
+        .random = askew__entropy_fill,
+        .on_violation = on_violation,
+    };
+    int rc = api->enter(&hooks);
+    if (rc < 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "askew: the preload refused to enter a simulation: %s%s",
+                     strerror(-rc),
+                     rc == -EBUSY ? " (another thread is running one)" : "");
+        return -1;
+    }
+    atomic_store(&violation_pending, 0);
+    violations_seen = 0;
+    return 0;
+}
+
+void askew__preload_leave(void)
+{
+    if (api != NULL && api_ok)
+        api->leave();
+}
+
+static PyObject *preload_active(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args))
+{
+    return PyBool_FromLong(api_ok);
+}
+
+static PyObject *preload_status(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args))
+{
+    return Py_BuildValue("{s:O,s:O,s:z,s:s}", "found", api_found ? Py_True : Py_False,
+                         "active", api_ok ? Py_True : Py_False, "path",
+                         api_path[0] ? api_path : NULL, "self_test", api_msg);
+}
+
+static PyMethodDef preload_methods[] = {
+    {"preload_active", preload_active, METH_NOARGS,
+     "preload_active() -> bool: libaskew-preload.so is loaded and comes first."},
+    {"preload_status", preload_status, METH_NOARGS,
+     "preload_status() -> dict: found, active, path and the self-test message."},
+    {NULL, NULL, 0, NULL},
+};
+
+int askew__preload_setup(PyObject *module)
+{
+    askew_preload_get_api_fn get =
+        (askew_preload_get_api_fn)dlsym(RTLD_DEFAULT, ASKEW_PRELOAD_GET_API);
+    api = NULL;
+    api_ok = 0;
+    api_found = get != NULL;
+    api_path[0] = '\0';
+    snprintf(api_msg, sizeof(api_msg), "not loaded (run under askew-exec)");
+    if (get != NULL) {
+        Dl_info info;
+        if (dladdr((void *)get, &info) != 0 && info.dli_fname != NULL) {
+            snprintf(api_path, sizeof(api_path), "%s", info.dli_fname);
+            api_base = (uintptr_t)info.dli_fbase;
+        }
+        api = get(ASKEW_PRELOAD_ABI_MAJOR);
+        if (api == NULL || api->size < sizeof(struct askew_preload_api)) {
+            snprintf(api_msg, sizeof(api_msg),
+                     "ABI mismatch: this askew._core speaks preload ABI %u.%u",
+                     ASKEW_PRELOAD_ABI_MAJOR, ASKEW_PRELOAD_ABI_MINOR);
+            api = NULL;
+        } else {
+            api_ok = api->self_test(api_msg, sizeof(api_msg)) == 0;
+        }
+    }
+    return PyModule_AddFunctions(module, preload_methods);
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* askew._core.Task: asyncio's own C Task with one field more, its creation
+ * number in the run, which is also its hash. asyncio iterates sets of tasks
+ * (TaskGroup abort, all_tasks, wait); with identity hashes their order would
+ * follow memory addresses and differ between processes. The number is set
+ * in tp_new, before Task.__init__ registers the task anywhere. */
+#include "task.h"
+
+PyTypeObject *askew__TaskType;
+PyObject *askew__FutureType;
+static Py_ssize_t seq_offset;
+static uint64_t seq_pending;
+
+void askew__task_set_next_seq(uint64_t seq)
+{
+    seq_pending = seq;
+}
+
+uint64_t askew__task_seq(PyObject *task)
+{
+    if (!PyObject_TypeCheck(task, askew__TaskType))
+        return 0;
+    return *(uint64_t *)((char *)task + seq_offset);
+}
+
+static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyTypeObject *base = type->tp_base;
+    while (base != NULL && base->tp_new == task_new)
+        base = base->tp_base;
+    PyObject *self = base->tp_new(type, args, kwds); // new reference
+    if (self == NULL)
+        return NULL;
+    *(uint64_t *)((char *)self + seq_offset) = seq_pending;
+    seq_pending = 0;
+    return self;
+}
+
+static Py_hash_t task_hash(PyObject *self)
+{
+    const uint64_t seq = *(uint64_t *)((char *)self + seq_offset);
+    if (seq == 0)
+        return PyBaseObject_Type.tp_hash(self); /* made outside a loop's create_task */
+    const Py_hash_t h = (Py_hash_t)(seq & (uint64_t)PY_SSIZE_T_MAX);
+    return h == -1 ? -2 : h;
+}
+
+static PyObject *task_get_seq(PyObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLongLong(*(uint64_t *)((char *)self + seq_offset));
+}
+
+static PyGetSetDef task_getset[] = {
+    {"_askew_seq", task_get_seq, NULL, "Creation number in its run.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+int askew__task_types_init(PyObject *module)
+{
+    PyObject *asyncio_c = PyImport_ImportModule("_asyncio"); // new reference
+    if (asyncio_c == NULL)
+        return -1;
+    PyObject *task_base = PyObject_GetAttrString(asyncio_c, "Task"); // new reference
+    askew__FutureType = PyObject_GetAttrString(asyncio_c, "Future"); // new reference
+    Py_DECREF(asyncio_c);
+    if (task_base == NULL || askew__FutureType == NULL)
+        goto fail;
+    const Py_ssize_t base_size = ((PyTypeObject *)task_base)->tp_basicsize;
+    /* Keep the field 8-byte aligned whatever the base's size. */
+    seq_offset = (base_size + 7) & ~(Py_ssize_t)7;
+    PyType_Slot slots[] = {
+        {Py_tp_new, task_new},
+        {Py_tp_hash, task_hash},
+        {Py_tp_getset, task_getset},
+        {Py_tp_doc, "asyncio.Task, hashed by its creation number in the run."},
+        {0, NULL},
+    };
+    PyType_Spec spec = {
+        .name = "askew._core.Task",
+        .basicsize = (int)(seq_offset + (Py_ssize_t)sizeof(uint64_t)),
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+        .slots = slots,
+    };
+    askew__TaskType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, task_base);
+    Py_DECREF(task_base);
+    if (askew__TaskType == NULL)
+        return -1;
+    if (PyModule_AddObjectRef(module, "Task", (PyObject *)askew__TaskType) < 0)
+        return -1;
+    return 0;
+fail:
+    Py_XDECREF(task_base);
+    return -1;
+}
