@@ -64,18 +64,39 @@ void askew__handle_clear_call(askew_handle *h)
     h->nargs = 0;
 }
 
-int askew__handle_run(askew_handle *h)
+int askew__handle_run(askew_handle *h, askew_gate_fn gate, void *gate_ctx)
 {
-    PyObject *callback = h->callback;
-    if (callback == NULL)
+    if (h->callback == NULL)
         return 0; /* cancelled while queued */
     if (PyContext_Enter(h->context) < 0)
         return -1;
+    const int open = gate == NULL ? 1 : gate(gate_ctx);
+    if (open <= 0) {
+        if (PyContext_Exit(h->context) < 0 && open == 0)
+            return -1;
+        return open;
+    }
+    /* A handle runs once: take its arguments out (and hold the callback), so
+     * that the callback cancelling its own handle frees nothing in use. */
+    PyObject *callback = Py_NewRef(h->callback);
+    PyObject *args[ASKEW_HANDLE_ARGS_INLINE];
+    PyObject *args_tuple = h->args_tuple;
+    const Py_ssize_t nargs = h->nargs;
+    for (int i = 0; i < ASKEW_HANDLE_ARGS_INLINE; i++) {
+        args[i] = h->args_inline[i];
+        h->args_inline[i] = NULL;
+    }
+    h->args_tuple = NULL;
+    h->nargs = 0;
     PyObject *res;
-    if (h->args_tuple != NULL)
-        res = PyObject_Call(callback, h->args_tuple, NULL);
+    if (args_tuple != NULL)
+        res = PyObject_Call(callback, args_tuple, NULL);
     else
-        res = PyObject_Vectorcall(callback, h->args_inline, (size_t)h->nargs, NULL);
+        res = PyObject_Vectorcall(callback, args, (size_t)nargs, NULL);
+    Py_DECREF(callback);
+    Py_XDECREF(args_tuple);
+    for (int i = 0; i < ASKEW_HANDLE_ARGS_INLINE; i++)
+        Py_XDECREF(args[i]);
     /* Exiting cannot fail for a context we entered; keep the callback's error. */
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);

@@ -37,8 +37,11 @@ int askew__handle_types_init(PyObject *module);
 askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *callback,
                                 PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *context);
-/* Run it in its context: 0, or -1 with the callback's exception set. */
-int askew__handle_run(askew_handle *h);
+/* Run it in its context: 0, or -1 with the callback's exception set. Once
+ * inside the context, `gate` (if any) may veto the call: it returns 1 to
+ * run, 0 to skip (a crashed node's work), -1 with an exception. */
+typedef int (*askew_gate_fn)(void *ctx);
+int askew__handle_run(askew_handle *h, askew_gate_fn gate, void *gate_ctx);
 /* Drop the callback and arguments (cancel, or after running). */
 void askew__handle_clear_call(askew_handle *h);
 

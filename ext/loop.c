@@ -493,6 +493,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
 {
     struct askew_sched *sched = &self->sched;
     for (;;) {
+        const askew_gate_fn gate = askew__net_gated(self) ? askew__net_gate : NULL;
         const int rc = askew_sched_tick(sched, fire_timer, self);
         if (rc < 0) {
             if (!PyErr_Occurred())
@@ -511,7 +512,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             h->queued = 0;
             if (h->callback != NULL) {
                 self->node_current = h->node;
-                if (askew__handle_run(h) < 0 && callback_failed(self, h) < 0) {
+                if (askew__handle_run(h, gate, self) < 0 && callback_failed(self, h) < 0) {
                     Py_DECREF(h);
                     self->node_current = -1;
                     return NULL;
@@ -542,6 +543,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
 
 static void clear_queues(struct askew_loop_state *self)
 {
+    askew__net_clear(self); /* messages leave the heap first */
     askew_sched_clear(&self->sched, drop_item, drop_timer);
 }
 
@@ -555,8 +557,8 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
         return NULL;
     }
     clear_queues(self);
-    askew__net_reset(self, seed);
     askew_sched_reset(&self->sched, seed);
+    askew__net_reset(self, seed);
     askew_rng_seed(&self->entropy, askew_seed_stream(seed, ASKEW_STREAM_ENTROPY));
     self->handle_seq = 0;
     self->task_seq = 0;
@@ -852,10 +854,12 @@ static PyMethodDef loop_methods[] = {
     {"_trace_recent", (PyCFunction)loop_trace_recent, METH_O, NULL},
     {"_trace_event", (PyCFunction)loop_trace_event, METH_VARARGS, NULL},
     {"_entropy", (PyCFunction)loop_entropy, METH_O, NULL},
-    ASKEW_NET_METHODS
     ASKEW_SKEW_METHODS
     {NULL, NULL, 0, NULL},
 };
+
+/* The loop's methods and the network binding's, in one table. */
+static PyMethodDef all_methods[sizeof loop_methods / sizeof loop_methods[0] + 32];
 
 static PyGetSetDef loop_getset[] = {
     {"_steps", (getter)loop_get_steps, NULL, NULL, NULL},
@@ -874,7 +878,7 @@ static PyType_Slot loop_slots[] = {
     {Py_tp_dealloc, loop_dealloc},
     {Py_tp_traverse, loop_traverse},
     {Py_tp_clear, loop_clear_refs},
-    {Py_tp_methods, loop_methods},
+    {Py_tp_methods, all_methods},
     {Py_tp_getset, loop_getset},
     {Py_tp_doc, "The C half of askew's event loop; use askew.new_event_loop()."},
     {0, NULL},
@@ -898,6 +902,14 @@ int askew__loop_type_init(PyObject *module)
     if (!str_context || !str_name || !str_eager_start || !kw_loop || !kw_loop_name ||
         !kw_loop_name_context)
         return -1;
+    size_t k = 0;
+    for (const PyMethodDef *m = loop_methods; m->ml_name != NULL; m++)
+        all_methods[k++] = *m;
+    for (const PyMethodDef *m = askew__net_methods; m->ml_name != NULL; m++) {
+        ASKEW_ASSERT(k + 1 < sizeof all_methods / sizeof all_methods[0]);
+        all_methods[k++] = *m;
+    }
+    all_methods[k] = (PyMethodDef){NULL, NULL, 0, NULL};
     PyObject *type = PyType_FromModuleAndSpec(module, &loop_spec, NULL);
     if (type == NULL)
         return -1;

@@ -60,7 +60,12 @@ void askew__net_reset(struct askew_loop_state *self, uint64_t seed);
 int askew__net_traverse(struct askew_loop_state *self, visitproc visit, void *arg);
 int askew__net_fire(struct askew_loop_state *self, struct askew_timer *timer);
 void askew__net_drop_timer(struct askew_timer *timer);
+/* Drop messages in flight and what waits in inboxes (run teardown). */
+void askew__net_clear(struct askew_loop_state *self);
+/* Whether callbacks carry a node (the world set its context variable). */
+int askew__net_gated(struct askew_loop_state *self);
+int askew__net_gate(void *ctx);
+int askew__net_types_init(PyObject *module);
 extern PyMethodDef askew__net_methods[];
-#define ASKEW_NET_METHODS
 
 #endif

@@ -83,7 +83,8 @@ static PyMethodDef module_methods[] = {
 static int module_exec(PyObject *module)
 {
     if (askew__handle_types_init(module) < 0 || askew__task_types_init(module) < 0 ||
-        askew__loop_type_init(module) < 0 || askew__patch_setup(module) < 0 ||
+        askew__loop_type_init(module) < 0 || askew__net_types_init(module) < 0 ||
+        askew__patch_setup(module) < 0 ||
         askew__preload_setup(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||

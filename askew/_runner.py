@@ -1,0 +1,357 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The runner: @askew.simulate, iteration seeds, failure reports, replay.
+
+`@askew.simulate(seed=S, iterations=N)` turns `async def test(world, ...)`
+into a plain sync function that pytest collects like any other; its other
+parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
+seed derived from (S, i), so the seed a report names replays alone. One
+loop is reset and reused across iterations.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import linecache
+import os
+import sys
+import traceback
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from . import _core
+from ._config import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_MAX_TIME,
+    RunConfig,
+    check_iterations,
+    check_seed,
+    env_flag,
+    env_iterations,
+    env_seed,
+)
+from ._determinism import scope
+from ._loop import SimLoop
+from ._world import _KIND_ASSERT, _KIND_ERROR, Event, World
+from .errors import DeadlockError, NondeterminismError, SimulationFailure
+
+TestFn = Callable[..., Coroutine[Any, Any, Any]]
+F = TypeVar("F", bound=Callable[..., Any])
+_REPORT_EVENTS = 12
+_real_urandom = os.urandom
+
+
+@dataclass(frozen=True)
+class _Spec:
+    seed: int | None
+    iterations: int
+    config: RunConfig
+    check_determinism: bool
+
+
+@dataclass
+class _Outcome:
+    failure: BaseException | None
+    failed_node: int | None
+    world: World
+    time: float
+    steps: int
+    trace_hash: int
+    events: list[Event]
+
+
+def simulate(
+    seed: int | None | Callable[..., Any] = None,
+    iterations: int = 100,
+    *,
+    strategy: str = "random",
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_time: float = DEFAULT_MAX_TIME,
+    executor: str = "refuse",
+    check_determinism: bool = False,
+) -> Any:
+    """Run `async def test(world, ...)` under `iterations` seeds.
+
+    seed: the base seed (0 <= seed < 2**64); None draws a fresh one per run
+    of the test, printed on failure. ASKEW_SEED and ASKEW_ITERATIONS in the
+    environment override both. strategy: "random" (default), "fifo" or
+    "shuffle". max_steps / max_time: per-run budgets (callbacks, virtual
+    seconds). executor="inline" runs run_in_executor work at a seeded step
+    instead of refusing it. check_determinism runs every seed twice.
+    """
+    if callable(seed) and not isinstance(seed, int):
+        return simulate()(seed)  # used bare: @askew.simulate
+    if seed is not None:
+        check_seed(seed)
+    check_iterations(iterations)
+    if not isinstance(check_determinism, bool):
+        raise TypeError(f"check_determinism must be a bool, got {check_determinism!r}")
+    spec = _Spec(
+        seed,
+        iterations,
+        RunConfig(strategy=strategy, max_steps=max_steps, max_time=max_time, executor=executor),
+        check_determinism,
+    )
+
+    def decorate(fn: F) -> F:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(
+                f"@askew.simulate needs an `async def` test; {getattr(fn, '__qualname__', fn)!r} "
+                "is not a coroutine function"
+            )
+        params = list(inspect.signature(fn).parameters.values())
+        if not params or params[0].kind not in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            raise TypeError(
+                f"@askew.simulate: {fn.__qualname__} must take the world as its first "
+                "parameter: async def test(world, ...)"
+            )
+
+        def test(*args: Any, **kwargs: Any) -> None:
+            _sweep(fn, spec, args, kwargs, base=None)
+
+        # Copy the names by hand: functools.wraps would set __wrapped__, and
+        # pytest would then read the async signature, world included.
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(test, attr, getattr(fn, attr, None))
+        test.__dict__.update(getattr(fn, "__dict__", {}))
+        test.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
+            parameters=params[1:]
+        )
+        test._askew_test = fn  # type: ignore[attr-defined]
+        test._askew_spec = spec  # type: ignore[attr-defined]
+        return test  # type: ignore[return-value]
+
+    return decorate
+
+
+class Replay:
+    """Replay one seed of a simulated test."""
+
+    @staticmethod
+    def run(test: Callable[..., Any], seed: int, *args: Any, **kwargs: Any) -> None:
+        """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
+        are ignored); raises SimulationFailure as the original did."""
+        check_seed(seed)
+        fn = getattr(test, "_askew_test", None)
+        spec = getattr(test, "_askew_spec", None)
+        if fn is None or spec is None:
+            if not inspect.iscoroutinefunction(test):
+                raise TypeError(
+                    f"Replay.run needs a test decorated with @askew.simulate or an async "
+                    f"function taking the world, got {test!r}"
+                )
+            fn, spec = test, _Spec(None, 1, RunConfig(), False)
+        _sweep(fn, spec, args, kwargs, base=seed, iterations=1)
+
+
+def _sweep(
+    fn: TestFn,
+    spec: _Spec,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    base: int | None,
+    iterations: int | None = None,
+) -> None:
+    if _core.virtual.active_loop() is not None:  # type: ignore[attr-defined]
+        raise RuntimeError(
+            f"{fn.__qualname__}: a simulation cannot run inside another simulation "
+            "(do not call a simulated test from a simulated test)"
+        )
+    if base is None:
+        base = env_seed()
+        if base is None:
+            base = spec.seed
+        if base is None:
+            base = int.from_bytes(_real_urandom(8), "little")
+        iterations = env_iterations() or spec.iterations
+    check = spec.check_determinism or env_flag("ASKEW_CHECK_DETERMINISM")
+    n = iterations or spec.iterations
+    loop = SimLoop(base, spec.config)
+    gc.collect()
+    scope.enter()
+    gc.freeze()  # what exists now is never scanned by the collections below
+    try:
+        for i in range(n):
+            seed = base if i == 0 else int(_core.seed_iteration(base, i))
+            outcome = _run_once(loop, fn, seed, args, kwargs)
+            if check:
+                again = _run_once(loop, fn, seed, args, kwargs)
+                if again.trace_hash != outcome.trace_hash:
+                    raise NondeterminismError(_divergence(fn, seed, i, outcome, again))
+            if outcome.failure is not None:
+                raise _failure(fn, seed, i, outcome) from outcome.failure
+    finally:
+        loop.close()
+        gc.unfreeze()
+        scope.exit()
+
+
+def _run_once(
+    loop: SimLoop, fn: TestFn, seed: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> _Outcome:
+    loop.reset(seed)
+    scope.reseed(seed)
+    world = World(loop, seed)
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    failure: BaseException | None = None
+    try:
+        loop.run_until_complete(fn(world, *args, **kwargs))
+    except (KeyboardInterrupt, SystemExit):
+        _teardown(loop, world)
+        raise
+    except BaseException as exc:
+        failure = exc
+    if world._failure is not None:
+        failure = world._failure
+    time, steps = loop._now_ns / 1e9, loop.steps
+    if failure is not None:
+        kind = _KIND_ASSERT if isinstance(failure, AssertionError) else _KIND_ERROR
+        world.log._emit(kind, -1, _event_text(failure, world._failed_node))
+    events = world.log.recent()
+    trace_hash = loop.trace_hash
+    teardown_error = _teardown(loop, world)
+    gc.collect()
+    if failure is None:
+        failure = teardown_error
+    if failure is None and errors:
+        failure = _unhandled(errors[0])
+    loop.set_exception_handler(None)
+    return _Outcome(failure, world._failed_node, world, time, steps, trace_hash, events)
+
+
+def _teardown(loop: SimLoop, world: World) -> BaseException | None:
+    """Cancel what is still pending, in creation order, and let it finish."""
+    import asyncio
+
+    error: BaseException | None = None
+    pending = sorted(
+        (t for t in asyncio.all_tasks(loop) if not t.done()),
+        key=lambda t: getattr(t, "_askew_seq", 0),
+    )
+    if pending and not loop.is_closed():
+        for task in pending:
+            task.cancel()
+
+        async def settle() -> None:
+            # Tasks of crashed nodes never run again: stop once the rest are done.
+            for _ in range(1000):
+                if all(t.done() or t in world._graveyard for t in pending):
+                    return
+                await asyncio.sleep(0)
+
+        try:
+            loop.run_until_complete(settle())
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            error = exc
+        for task in pending:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                error = error or task.exception()
+    world._end()
+    world._graveyard.clear()
+    loop._clear()
+    return error
+
+
+def _unhandled(context: dict[str, Any]) -> BaseException:
+    exc = context.get("exception")
+    if isinstance(exc, BaseException):
+        return exc
+    return SimulationFailure(str(context.get("message", "an error reached the exception handler")))
+
+
+def _headline(exc: BaseException, node: int | None) -> str:
+    if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
+        source = _assert_source(exc)
+        if source:
+            return source
+        msg = str(exc).strip().splitlines()
+        return f"AssertionError: {msg[0]}" if msg else "AssertionError"
+    text = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return f"node {node} raised {line}" if node is not None else line
+
+
+def _assert_source(exc: BaseException) -> str | None:
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        line = linecache.getline(frame.filename, frame.lineno or 0).strip()
+        if line.startswith("assert"):
+            return line
+    return None
+
+
+def _event_text(exc: BaseException, node: int | None) -> str:
+    if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
+        msg = str(exc).strip().splitlines()
+        return msg[0] if msg else (_assert_source(exc) or "assertion failed")
+    return _headline(exc, node)
+
+
+def replay_command(fn: TestFn, seed: int) -> str:
+    nodeid = os.environ.get("PYTEST_CURRENT_TEST", "")
+    if nodeid:
+        nodeid = nodeid.rsplit(" (", 1)[0]
+        return f"ASKEW_SEED={seed} ASKEW_ITERATIONS=1 pytest '{nodeid}'"
+    return f"askew.Replay.run({fn.__qualname__}, seed={seed})"
+
+
+def _failure(fn: TestFn, seed: int, iteration: int, outcome: _Outcome) -> SimulationFailure:
+    exc = outcome.failure
+    assert exc is not None
+    lines = [
+        _headline(exc, outcome.failed_node),
+        f"  (seed={seed}, iteration={iteration}, t={outcome.time:.6f}s, "
+        f"steps={outcome.steps})",
+    ]
+    if isinstance(exc, DeadlockError) or (
+        isinstance(exc, SimulationFailure) and "\n" in str(exc)
+    ):
+        lines += ["", *("  " + line for line in str(exc).splitlines()[1:])]
+    shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
+    lines += ["", "  recent events"]
+    lines += [f"  {e}" for e in shown[-_REPORT_EVENTS:]] or ["    (none)"]
+    replay = replay_command(fn, seed)
+    lines += ["", f"  replay: {replay}"]
+    if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
+        lines.append(
+            "  note: PYTHONHASHSEED is random in this process, so str and bytes sets may "
+            "iterate in another order on replay; run under askew-exec or set PYTHONHASHSEED=0"
+        )
+    cls = type(exc) if isinstance(exc, SimulationFailure) else SimulationFailure
+    failure = cls(lines[0])
+    failure.report = "\n".join(lines)
+    failure.seed = seed
+    failure.iteration = iteration
+    failure.time = outcome.time
+    failure.steps = outcome.steps
+    failure.trace_hash = outcome.trace_hash
+    failure.replay = replay
+    return failure
+
+
+def _divergence(fn: TestFn, seed: int, iteration: int, a: _Outcome, b: _Outcome) -> str:
+    where = "their logs agree; they diverge in scheduling decisions"
+    for k, (x, y) in enumerate(zip(a.events, b.events, strict=False)):
+        if x != y:
+            where = f"first difference at logged event #{k}:\n    run 1: {x}\n    run 2: {y}"
+            break
+    else:
+        if len(a.events) != len(b.events):
+            k = min(len(a.events), len(b.events))
+            extra = (a.events + b.events)[k] if k < max(len(a.events), len(b.events)) else None
+            where = f"one run logged more events, starting with #{k}: {extra}"
+    return (
+        f"{fn.__qualname__}: seed {seed} (iteration {iteration}) ran twice with different "
+        f"traces (hash {a.trace_hash:#018x} vs {b.trace_hash:#018x}); {where}\n"
+        "  something outside askew's control decides the schedule: a real clock, thread, "
+        "identity hash or global state carried between runs"
+    )
+

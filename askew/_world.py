@@ -1,0 +1,611 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The world a simulated test gets: nodes, the network, faults, the clock,
+the run's PRNG and its log.
+
+Node ids are 0, 1, 2... in spawn order. The code of a node runs in a context
+that names it (a context variable the C loop reads on every step), so the
+tasks a node creates belong to it: a crash stops all of them, a skew shifts
+all their clocks. Payloads must be immutable (checked at send): a message
+travels by reference, and no node may change another's copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import enum
+import inspect
+import random
+import zlib
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Any, NamedTuple
+
+from . import _core
+from ._config import check_seconds
+
+_node_var: contextvars.ContextVar[int] = contextvars.ContextVar("askew_node")
+
+# Log kinds: 1-15 are the network binding's (ext/network.c), the rest ours.
+_NET_SEND, _NET_DELIVERY = 1, 2
+_KIND_WORLD, _KIND_NODE, _KIND_SPAWN, _KIND_CRASH, _KIND_RESTART = 16, 17, 18, 19, 20
+_KIND_PARTITION, _KIND_HEAL, _KIND_FAULT, _KIND_ASSERT, _KIND_CONFIG = 21, 22, 23, 24, 25
+_KIND_ERROR = 26
+_KIND_NAMES = {
+    _NET_SEND: "net",
+    _NET_DELIVERY: "net",
+    _KIND_WORLD: "world",
+    _KIND_NODE: "node",
+    _KIND_SPAWN: "spawn",
+    _KIND_CRASH: "crash",
+    _KIND_RESTART: "restart",
+    _KIND_PARTITION: "net",
+    _KIND_HEAL: "net",
+    _KIND_FAULT: "fault",
+    _KIND_ASSERT: "assert",
+    _KIND_CONFIG: "net",
+    _KIND_ERROR: "error",
+}
+# Outcome codes of ext/engine/net.h.
+_OUTCOMES = {
+    0: "sent",
+    1: "sent twice",
+    2: "delivered",
+    3: "dropped: crashed",
+    4: "dropped: partitioned",
+    5: "dropped: lost",
+}
+_PPM = 1_000_000
+
+Message = _core.Message  # type: ignore[attr-defined]
+
+
+class Event(NamedTuple):
+    """One entry of world.log: virtual time, kind, node (or None), text."""
+
+    time: float
+    kind: str
+    node: int | None
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.time:>9.3f}s  {self.kind:<7} {self.text}"
+
+
+def _short_repr(obj: object, limit: int = 48) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _digest(text: str) -> int:
+    """A digest of a log text for the trace hash: the same in every process
+    (Python's own hash of a str is not)."""
+    return zlib.crc32(text.encode("utf-8", "backslashreplace"))
+
+
+_ATOMS = (int, float, complex, str, bytes, bool, type(None), range, type(...))
+
+
+def check_payload(payload: object, _depth: int = 0) -> None:
+    """Refuse a payload that its sender could still change after sending."""
+    if isinstance(payload, _ATOMS) or isinstance(payload, enum.Enum):
+        return
+    if _depth > 64:
+        raise TypeError("payload nests deeper than 64 levels")
+    if isinstance(payload, (tuple, frozenset)):
+        for item in payload:
+            check_payload(item, _depth + 1)
+        return
+    if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+        if getattr(payload, "__dataclass_params__").frozen:  # noqa: B009
+            for field in dataclasses.fields(payload):
+                check_payload(getattr(payload, field.name), _depth + 1)
+            return
+    raise TypeError(
+        f"payload {_short_repr(payload)} has a mutable part of type {type(payload).__name__}: "
+        "messages travel by reference, so the sender could change them in flight. Send "
+        "immutable values: tuples, frozensets, str, bytes, numbers, enums, NamedTuples or "
+        "frozen dataclasses."
+    )
+
+
+class _Sent:
+    """What send/broadcast return: already done, so `await` is optional."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())
+
+    def __repr__(self) -> str:
+        return "<sent>"
+
+
+_SENT = _Sent()
+
+
+class Node:
+    """What a node's code receives: its id and messaging. Any other attribute
+    is the node's state, readable from the test through its handle."""
+
+    id: int
+
+    def __init__(self, world: World, node_id: int, incarnation: int) -> None:
+        object.__setattr__(self, "_askew_world", world)
+        object.__setattr__(self, "_askew_token", node_id << 32 | incarnation)
+        object.__setattr__(self, "id", node_id)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "id":
+            raise AttributeError("a node's id cannot change")
+        object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"<askew node {self.id}>"
+
+    def _alive(self) -> bool:
+        w: World = self._askew_world  # type: ignore[attr-defined]
+        return bool(w._slots[self.id].token == self._askew_token)  # type: ignore[attr-defined]
+
+    def send(self, dst: int | NodeHandle, payload: Any) -> _Sent:
+        """Put payload on the wire to dst now; returns an awaitable."""
+        world: World = self._askew_world  # type: ignore[attr-defined]
+        dst_id = world._node_id(dst, "send to")
+        check_payload(payload)
+        world._check_live()
+        if self._alive():
+            world._loop._net_send(self.id, dst_id, payload)
+        return _SENT
+
+    def broadcast(self, payload: Any) -> _Sent:
+        """Send payload to every other node, in id order."""
+        world: World = self._askew_world  # type: ignore[attr-defined]
+        check_payload(payload)
+        world._check_live()
+        if self._alive():
+            send = world._loop._net_send
+            me = self.id
+            for dst in range(len(world._slots)):
+                if dst != me:
+                    send(me, dst, payload)
+        return _SENT
+
+    async def recv(self, timeout: float | None = None) -> Any:
+        """The next message for this node, or None after `timeout` seconds."""
+        world: World = self._askew_world  # type: ignore[attr-defined]
+        if timeout is not None:
+            timeout = check_seconds(timeout, "recv timeout")
+        world._check_live()
+        token = _node_var.get(None)
+        if token != self._askew_token:  # type: ignore[attr-defined]
+            where = "the test body" if token is None else f"node {token >> 32}"
+            raise RuntimeError(
+                f"recv() of node {self.id} called from {where}: only node {self.id}'s own "
+                "tasks can receive its messages (recv outside a node)"
+            )
+        loop = world._loop
+        node_id = self.id
+        msg = loop._net_take(node_id)
+        if msg is not None:
+            return msg
+        fut = loop.create_future()
+        loop._net_wait(node_id, fut)
+        timer = None if timeout is None else loop.call_later(timeout, _expire, fut)
+        try:
+            return await fut
+        finally:
+            loop._net_unwait(node_id, fut)
+            if timer is not None:
+                timer.cancel()
+
+    def emit(self, text: str) -> None:
+        """Log an event of this node (shown in failure reports)."""
+        world: World = self._askew_world  # type: ignore[attr-defined]
+        world.log._emit(_KIND_NODE, self.id, f"{self.id} {text}")
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class _Slot:
+    """One node id across its incarnations."""
+
+    __slots__ = ("args", "handle", "instance", "node", "target", "task", "token")
+
+    def __init__(self, target: Any, args: tuple[Any, ...]) -> None:
+        self.target = target
+        self.args = args
+        self.node: Node | None = None
+        self.instance: Any = None
+        self.task: asyncio.Task[Any] | None = None
+        self.token = -1
+        self.handle: NodeHandle | None = None
+
+
+class NodeHandle:
+    """What spawn returns: the node's id and, as attributes, its state (the
+    Node for a function target, the instance for a class). After a restart
+    it shows the new incarnation's state."""
+
+    __slots__ = ("_slot", "_world", "id")
+
+    def __init__(self, world: World, node_id: int, slot: _Slot) -> None:
+        object.__setattr__(self, "_world", world)
+        object.__setattr__(self, "_slot", slot)
+        object.__setattr__(self, "id", node_id)
+
+    def _target(self) -> Any:
+        slot: _Slot = self._slot
+        return slot.instance if slot.instance is not None else slot.node
+
+    def __getattr__(self, name: str) -> Any:
+        slot: _Slot = self._slot
+        if slot.instance is not None:
+            try:
+                return getattr(slot.instance, name)
+            except AttributeError:
+                pass
+        return getattr(slot.node, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "id":
+            raise AttributeError("a node's id cannot change")
+        setattr(self._target(), name, value)
+
+    def __repr__(self) -> str:
+        alive = self._world._loop._net_alive(self.id)[0] if not self._world._ended else None
+        state = {True: "alive", False: "crashed", None: "ended"}[alive]
+        return f"<askew node {self.id} {state}>"
+
+
+class _Partition:
+    def __init__(self, world: World, groups: list[list[int]]) -> None:
+        self._world = world
+        self._groups = groups
+
+    def _apply(self) -> None:
+        self._world._check_live()
+        self._world._loop._net_partition(self._groups)
+        text = " | ".join("{" + ", ".join(map(str, g)) + "}" for g in self._groups)
+        self._world.log._emit(_KIND_PARTITION, -1, f"partition {text}")
+
+    def _heal(self) -> None:
+        if not self._world._ended:
+            self._world.net.heal()
+
+    async def __aenter__(self) -> _Partition:
+        self._apply()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._heal()
+
+    def __enter__(self) -> _Partition:
+        self._apply()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._heal()
+
+
+class Clock:
+    """world.clock: let virtual time pass."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    async def advance(self, seconds: float) -> None:
+        """Let `seconds` of virtual time pass, running everything due in them."""
+        seconds = check_seconds(seconds, "advance(seconds=...)")
+        self._world._check_live()
+        await asyncio.sleep(seconds)
+
+
+class Network:
+    """world.net: cuts and the link model."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def isolate(self, node: int | NodeHandle) -> None:
+        """Cut every link to and from node."""
+        w = self._world
+        node_id = w._node_id(node, "isolate")
+        w._check_live()
+        w._loop._net_isolate(node_id)
+        w.log._emit(_KIND_PARTITION, node_id, f"isolate {node_id}")
+
+    def cut(self, src: int | NodeHandle, dst: int | NodeHandle) -> None:
+        """Cut src -> dst only (one way)."""
+        w = self._world
+        s, d = w._node_id(src, "cut"), w._node_id(dst, "cut")
+        w._check_live()
+        w._loop._net_cut(s, d)
+        w.log._emit(_KIND_PARTITION, -1, f"cut {s} -> {d}")
+
+    def heal(self) -> None:
+        """Restore every link: partitions, one-way cuts and isolation."""
+        w = self._world
+        w._check_live()
+        w._loop._net_heal()
+        w.log._emit(_KIND_HEAL, -1, "heal")
+
+    def configure(
+        self,
+        *,
+        latency: tuple[float, float] | None = None,
+        loss: float | None = None,
+        duplicate: float | None = None,
+        link: tuple[int | NodeHandle, int | NodeHandle] | None = None,
+    ) -> None:
+        """Set the link model globally, or for the directed `link=(src, dst)`:
+        latency (lo, hi) seconds, drawn uniformly; loss and duplicate as
+        probabilities. What is not given keeps its current value."""
+        w = self._world
+        src = dst = -1
+        if link is not None:
+            if not isinstance(link, tuple) or len(link) != 2:
+                raise TypeError(f"link must be a (src, dst) pair of node ids, got {link!r}")
+            src, dst = w._node_id(link[0], "configure"), w._node_id(link[1], "configure")
+        w._check_live()
+        lo_ns, hi_ns, loss_ppm, dup_ppm, _cut = w._loop._net_link(src, dst)
+        if latency is not None:
+            if not isinstance(latency, tuple) or len(latency) != 2:
+                raise TypeError(f"latency must be a (lo, hi) pair of seconds, got {latency!r}")
+            lo = check_seconds(latency[0], "latency lo")
+            hi = check_seconds(latency[1], "latency hi")
+            if lo > hi:
+                raise ValueError(f"latency must be (lo, hi) with lo <= hi, got {latency!r}")
+            lo_ns, hi_ns = round(lo * 1e9), round(hi * 1e9)
+        if loss is not None:
+            loss_ppm = _ppm(loss, "loss")
+        if duplicate is not None:
+            dup_ppm = _ppm(duplicate, "duplicate")
+        w._loop._net_configure(lo_ns, hi_ns, loss_ppm, dup_ppm, src, dst)
+        where = "all links" if src < 0 else f"{src} -> {dst}"
+        w.log._emit(
+            _KIND_CONFIG,
+            -1,
+            f"configure {where}: latency {lo_ns / 1e9:g}..{hi_ns / 1e9:g}s, "
+            f"loss {loss_ppm / _PPM:g}, duplicate {dup_ppm / _PPM:g}",
+        )
+
+    def stats(self) -> dict[str, int]:
+        """Counts of messages sent, delivered and dropped by reason."""
+        stats: dict[str, int] = self._world._loop._net_stats()
+        return stats
+
+
+def _ppm(p: object, what: str) -> int:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise ValueError(f"{what} must be a probability in [0, 1], got {p!r}")
+    return round(float(p) * _PPM)
+
+
+class Faults:
+    """world.faults: crash, restart and clock skew."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def crash(self, node: int | NodeHandle) -> None:
+        """A power cut: the node runs no more code (no finally, no except);
+        its timers and messages are gone, messages to it are dropped."""
+        w = self._world
+        node_id = w._node_id(node, "crash")
+        w._check_live()
+        slot = w._slots[node_id]
+        # Keep every task alive until the run ends: a collected coroutine
+        # would run its finally blocks, which a power cut never does.
+        w._graveyard.extend(t for t in asyncio.all_tasks(w._loop) if not t.done())
+        w._loop._net_crash(node_id)
+        slot.token = -1
+        w.log._emit(_KIND_CRASH, node_id, f"crash {node_id}")
+
+    def restart(self, node: int | NodeHandle) -> None:
+        """Run the node's target again under the same id, with fresh state."""
+        w = self._world
+        node_id = w._node_id(node, "restart")
+        w._check_live()
+        if w._slots[node_id].token != -1:
+            self.crash(node_id)
+        w._loop._net_restart(node_id)
+        w.log._emit(_KIND_RESTART, node_id, f"restart {node_id}")
+        w._start(node_id)
+
+    def skew(self, node: int | NodeHandle, *, offset: float = 0.0, drift: float = 0.0) -> None:
+        """Make node's clocks read offset seconds ahead (negative: behind),
+        drifting by `drift` seconds per second from now on. Its monotonic
+        clocks never go backwards; its timers fire when its clock says."""
+        w = self._world
+        node_id = w._node_id(node, "skew")
+        if isinstance(offset, bool) or not isinstance(offset, (int, float)):
+            raise TypeError(f"offset must be a number of seconds, got {offset!r}")
+        if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not -1 < drift < 1:
+            raise ValueError(f"drift must be a number in (-1, 1) seconds per second, got {drift!r}")
+        w._check_live()
+        w._loop._set_skew(node_id, round(offset * 1e9), round(drift * 1e9))
+        w.log._emit(_KIND_FAULT, node_id, f"skew {node_id}: offset {offset:g}s drift {drift:g}")
+
+
+class Log:
+    """world.log: the recent events of the run, oldest first (the last
+    10,000 are kept; the trace hash covers them all)."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def emit(self, text: str) -> None:
+        """Record a user event, attributed to the running node if any."""
+        if not isinstance(text, str):
+            raise TypeError(f"log text must be a str, got {type(text).__name__}")
+        token = _node_var.get(None)
+        if token is None:
+            self._emit(_KIND_WORLD, -1, text)
+        else:
+            self._emit(_KIND_NODE, token >> 32, f"{token >> 32} {text}")
+
+    def _emit(self, kind: int, node: int, text: str) -> None:
+        self._world._check_live()
+        self._world._loop._log_emit(kind, node, text, _digest(text))
+
+    def recent(self, n: int = 10_000) -> list[Event]:
+        return [_event(e) for e in self._world._loop._log_recent(n)]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.recent())
+
+    def __len__(self) -> int:
+        return min(int(self._world._loop._log_count()), 10_000)
+
+    @property
+    def hash(self) -> int:
+        """The run's trace hash so far."""
+        return int(self._world._loop._trace_hash)
+
+
+def _event(entry: tuple[int, int, int, int, int, object]) -> Event:
+    t_ns, kind, node, peer, outcome, detail = entry
+    name = _KIND_NAMES.get(kind, "event")
+    if kind == _NET_SEND:
+        text = f"{node} -> {peer}  {_short_repr(detail)}   {_OUTCOMES.get(outcome, '?')}"
+    elif kind == _NET_DELIVERY:
+        text = f"{peer} -> {node}  {_short_repr(detail)}   {_OUTCOMES.get(outcome, '?')}"
+    else:
+        text = str(detail)
+    return Event(t_ns / 1e9, name, None if node < 0 else node, text)
+
+
+class World:
+    """Everything a simulated test can do to its simulation."""
+
+    def __init__(self, loop: Any, seed: int) -> None:
+        self._loop = loop
+        self.seed = seed
+        self.random = random.Random(_core.seed_stream(seed, _core.STREAM_USER))
+        self.clock = Clock(self)
+        self.net = Network(self)
+        self.faults = Faults(self)
+        self.log = Log(self)
+        self._slots: list[_Slot] = []
+        self._graveyard: list[asyncio.Task[Any]] = []
+        self._failure: BaseException | None = None
+        self._failed_node: int | None = None
+        self._ended = False
+        loop._set_node_var(_node_var)
+
+    def __repr__(self) -> str:
+        return f"<askew world seed={self.seed} t={self.now:.6f}s nodes={len(self._slots)}>"
+
+    @property
+    def now(self) -> float:
+        """Virtual time, seconds since the run started."""
+        return float(self._loop._now_ns) / 1e9
+
+    @property
+    def nodes(self) -> list[NodeHandle]:
+        return [s.handle for s in self._slots if s.handle is not None]
+
+    def _check_live(self) -> None:
+        if self._ended:
+            raise RuntimeError(
+                "this world's run has ended: a world is only usable during its own run"
+            )
+
+    def _node_id(self, node: object, what: str) -> int:
+        if isinstance(node, NodeHandle):
+            if node._world is not self:
+                raise ValueError(f"{what}: {node!r} belongs to another world")
+            return int(node.id)
+        if isinstance(node, Node):
+            return int(node.id)
+        if isinstance(node, bool) or not isinstance(node, int):
+            raise TypeError(f"{what}: a node is an int id or a node handle, got {node!r}")
+        if not 0 <= node < len(self._slots):
+            known = f"0..{len(self._slots) - 1}" if self._slots else "none yet"
+            raise ValueError(f"{what}: unknown node id {node} (this world's nodes: {known})")
+        return node
+
+    def spawn(self, target: Callable[..., Any], *args: Any) -> NodeHandle:
+        """Start a node running target(node, *args) (an async function), or
+        Cls(node, *args).run() for a class; returns its handle."""
+        if not callable(target):
+            raise TypeError(
+                f"spawn() needs an async function or a class with `async def run(self)`, "
+                f"got {target!r}"
+            )
+        if isinstance(target, type) and not inspect.iscoroutinefunction(
+            getattr(target, "run", None)
+        ):
+            raise TypeError(f"spawn({target.__name__}): the class needs an `async def run(self)`")
+        self._check_live()
+        node_id = int(self._loop._net_node_add())
+        slot = _Slot(target, args)
+        self._slots.append(slot)
+        slot.handle = NodeHandle(self, node_id, slot)
+        self.log._emit(_KIND_SPAWN, node_id, f"spawn {node_id} {_target_name(target)}")
+        self._start(node_id)
+        return slot.handle
+
+    def _start(self, node_id: int) -> None:
+        slot = self._slots[node_id]
+        _alive, incarnation = self._loop._net_alive(node_id)
+        node = Node(self, node_id, incarnation)
+        slot.node = node
+        slot.token = node._askew_token  # type: ignore[attr-defined]
+        ctx = contextvars.copy_context()
+        ctx.run(_node_var.set, slot.token)
+        if isinstance(slot.target, type):
+            slot.instance = ctx.run(slot.target, node, *slot.args)
+            coro = ctx.run(slot.instance.run)
+        else:
+            slot.instance = None
+            coro = ctx.run(slot.target, node, *slot.args)
+        if not inspect.isawaitable(coro):
+            raise TypeError(
+                f"spawn({_target_name(slot.target)}): calling it returned "
+                f"{_short_repr(coro)}, not a coroutine; spawn an `async def` function"
+            )
+        task = self._loop.create_task(coro, name=f"node-{node_id}", context=ctx)
+        slot.task = task
+        token = slot.token
+        task.add_done_callback(lambda t: self._node_done(node_id, token, t))
+
+    def _node_done(self, node_id: int, token: int, task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or self._slots[node_id].token != token:
+            return
+        exc = task.exception()
+        if exc is not None and self._failure is None:
+            self._failure = exc
+            self._failed_node = node_id
+            self._loop.stop()
+
+    def partition(self, *groups: Iterable[int | NodeHandle]) -> _Partition:
+        """`async with world.partition({0, 1}, {2, 3, 4}):` cuts the links
+        between the groups and heals on exit."""
+        if len(groups) < 2:
+            raise ValueError(f"partition() needs at least two groups, got {len(groups)}")
+        resolved: list[list[int]] = []
+        seen: dict[int, int] = {}
+        for g, group in enumerate(groups):
+            if isinstance(group, (str, bytes)) or not isinstance(group, Iterable):
+                raise TypeError(f"partition group {g} must be a set of node ids, got {group!r}")
+            ids = sorted({self._node_id(n, "partition") for n in group})
+            for i in ids:
+                if i in seen:
+                    raise ValueError(
+                        f"partition groups overlap: node {i} is in group {seen[i]} and group {g}"
+                    )
+                seen[i] = g
+            resolved.append(ids)
+        return _Partition(self, resolved)
+
+    def _end(self) -> None:
+        self._ended = True
+
+
+def _target_name(target: Any) -> str:
+    return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", target))
+
