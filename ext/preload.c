@@ -16,7 +16,7 @@
 
 static const struct askew_preload_api *api;
 static int api_found; /* the symbol is there, whatever its ABI */
-static int api_ok; /* found, ABI compatible, and self_test passed */
+static int api_ok;    /* found, ABI compatible, and self_test passed */
 static char api_msg[512];
 static char api_path[1024];
 static uintptr_t api_base; /* load address of the preload, to skip its frames */
@@ -117,7 +117,10 @@ static PyObject *current_task_repr(void)
     return text;
 }
 
-static int raise_violation(void)
+/* consume: the step check marks the refusals reported; the pending call
+ * does not, so a caller that swallows the pending call's exception still
+ * fails the run at the step boundary. */
+static int raise_violation(int consume)
 {
     uint64_t n = api->violations();
     if (n <= violations_seen)
@@ -128,7 +131,8 @@ static int raise_violation(void)
     struct askew_violation v;
     int got = api->violation_get(first, &v);
     uint64_t more = n - violations_seen - 1;
-    violations_seen = n;
+    if (consume)
+        violations_seen = n;
     if (got != 0)
         return 0;
     PyObject *frames = format_frames(&v);
@@ -157,7 +161,7 @@ int askew__preload_check(void)
             !atomic_load_explicit(&violation_pending, memory_order_relaxed), 1))
         return 0;
     atomic_store_explicit(&violation_pending, 0, memory_order_relaxed);
-    return api != NULL ? raise_violation() : 0;
+    return api != NULL ? raise_violation(/* consume */ 1) : 0;
 }
 
 /* Runs in the main thread with the GIL, at the next bytecode boundary: the
@@ -167,9 +171,10 @@ static int pending_raise(void *arg)
 {
     (void)arg;
     atomic_store(&pending_call_scheduled, 0);
-    if (askew__active == NULL || PyThread_get_thread_ident() != askew__active_thread)
+    if (api == NULL || askew__active == NULL ||
+        PyThread_get_thread_ident() != askew__active_thread)
         return 0;
-    return askew__preload_check();
+    return raise_violation(/* consume */ 0);
 }
 
 /* Called from inside an interposer on the simulation thread, maybe without

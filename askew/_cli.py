@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: Apache-2.0
+"""askew-exec: run a command with libaskew-preload.so and askew's settings.
+
+Appends the packaged preload to LD_PRELOAD (after any existing entry, so a
+sanitizer runtime stays first), fixes PYTHONHASHSEED unless the user set
+it, passes --seed/--iterations/--wrap on as ASKEW_* variables and execs the
+command, whose exit status becomes ours. It never runs a simulation itself
+and never touches the user's other environment variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from ._preload import PreloadPathError, ld_preload_with, library_path
+
+USAGE = """\
+usage: askew-exec [--seed S] [--iterations N] [--wrap] [--] command [arg ...]
+       askew-exec --check
+
+Run `command` with askew's LD_PRELOAD library, so C code inside a simulation
+sees virtual time and seeded entropy and its threads, processes, sockets and
+sleeps are refused.
+
+options:
+  --seed S         base seed for every simulation, 0 <= S < 2**64 (ASKEW_SEED)
+  --iterations N   iterations per simulated test, N >= 1 (ASKEW_ITERATIONS)
+  --wrap           run unmodified asyncio tests on simulated loops (ASKEW_WRAP=1)
+  --check          report whether the preload is live in a child python; exit 0 or 1
+  -h, --help       show this help
+"""
+
+# Run in the child by --check: whatever happens, print one JSON object.
+_CHECK_CODE = """\
+import json
+try:
+    from askew._preload import preload_status
+    status = preload_status()
+except Exception as exc:
+    status = {"found": False, "active": False, "path": None,
+              "self_test": f"cannot import askew: {exc!r}"}
+print(json.dumps(status))
+"""
+
+
+class UsageError(Exception):
+    """A bad command line; the message names the bad value."""
+
+
+def _parse_int(option: str, text: str, *, low: int, high: int | None) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise UsageError(f"{option} needs an integer, got {text!r}") from None
+    if value < low or (high is not None and value >= high):
+        bounds = f"{low} <= value < 2**64" if high is not None else f">= {low}"
+        raise UsageError(f"{option} must be {bounds}, got {text!r}")
+    return value
+
+
+def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
+    """Return (the ASKEW_* settings, whether --check was given, the command)."""
+    settings: dict[str, str] = {}
+    check = False
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        name, eq, inline = arg.partition("=")
+        if name in ("--seed", "--iterations"):
+            if eq:
+                value = inline
+            elif i + 1 < len(args):
+                i += 1
+                value = args[i]
+            else:
+                raise UsageError(f"{name} needs a value")
+            if name == "--seed":
+                settings["ASKEW_SEED"] = str(_parse_int(name, value, low=0, high=2**64))
+            else:
+                settings["ASKEW_ITERATIONS"] = str(_parse_int(name, value, low=1, high=None))
+        elif arg == "--wrap":
+            settings["ASKEW_WRAP"] = "1"
+        elif arg == "--check":
+            check = True
+        elif arg in ("-h", "--help"):
+            raise SystemExit(_print_help())
+        else:
+            raise UsageError(f"unknown option {arg!r}")
+        i += 1
+    command = args[i:]
+    if check and command:
+        raise UsageError(f"--check takes no command, got {command[0]!r}")
+    if not check and not command:
+        raise UsageError("no command given")
+    return settings, check, command
+
+
+def _print_help() -> int:
+    sys.stdout.write(USAGE)
+    return 0
+
+
+def child_environ(settings: dict[str, str], base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment the command runs with."""
+    env = dict(os.environ if base is None else base)
+    env["LD_PRELOAD"] = ld_preload_with(env.get("LD_PRELOAD"), library_path())
+    # str and bytes hash order is fixed before main() runs: only here can it be pinned.
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.update(settings)
+    return env
+
+
+def _check(env: dict[str, str]) -> int:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHECK_CODE],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        status = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        detail = (proc.stderr or proc.stdout).strip() or f"exit status {proc.returncode}"
+        print(f"askew-exec: preload not live: the check child failed: {detail}")
+        return 1
+    if status.get("active"):
+        print(f"askew-exec: preload live: {status.get('path')} ({status.get('self_test')})")
+        return 0
+    print(f"askew-exec: preload not live: {status.get('self_test')}")
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        settings, check, command = parse_args(sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        sys.stderr.write(f"askew-exec: error: {exc}\n{USAGE.splitlines()[0]}\n")
+        return 2
+    try:
+        env = child_environ(settings)
+    except PreloadPathError as exc:
+        sys.stderr.write(f"askew-exec: error: {exc}\n")
+        return 2
+    if check:
+        return _check(env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(command[0], command, env)
+    except FileNotFoundError:
+        sys.stderr.write(f"askew-exec: command not found: {command[0]!r}\n")
+        return 127
+    except OSError as exc:
+        sys.stderr.write(f"askew-exec: cannot run {command[0]!r}: {exc.strerror}\n")
+        return 126
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The network: socket, connect, bind and name lookup (getaddrinfo,
+ * gethostbyname, gethostbyname2, gethostbyname_r). Inside a run anything
+ * but AF_UNIX is refused with EACCES and recorded; name lookups pass for
+ * numeric addresses, a NULL host and "localhost", which need no resolver,
+ * and are refused for every other name. Outside a run all of it is libc's,
+ * and this file never opens, reads or resolves anything itself. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "internal.h"
+
+/* Deny by default: AF_UNIX is local and ordered by us; every other family
+ * (AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_ALG, ...) reaches
+ * something outside the simulation. */
+int askew__sim_family_refused(int family)
+{
+    return family != AF_UNIX;
+}
+
+ASKEW_EXPORT int socket(int domain, int type, int protocol)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || !askew__sim_family_refused(domain)) {
+        int (*real)(int, int, int) = REAL(socket);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(domain, type, protocol);
+        return (int)askew__raw_syscall(SYS_socket, domain, type, protocol, 0, 0, 0);
+    }
+    askew__refuse(h, ASKEW_VIOLATION_SOCKET, "socket", domain, type,
+                  __builtin_return_address(0));
+    errno = EACCES;
+    return -1;
+}
+ASKEW_SELF(socket);
+
+static int addr_refused(const struct sockaddr *addr, socklen_t len)
+{
+    if (addr == NULL || len < (socklen_t)sizeof(sa_family_t))
+        return 1;
+    return askew__sim_family_refused(addr->sa_family);
+}
+
+ASKEW_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || !addr_refused(addr, len)) {
+        int (*real)(int, const struct sockaddr *, socklen_t) = REAL(connect);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(fd, addr, len);
+        return (int)askew__raw_syscall(SYS_connect, fd, (long)addr, len, 0, 0, 0);
+    }
+    askew__refuse(h, ASKEW_VIOLATION_SOCKET, "connect", fd,
+                  addr != NULL ? addr->sa_family : -1, __builtin_return_address(0));
+    errno = EACCES;
+    return -1;
+}
+
+ASKEW_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || !addr_refused(addr, len)) {
+        int (*real)(int, const struct sockaddr *, socklen_t) = REAL(bind);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(fd, addr, len);
+        return (int)askew__raw_syscall(SYS_bind, fd, (long)addr, len, 0, 0, 0);
+    }
+    askew__refuse(h, ASKEW_VIOLATION_SOCKET, "bind", fd,
+                  addr != NULL ? addr->sa_family : -1, __builtin_return_address(0));
+    errno = EACCES;
+    return -1;
+}
+
+/* A name that resolves without asking anyone: NULL (the wildcard or
+ * loopback address), an IPv4 or IPv6 literal, or localhost, which
+ * /etc/hosts and RFC 6761 both pin to the loopback address. */
+static int name_is_local(const char *name)
+{
+    if (name == NULL)
+        return 1;
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1)
+        return 1;
+    return strcasecmp(name, "localhost") == 0 || strcasecmp(name, "localhost.") == 0;
+}
+
+ASKEW_EXPORT int getaddrinfo(const char *restrict node, const char *restrict service,
+                             const struct addrinfo *restrict hints,
+                             struct addrinfo **restrict res)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || name_is_local(node)) {
+        __typeof__(&getaddrinfo) real = REAL(getaddrinfo);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(node, service, hints, res);
+        return EAI_AGAIN;
+    }
+    askew__refuse(h, ASKEW_VIOLATION_DNS, "getaddrinfo", 0, 0,
+                  __builtin_return_address(0));
+    /* EAI_SYSTEM with errno: CPython turns it into PermissionError, the
+     * same error a refused socket gives. */
+    errno = EACCES;
+    return EAI_SYSTEM;
+}
+ASKEW_SELF(getaddrinfo);
+
+ASKEW_EXPORT struct hostent *gethostbyname(const char *name)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || name_is_local(name)) {
+        struct hostent *(*real)(const char *) = REAL(gethostbyname);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(name);
+        h_errno = TRY_AGAIN;
+        return NULL;
+    }
+    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyname", 0, 0,
+                  __builtin_return_address(0));
+    h_errno = NO_RECOVERY;
+    return NULL;
+}
+
+ASKEW_EXPORT struct hostent *gethostbyname2(const char *name, int af)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || name_is_local(name)) {
+        struct hostent *(*real)(const char *, int) = REAL(gethostbyname2);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(name, af);
+        h_errno = TRY_AGAIN;
+        return NULL;
+    }
+    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyname2", af, 0,
+                  __builtin_return_address(0));
+    h_errno = NO_RECOVERY;
+    return NULL;
+}
+
+ASKEW_EXPORT int gethostbyname_r(const char *restrict name,
+                                 struct hostent *restrict ret, char *restrict buf,
+                                 size_t buflen, struct hostent **restrict result,
+                                 int *restrict h_errnop)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || name_is_local(name)) {
+        __typeof__(&gethostbyname_r) real = REAL(gethostbyname_r);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(name, ret, buf, buflen, result, h_errnop);
+        return EAGAIN;
+    }
+    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyname_r", 0, 0,
+                  __builtin_return_address(0));
+    if (result != NULL)
+        *result = NULL;
+    if (h_errnop != NULL)
+        *h_errnop = NO_RECOVERY;
+    return EACCES;
+}

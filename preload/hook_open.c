@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Opening /dev/urandom or /dev/random: open, open64, openat, openat64, the
+ * _FORTIFY_SOURCE entry points __open_2 and __open64_2, fopen and fopen64.
+ * Inside a run such an open is refused with EACCES and recorded, because
+ * those bytes would bypass the run's entropy stream; every other path, and
+ * every call outside a run, goes to libc unchanged. Only the literal paths
+ * are recognised: a symlink or a relative path to the device is not. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "internal.h"
+
+/* Declared by glibc only under _FORTIFY_SOURCE. */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+
+static int is_random_device(const char *path)
+{
+    return path != NULL && path[0] == '/' &&
+           (strcmp(path, "/dev/urandom") == 0 || strcmp(path, "/dev/random") == 0);
+}
+
+/* The mode argument exists only when the flags say a file may be made. */
+static int wants_mode(int flags)
+{
+    return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+static int refuse_open(const struct askew_preload_hooks *h, const char *call, void *ret)
+{
+    askew__refuse(h, ASKEW_VIOLATION_DEVRANDOM, call, 0, 0, ret);
+    errno = EACCES;
+    return -1;
+}
+
+static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return (int)askew__raw_syscall(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
+}
+
+#define OPEN_BODY(name, dirfd_expr, call_real)                                         \
+    const struct askew_preload_hooks *h = askew__t_hooks;                              \
+    if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path))                           \
+        return refuse_open(h, #name, __builtin_return_address(0));                     \
+    __typeof__(&name) real = REAL(name);                                               \
+    if (ASKEW_LIKELY(real != NULL))                                                    \
+        return call_real;                                                              \
+    return raw_openat((dirfd_expr), path, flags, mode)
+
+ASKEW_EXPORT int open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (wants_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    OPEN_BODY(open, AT_FDCWD, real(path, flags, mode));
+}
+ASKEW_SELF(open);
+
+ASKEW_EXPORT int open64(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (wants_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    OPEN_BODY(open64, AT_FDCWD, real(path, flags, mode));
+}
+
+ASKEW_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (wants_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    OPEN_BODY(openat, dirfd, real(dirfd, path, flags, mode));
+}
+
+ASKEW_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (wants_mode(flags)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    OPEN_BODY(openat64, dirfd, real(dirfd, path, flags, mode));
+}
+
+ASKEW_EXPORT int __open_2(const char *path, int flags)
+{
+    mode_t mode = 0;
+    OPEN_BODY(__open_2, AT_FDCWD, real(path, flags));
+}
+
+ASKEW_EXPORT int __open64_2(const char *path, int flags)
+{
+    mode_t mode = 0;
+    OPEN_BODY(__open64_2, AT_FDCWD, real(path, flags));
+}
+
+ASKEW_EXPORT FILE *fopen(const char *restrict path, const char *restrict mode)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path)) {
+        refuse_open(h, "fopen", __builtin_return_address(0));
+        return NULL;
+    }
+    FILE *(*real)(const char *restrict, const char *restrict) = REAL(fopen);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(path, mode);
+    errno = EAGAIN;
+    return NULL;
+}
+
+ASKEW_EXPORT FILE *fopen64(const char *restrict path, const char *restrict mode)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path)) {
+        refuse_open(h, "fopen64", __builtin_return_address(0));
+        return NULL;
+    }
+    FILE *(*real)(const char *restrict, const char *restrict) = REAL(fopen64);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(path, mode);
+    errno = EAGAIN;
+    return NULL;
+}

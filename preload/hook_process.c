@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Processes: fork, vfork, posix_spawn(p), the exec family, system and
+ * popen. Inside a run each is refused (-1 with EAGAIN, the spawn error
+ * code, or NULL) and recorded, because a child is real concurrency and a
+ * real pid. Outside a run they forward to libc, except vfork, which must
+ * become fork: a C wrapper cannot vfork safely, as the child would return
+ * through the wrapper's frame on the parent's shared stack. */
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* More arguments than any variadic exec call site plausibly has; the
+ * vector lives on the stack, as glibc's own execl does it. */
+#define EXECL_MAX_ARGS 4096
+
+#define REFUSE(h, call, a0)                                                            \
+    askew__refuse((h), ASKEW_VIOLATION_PROCESS, (call), (a0), 0,                       \
+                  __builtin_return_address(0))
+
+static pid_t real_fork(void)
+{
+    pid_t (*real)(void) = REAL(fork);
+    if (ASKEW_LIKELY(real != NULL))
+        return real();
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT pid_t fork(void)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL))
+        return real_fork();
+    REFUSE(h, "fork", 0);
+    errno = EAGAIN;
+    return -1;
+}
+ASKEW_SELF(fork);
+
+ASKEW_EXPORT pid_t vfork(void)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL))
+        return real_fork();
+    REFUSE(h, "vfork", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int posix_spawn(pid_t *restrict pid, const char *restrict path,
+                             const posix_spawn_file_actions_t *fa,
+                             const posix_spawnattr_t *restrict attr,
+                             char *const argv[restrict], char *const envp[restrict])
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        __typeof__(&posix_spawn) real = REAL(posix_spawn);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(pid, path, fa, attr, argv, envp);
+        return EAGAIN;
+    }
+    REFUSE(h, "posix_spawn", 0);
+    return EAGAIN;
+}
+
+ASKEW_EXPORT int posix_spawnp(pid_t *restrict pid, const char *restrict file,
+                              const posix_spawn_file_actions_t *fa,
+                              const posix_spawnattr_t *restrict attr,
+                              char *const argv[restrict], char *const envp[restrict])
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        __typeof__(&posix_spawnp) real = REAL(posix_spawnp);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(pid, file, fa, attr, argv, envp);
+        return EAGAIN;
+    }
+    REFUSE(h, "posix_spawnp", 0);
+    return EAGAIN;
+}
+
+static int real_execve(const char *path, char *const argv[], char *const envp[])
+{
+    int (*real)(const char *, char *const[], char *const[]) = REAL(execve);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(path, argv, envp);
+    return (int)askew__raw_syscall(SYS_execve, (long)path, (long)argv, (long)envp, 0, 0,
+                                   0);
+}
+
+static int real_execvp(const char *file, char *const argv[])
+{
+    int (*real)(const char *, char *const[]) = REAL(execvp);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(file, argv);
+    errno = EAGAIN;
+    return -1;
+}
+
+static int real_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    int (*real)(const char *, char *const[], char *const[]) = REAL(execvpe);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(file, argv, envp);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL))
+        return real_execve(path, argv, envp);
+    REFUSE(h, "execve", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int execv(const char *path, char *const argv[])
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(const char *, char *const[]) = REAL(execv);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(path, argv);
+        return real_execve(path, argv, environ);
+    }
+    REFUSE(h, "execv", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int execvp(const char *file, char *const argv[])
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL))
+        return real_execvp(file, argv);
+    REFUSE(h, "execvp", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL))
+        return real_execvpe(file, argv, envp);
+    REFUSE(h, "execvpe", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(int, char *const[], char *const[]) = REAL(fexecve);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(fd, argv, envp);
+        errno = EAGAIN;
+        return -1;
+    }
+    REFUSE(h, "fexecve", fd);
+    errno = EAGAIN;
+    return -1;
+}
+
+/* The l-forms are variadic; glibc implements them with its internal
+ * execve, which we would never see, so they are interposed here and
+ * rebuilt into a vector for the v-form. */
+static int collect(const char *arg0, va_list ap, char **argv, int max)
+{
+    int n = 0;
+    argv[n++] = (char *)arg0;
+    while (argv[n - 1] != NULL) {
+        if (n >= max)
+            return -1;
+        argv[n++] = va_arg(ap, char *);
+    }
+    return n;
+}
+
+ASKEW_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL)) {
+        REFUSE(h, "execl", 0);
+        errno = EAGAIN;
+        return -1;
+    }
+    char *argv[EXECL_MAX_ARGS];
+    va_list ap;
+    va_start(ap, arg);
+    int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
+    va_end(ap);
+    if (n < 0) {
+        errno = E2BIG;
+        return -1;
+    }
+    return real_execve(path, argv, environ);
+}
+
+ASKEW_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL)) {
+        REFUSE(h, "execlp", 0);
+        errno = EAGAIN;
+        return -1;
+    }
+    char *argv[EXECL_MAX_ARGS];
+    va_list ap;
+    va_start(ap, arg);
+    int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
+    va_end(ap);
+    if (n < 0) {
+        errno = E2BIG;
+        return -1;
+    }
+    return real_execvp(file, argv);
+}
+
+ASKEW_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL)) {
+        REFUSE(h, "execle", 0);
+        errno = EAGAIN;
+        return -1;
+    }
+    char *argv[EXECL_MAX_ARGS];
+    va_list ap;
+    va_start(ap, arg);
+    int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
+    char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
+    va_end(ap);
+    if (n < 0) {
+        errno = E2BIG;
+        return -1;
+    }
+    return real_execve(path, argv, envp);
+}
+
+ASKEW_EXPORT int system(const char *command)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(const char *) = REAL(system);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(command);
+        errno = EAGAIN;
+        return -1;
+    }
+    REFUSE(h, "system", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT FILE *popen(const char *command, const char *type)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        FILE *(*real)(const char *, const char *) = REAL(popen);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(command, type);
+        errno = EAGAIN;
+        return NULL;
+    }
+    REFUSE(h, "popen", 0);
+    errno = EAGAIN;
+    return NULL;
+}

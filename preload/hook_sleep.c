@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Blocking with a timeout: the sleeps, timed semaphore waits, timed
+ * condvar waits and the poll family. On the simulation thread a timed wait
+ * can only end by timing out (no other simulated thread exists to wake it),
+ * and a real sleep would stall virtual time, so each returns at once with
+ * the call's own timeout result and is recorded. Waits that can complete
+ * without blocking (a free semaphore, a ready fd) still complete. Condvar
+ * waits are the exception: they are translated, never refused (see below).
+ * Nothing here sleeps for real on the simulation thread for longer than the
+ * caller asked, and nothing passes a virtual deadline to the kernel. */
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define SLEEP(h, call, a0, a1)                                                         \
+    askew__refuse((h), ASKEW_VIOLATION_SLEEP, (call), (a0), (a1),                      \
+                  __builtin_return_address(0))
+
+static int ts_zero(const struct timespec *ts)
+{
+    return ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0;
+}
+
+ASKEW_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(const struct timespec *, struct timespec *) = REAL(nanosleep);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(req, rem);
+        return (int)askew__raw_syscall(SYS_nanosleep, (long)req, (long)rem, 0, 0, 0, 0);
+    }
+    if (req == NULL) {
+        errno = EFAULT;
+        return -1;
+    }
+    if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    SLEEP(h, "nanosleep", req->tv_sec, req->tv_nsec);
+    return 0;
+}
+ASKEW_SELF(nanosleep);
+
+ASKEW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                                 struct timespec *rem)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(clockid_t, int, const struct timespec *, struct timespec *) =
+            REAL(clock_nanosleep);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(clock, flags, req, rem);
+        /* clock_nanosleep returns the error; it does not set errno. */
+        int saved = errno;
+        long rc = askew__raw_syscall(SYS_clock_nanosleep, clock, flags, (long)req,
+                                     (long)rem, 0, 0);
+        int err = rc < 0 ? errno : 0;
+        errno = saved;
+        return err;
+    }
+    if (req == NULL)
+        return EFAULT;
+    if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)
+        return EINVAL;
+    SLEEP(h, "clock_nanosleep", req->tv_sec, flags);
+    return 0;
+}
+ASKEW_SELF(clock_nanosleep);
+
+ASKEW_EXPORT int usleep(useconds_t usec)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(useconds_t) = REAL(usleep);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(usec);
+        struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};
+        return (int)askew__raw_syscall(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+    }
+    SLEEP(h, "usleep", (long)usec, 0);
+    return 0;
+}
+
+ASKEW_EXPORT unsigned int sleep(unsigned int seconds)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        unsigned int (*real)(unsigned int) = REAL(sleep);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(seconds);
+        struct timespec ts = {(time_t)seconds, 0};
+        askew__raw_syscall(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+        return 0;
+    }
+    SLEEP(h, "sleep", (long)seconds, 0);
+    return 0;
+}
+
+/* A semaphore that is free is taken without waiting, as the kernel would;
+ * otherwise the wait could only time out. */
+static int sem_timeout(const struct askew_preload_hooks *h, sem_t *sem,
+                       const char *call, long a0, void *ret)
+{
+    int saved = errno;
+    if (sem_trywait(sem) == 0) {
+        errno = saved;
+        return 0;
+    }
+    if (errno != EAGAIN)
+        return -1; /* EINVAL and friends: the call's own error */
+    askew__refuse(h, ASKEW_VIOLATION_SLEEP, call, a0, 0, ret);
+    errno = ETIMEDOUT;
+    return -1;
+}
+
+ASKEW_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abs)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(sem_t *restrict, const struct timespec *restrict) =
+            REAL(sem_timedwait);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(sem, abs);
+        errno = EINTR;
+        return -1;
+    }
+    return sem_timeout(h, sem, "sem_timedwait", CLOCK_REALTIME,
+                       __builtin_return_address(0));
+}
+
+ASKEW_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t clock,
+                               const struct timespec *restrict abs)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(sem_t *restrict, clockid_t, const struct timespec *restrict) =
+            REAL(sem_clockwait);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(sem, clock, abs);
+        errno = EINTR;
+        return -1;
+    }
+    return sem_timeout(h, sem, "sem_clockwait", clock, __builtin_return_address(0));
+}
+
+/* Condvar waits are translated, not refused: CPython's GIL hand-off waits
+ * on a timed condvar on the simulation thread whenever any other thread
+ * exists (a pytest-timeout watchdog, say), with a deadline computed from
+ * the clock we virtualize. The virtual deadline becomes the same interval
+ * on the real clock, so the wait lasts as long as the caller asked, the
+ * other thread can hand the GIL back, and no run is failed for it. The
+ * condvar's clock is not visible through the API; the deadline is taken to
+ * be on whichever virtual clock (wall or monotonic) it is nearer to. */
+static void ts_sub(struct timespec *out, const struct timespec *a,
+                   const struct timespec *b)
+{
+    out->tv_sec = a->tv_sec - b->tv_sec;
+    out->tv_nsec = a->tv_nsec - b->tv_nsec;
+    if (out->tv_nsec < 0) {
+        out->tv_nsec += 1000000000L;
+        out->tv_sec -= 1;
+    }
+    if (out->tv_sec < 0)
+        out->tv_sec = out->tv_nsec = 0;
+}
+
+static int real_now(clockid_t clock, struct timespec *ts)
+{
+    int (*real)(clockid_t, struct timespec *) = REAL(clock_gettime);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(clock, ts);
+    return (int)askew__raw_syscall(SYS_clock_gettime, clock, (long)ts, 0, 0, 0, 0);
+}
+
+/* The real deadline on `clock` for a virtual deadline `abs`; clock < 0 asks
+ * for the nearer clock to be picked (and returned through *clock). */
+static int translate(const struct askew_preload_hooks *h, clockid_t *clock,
+                     const struct timespec *abs, struct timespec *out)
+{
+    struct timespec vwall, vmono, left, now;
+    if (askew__hook_now(h, 1, &vwall) < 0 || askew__hook_now(h, 0, &vmono) < 0)
+        return -1;
+    int realtime;
+    if (*clock < 0) {
+        long long dw = (long long)abs->tv_sec - vwall.tv_sec;
+        long long dm = (long long)abs->tv_sec - vmono.tv_sec;
+        realtime = (dw < 0 ? -dw : dw) < (dm < 0 ? -dm : dm);
+        *clock = realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+    } else {
+        realtime = *clock == CLOCK_REALTIME || *clock == CLOCK_REALTIME_COARSE ||
+                   *clock == CLOCK_TAI;
+    }
+    ts_sub(&left, abs, realtime ? &vwall : &vmono);
+    if (real_now(*clock, &now) != 0)
+        return -1;
+    out->tv_sec = now.tv_sec + left.tv_sec;
+    out->tv_nsec = now.tv_nsec + left.tv_nsec;
+    if (out->tv_nsec >= 1000000000L) {
+        out->tv_nsec -= 1000000000L;
+        out->tv_sec += 1;
+    }
+    return 0;
+}
+
+ASKEW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
+                                        pthread_mutex_t *restrict mutex,
+                                        const struct timespec *restrict abs)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(pthread_cond_t *restrict, pthread_mutex_t *restrict,
+                const struct timespec *restrict) = REAL(pthread_cond_timedwait);
+    if (ASKEW_UNLIKELY(real == NULL))
+        return EINVAL;
+    if (ASKEW_LIKELY(h == NULL))
+        return real(cond, mutex, abs);
+    int saved = errno;
+    clockid_t clock = -1;
+    struct timespec deadline;
+    if (translate(h, &clock, abs, &deadline) != 0)
+        deadline = *abs;
+    errno = saved;
+    return real(cond, mutex, &deadline);
+}
+
+ASKEW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond,
+                                        pthread_mutex_t *restrict mutex,
+                                        clockid_t clock,
+                                        const struct timespec *restrict abs)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(pthread_cond_t *restrict, pthread_mutex_t *restrict, clockid_t,
+                const struct timespec *restrict) = REAL(pthread_cond_clockwait);
+    if (ASKEW_UNLIKELY(real == NULL))
+        return EINVAL;
+    if (ASKEW_LIKELY(h == NULL) || !askew__sim_clock_known(clock))
+        return real(cond, mutex, clock, abs);
+    int saved = errno;
+    struct timespec deadline;
+    if (translate(h, &clock, abs, &deadline) != 0)
+        deadline = *abs;
+    errno = saved;
+    return real(cond, mutex, clock, &deadline);
+}
+
+/* The poll family: ask the kernel without waiting. Ready fds are still
+ * reported; a wait that would have slept is recorded and times out. */
+ASKEW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(struct pollfd *, nfds_t, int) = REAL(poll);
+    if (ASKEW_UNLIKELY(real == NULL)) {
+        struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
+        return (int)askew__raw_syscall(SYS_ppoll, (long)fds, (long)n,
+                                       timeout < 0 ? 0 : (long)&ts, 0, 8, 0);
+    }
+    if (ASKEW_LIKELY(h == NULL) || timeout == 0)
+        return real(fds, n, timeout);
+    int rc = real(fds, n, 0);
+    if (rc == 0)
+        SLEEP(h, "poll", timeout, (long)n);
+    return rc;
+}
+
+ASKEW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
+                       const sigset_t *mask)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) =
+        REAL(ppoll);
+    if (ASKEW_UNLIKELY(real == NULL))
+        return (int)askew__raw_syscall(SYS_ppoll, (long)fds, (long)n, (long)tmo,
+                                       (long)mask, 8, 0);
+    if (ASKEW_LIKELY(h == NULL) || ts_zero(tmo))
+        return real(fds, n, tmo, mask);
+    struct timespec zero = {0, 0};
+    int rc = real(fds, n, &zero, mask);
+    if (rc == 0)
+        SLEEP(h, "ppoll", tmo != NULL ? tmo->tv_sec : -1, (long)n);
+    return rc;
+}
+
+ASKEW_EXPORT int select(int n, fd_set *restrict r, fd_set *restrict w,
+                        fd_set *restrict e, struct timeval *restrict tmo)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(int, fd_set *restrict, fd_set *restrict, fd_set *restrict,
+                struct timeval *restrict) = REAL(select);
+    if (ASKEW_UNLIKELY(real == NULL))
+        return (int)askew__raw_syscall(SYS_select, n, (long)r, (long)w, (long)e,
+                                       (long)tmo, 0);
+    if (ASKEW_LIKELY(h == NULL) ||
+        (tmo != NULL && tmo->tv_sec == 0 && tmo->tv_usec == 0))
+        return real(n, r, w, e, tmo);
+    struct timeval zero = {0, 0};
+    int rc = real(n, r, w, e, &zero);
+    if (rc == 0) {
+        SLEEP(h, "select", tmo != NULL ? (long)tmo->tv_sec : -1, n);
+        if (tmo != NULL)
+            *tmo = zero; /* Linux reports the time left: none */
+    }
+    return rc;
+}
+
+ASKEW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w,
+                         fd_set *restrict e, const struct timespec *restrict tmo,
+                         const sigset_t *restrict mask)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(int, fd_set *restrict, fd_set *restrict, fd_set *restrict,
+                const struct timespec *restrict, const sigset_t *restrict) =
+        REAL(pselect);
+    if (ASKEW_UNLIKELY(real == NULL)) {
+        errno = EINTR;
+        return -1;
+    }
+    if (ASKEW_LIKELY(h == NULL) || ts_zero(tmo))
+        return real(n, r, w, e, tmo, mask);
+    struct timespec zero = {0, 0};
+    int rc = real(n, r, w, e, &zero, mask);
+    if (rc == 0)
+        SLEEP(h, "pselect", tmo != NULL ? (long)tmo->tv_sec : -1, n);
+    return rc;
+}
+
+ASKEW_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max, int timeout)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(int, struct epoll_event *, int, int) = REAL(epoll_wait);
+    if (ASKEW_UNLIKELY(real == NULL))
+        return (int)askew__raw_syscall(SYS_epoll_pwait, epfd, (long)events, max,
+                                       h != NULL ? 0 : timeout, 0, 8);
+    if (ASKEW_LIKELY(h == NULL) || timeout == 0)
+        return real(epfd, events, max, timeout);
+    int rc = real(epfd, events, max, 0);
+    if (rc == 0)
+        SLEEP(h, "epoll_wait", timeout, epfd);
+    return rc;
+}
+
+ASKEW_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max, int timeout,
+                             const sigset_t *mask)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    int (*real)(int, struct epoll_event *, int, int, const sigset_t *) =
+        REAL(epoll_pwait);
+    if (ASKEW_UNLIKELY(real == NULL))
+        return (int)askew__raw_syscall(SYS_epoll_pwait, epfd, (long)events, max,
+                                       h != NULL ? 0 : timeout, (long)mask, 8);
+    if (ASKEW_LIKELY(h == NULL) || timeout == 0)
+        return real(epfd, events, max, timeout, mask);
+    int rc = real(epfd, events, max, 0, mask);
+    if (rc == 0)
+        SLEEP(h, "epoll_pwait", timeout, epfd);
+    return rc;
+}

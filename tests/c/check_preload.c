@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Check suites for libaskew-preload.so, run under LD_PRELOAD in fork mode
+ * (each test in its own child, so a test that enters a simulation cannot
+ * leak it into the next). The tests play the extension: they find the API
+ * with dlsym, enter with fixed test hooks (a frozen clock, counter bytes)
+ * and call the interposed functions directly. They never assert on how
+ * long anything took: a refused sleep is checked by its result and its
+ * record, and a regression that really sleeps trips Check's timeout. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "askew_preload.h"
+
+extern char **environ;
+uint32_t arc4random(void);
+void arc4random_buf(void *buf, size_t n);
+uint32_t arc4random_uniform(uint32_t upper_bound);
+
+#define WALL_S  (ASKEW_WALL_EPOCH_S + 5)
+#define MONO_S  1000
+#define FAKE_NS 250
+
+static const struct askew_preload_api *api;
+
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static struct {
+    uint64_t draws;
+    uint8_t next_byte;
+    int callbacks;
+    int reentered_real;
+} st;
+
+static int test_now(void *ctx, int realtime, struct timespec *out)
+{
+    (void)ctx;
+    out->tv_sec = realtime ? WALL_S : MONO_S;
+    out->tv_nsec = FAKE_NS;
+    return 0;
+}
+
+static int test_random(void *ctx, void *buf, size_t len)
+{
+    (void)ctx;
+    unsigned char *p = buf;
+    for (size_t i = 0; i < len; i++)
+        p[i] = st.next_byte++;
+    st.draws++;
+    return 0;
+}
+
+static void test_on_violation(void *ctx)
+{
+    (void)ctx;
+    st.callbacks++;
+}
+
+static const struct askew_preload_hooks hooks = {
+    .size = sizeof(struct askew_preload_hooks),
+    .ctx = NULL,
+    .now = test_now,
+    .random = test_random,
+    .on_violation = test_on_violation,
+};
+
+static void find_api(void)
+{
+    askew_preload_get_api_fn get =
+        (askew_preload_get_api_fn)dlsym(RTLD_DEFAULT, ASKEW_PRELOAD_GET_API);
+    ck_assert_msg(get != NULL, "run me with LD_PRELOAD=libaskew-preload.so");
+    api = get(ASKEW_PRELOAD_ABI_MAJOR);
+    ck_assert_ptr_nonnull(api);
+    memset(&st, 0, sizeof(st));
+}
+
+static void enter(void)
+{
+    ck_assert_int_eq(api->enter(&hooks), 0);
+}
+
+/* libc's own syscall(), found in libc itself, so it bypasses the preload. */
+static long raw(long nr, long a0, long a1, long a2)
+{
+    static long (*libc_syscall)(long, ...);
+    if (libc_syscall == NULL) {
+        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+        ck_assert_ptr_nonnull(libc);
+        libc_syscall = (long (*)(long, ...))dlsym(libc, "syscall");
+        ck_assert_ptr_nonnull(libc_syscall);
+    }
+    return libc_syscall(nr, a0, a1, a2);
+}
+
+static int64_t ns(const struct timespec *ts)
+{
+    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static const char *last_call(void)
+{
+    static struct askew_violation v;
+    uint64_t n = api->violations();
+    if (n == 0)
+        return "";
+    ck_assert_int_eq(api->violation_get(n - 1, &v), 0);
+    return v.call;
+}
+
+/* ---- the library itself ------------------------------------------------ */
+
+START_TEST(test_api_is_found_and_interposers_come_first)
+{
+    char msg[256];
+    askew_preload_get_api_fn get =
+        (askew_preload_get_api_fn)dlsym(RTLD_DEFAULT, ASKEW_PRELOAD_GET_API);
+    ck_assert_ptr_null(get(ASKEW_PRELOAD_ABI_MAJOR + 1));
+    ck_assert_uint_eq(api->size, sizeof(struct askew_preload_api));
+    ck_assert_int_eq(api->self_test(msg, sizeof(msg)), 0);
+    ck_assert_msg(strncmp(msg, "ok", 2) == 0, "%s", msg);
+}
+END_TEST
+
+START_TEST(test_enter_twice_is_busy_and_leave_restores_the_real_clock)
+{
+    struct timespec ts;
+    enter();
+    ck_assert_int_eq(api->enter(&hooks), -EBUSY);
+    api->leave();
+    ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+    ck_assert_int_ne(ts.tv_sec, WALL_S);
+    ck_assert_int_eq(api->enter(&hooks), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_enter_rejects_a_hooks_table_without_hooks)
+{
+    struct askew_preload_hooks bad = hooks;
+    bad.now = NULL;
+    ck_assert_int_eq(api->enter(&bad), -EINVAL);
+    ck_assert_int_eq(api->enter(NULL), -EINVAL);
+}
+END_TEST
+
+/* ---- pass-through --------------------------------------------------------- */
+
+START_TEST(test_passthrough_clock_gettime_lies_between_two_raw_syscalls)
+{
+    static const clockid_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME};
+    for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
+        struct timespec a, b, c;
+        ck_assert_int_eq(raw(SYS_clock_gettime, clocks[i], (long)&a, 0), 0);
+        ck_assert_int_eq(clock_gettime(clocks[i], &b), 0);
+        ck_assert_int_eq(raw(SYS_clock_gettime, clocks[i], (long)&c, 0), 0);
+        ck_assert(ns(&a) <= ns(&b) && ns(&b) <= ns(&c));
+    }
+    time_t t0 = (time_t)raw(SYS_time, 0, 0, 0);
+    time_t t1 = time(NULL);
+    ck_assert(t1 >= t0 && t1 <= (time_t)raw(SYS_time, 0, 0, 0));
+}
+END_TEST
+
+START_TEST(test_passthrough_preserves_errno_and_error_contracts)
+{
+    struct timespec ts;
+    unsigned char buf[300];
+    errno = 4242;
+    ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+    ck_assert_int_eq(getrandom(buf, 0, 0), 0);
+    ck_assert_int_eq(getrandom(buf, 8, GRND_NONBLOCK), 8);
+    (void)time(NULL);
+    ck_assert_int_eq(errno, 4242);
+    ck_assert_int_eq(clock_gettime((clockid_t)12345, &ts), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(getrandom(buf, 8, 0x4000), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(getentropy(buf, 257), -1);
+    ck_assert_int_eq(errno, EIO);
+}
+END_TEST
+
+START_TEST(test_passthrough_threads_sockets_and_sleeps_work)
+{
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, nothing, NULL), 0);
+    pthread_join(t, NULL);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    struct timespec zero = {0, 0};
+    ck_assert_int_eq(nanosleep(&zero, NULL), 0);
+    ck_assert_int_eq(syscall(SYS_getpid), getpid());
+}
+END_TEST
+
+/* ---- time in a simulation ---------------------------------------------- */
+
+START_TEST(test_sim_clocks_read_the_hooks)
+{
+    struct timespec ts;
+    enter();
+    static const clockid_t wall[] = {CLOCK_REALTIME, CLOCK_REALTIME_COARSE};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(clock_gettime(wall[i], &ts), 0);
+        ck_assert_int_eq(ts.tv_sec, WALL_S);
+        ck_assert_int_eq(ts.tv_nsec, FAKE_NS);
+    }
+    ck_assert_int_eq(clock_gettime(CLOCK_TAI, &ts), 0);
+    ck_assert_int_eq(ts.tv_sec, WALL_S + 37);
+    static const clockid_t mono[] = {CLOCK_MONOTONIC,          CLOCK_MONOTONIC_RAW,
+                                     CLOCK_MONOTONIC_COARSE,   CLOCK_BOOTTIME,
+                                     CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID};
+    for (size_t i = 0; i < sizeof(mono) / sizeof(mono[0]); i++) {
+        ck_assert_int_eq(clock_gettime(mono[i], &ts), 0);
+        ck_assert_int_eq(ts.tv_sec, MONO_S);
+        ck_assert_int_eq(ts.tv_nsec, FAKE_NS);
+    }
+    /* A dynamic CPU clock is not modelled: it stays real. */
+    clockid_t cpu;
+    ck_assert_int_eq(clock_getcpuclockid(0, &cpu), 0);
+    ck_assert_int_eq(clock_gettime(cpu, &ts), 0);
+    ck_assert(ts.tv_sec != MONO_S || ts.tv_nsec != FAKE_NS);
+    ck_assert_int_eq(clock_gettime((clockid_t)12345, &ts), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(api->violations(), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_every_time_entry_point_agrees)
+{
+    struct timespec ts;
+    struct timeval tv;
+    struct timezone tz = {60, 1};
+    time_t t = 0;
+    enter();
+    ck_assert_int_eq(gettimeofday(&tv, &tz), 0);
+    ck_assert_int_eq(tv.tv_sec, WALL_S);
+    ck_assert_int_eq(tv.tv_usec, 0);
+    ck_assert_int_eq(tz.tz_minuteswest, 0);
+    ck_assert_int_eq(time(&t), WALL_S);
+    ck_assert_int_eq(t, WALL_S);
+    ck_assert_int_eq(time(NULL), WALL_S);
+    ck_assert_int_eq(timespec_get(&ts, TIME_UTC), TIME_UTC);
+    ck_assert_int_eq(ts.tv_sec, WALL_S);
+    ck_assert_int_eq(clock_getres(CLOCK_MONOTONIC, &ts), 0);
+    ck_assert_int_eq(ns(&ts), 1);
+    ck_assert_int_eq(syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts), 0);
+    ck_assert_int_eq(ts.tv_sec, MONO_S);
+    ck_assert_int_eq(syscall(SYS_gettimeofday, &tv, NULL), 0);
+    ck_assert_int_eq(tv.tv_sec, WALL_S);
+    ck_assert_int_eq(syscall(SYS_time, &t), WALL_S);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+static int reentrant_now(void *ctx, int realtime, struct timespec *out)
+{
+    /* A hook that reaches an interposed function must get the real one. */
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    st.reentered_real = real.tv_sec != WALL_S;
+    return test_now(ctx, realtime, out);
+}
+
+START_TEST(test_a_hook_that_calls_an_interposer_gets_the_real_function)
+{
+    struct askew_preload_hooks h = hooks;
+    h.now = reentrant_now;
+    struct timespec ts;
+    ck_assert_int_eq(api->enter(&h), 0);
+    ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+    ck_assert_int_eq(ts.tv_sec, WALL_S);
+    ck_assert_int_eq(st.reentered_real, 1);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+/* ---- entropy in a simulation ------------------------------------------------ */
+
+START_TEST(test_sim_entropy_comes_from_the_hook)
+{
+    unsigned char buf[4];
+    enter();
+    ck_assert_int_eq(getrandom(buf, 4, 0), 4);
+    ck_assert_int_eq(buf[0], 0);
+    ck_assert_int_eq(buf[3], 3);
+    ck_assert_int_eq(getentropy(buf, 4), 0);
+    ck_assert_int_eq(buf[0], 4);
+    ck_assert_int_eq(syscall(SYS_getrandom, buf, 4, GRND_NONBLOCK), 4);
+    ck_assert_int_eq(buf[0], 8);
+    arc4random_buf(buf, 4);
+    ck_assert_int_eq(buf[0], 12);
+    ck_assert_uint_eq(arc4random(), 0x13121110u); /* little-endian bytes 16..19 */
+    ck_assert_uint_lt(arc4random_uniform(10), 10);
+    ck_assert_uint_eq(arc4random_uniform(1), 0);
+    ck_assert_uint_eq(st.draws, 6);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_zero_length_reads_draw_nothing)
+{
+    unsigned char buf[1];
+    enter();
+    ck_assert_int_eq(getrandom(buf, 0, 0), 0);
+    ck_assert_int_eq(getrandom(NULL, 0, 0), 0);
+    ck_assert_int_eq(getentropy(buf, 0), 0);
+    ck_assert_int_eq(syscall(SYS_getrandom, buf, 0, 0), 0);
+    arc4random_buf(buf, 0);
+    ck_assert_uint_eq(st.draws, 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_entropy_keeps_the_error_contracts)
+{
+    unsigned char buf[300];
+    enter();
+    errno = 0;
+    ck_assert_int_eq(getrandom(buf, 4, 0x4000), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(getrandom(buf, 4, GRND_RANDOM | 0x0004), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(getentropy(buf, 257), -1);
+    ck_assert_int_eq(errno, EIO);
+    ck_assert_int_eq(getentropy(buf, 256), 0);
+    ck_assert_uint_eq(st.draws, 1);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_opening_the_random_devices_is_refused)
+{
+    enter();
+    errno = 0;
+    ck_assert_int_eq(open("/dev/urandom", O_RDONLY), -1);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_str_eq(last_call(), "open");
+    ck_assert_int_eq(openat(AT_FDCWD, "/dev/random", O_RDONLY | O_CLOEXEC), -1);
+    ck_assert_str_eq(last_call(), "openat");
+    ck_assert_ptr_null(fopen("/dev/urandom", "rb"));
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_str_eq(last_call(), "fopen");
+    int fd = open("/dev/null", O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(api->violations(), 3);
+    ck_assert_int_eq(st.callbacks, 3);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+/* ---- refusals ---------------------------------------------------------- */
+
+START_TEST(test_sim_pthread_create_is_refused_and_recorded_with_its_caller)
+{
+    pthread_t t;
+    struct askew_violation v;
+    enter();
+    ck_assert_int_eq(pthread_create(&t, NULL, nothing, NULL), EAGAIN);
+    ck_assert_int_eq(api->violations(), 1);
+    ck_assert_int_eq(st.callbacks, 1);
+    ck_assert_int_eq(api->violation_get(0, &v), 0);
+    ck_assert_uint_eq(v.kind, ASKEW_VIOLATION_THREAD);
+    ck_assert_str_eq(v.call, "pthread_create");
+    ck_assert_uint_ge(v.nframes, 1);
+    Dl_info info;
+    ck_assert_int_ne(dladdr((void *)(v.frames[0] - 1), &info), 0);
+    ck_assert_msg(strstr(info.dli_fname, "check_preload") != NULL, "caller in %s",
+                  info.dli_fname);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_processes_are_refused)
+{
+    pid_t pid;
+    char *argv[] = {"true", NULL};
+    enter();
+    errno = 0;
+    ck_assert_int_eq(fork(), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    ck_assert_int_eq(vfork(), -1);
+    ck_assert_int_eq(posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ), EAGAIN);
+    ck_assert_int_eq(posix_spawnp(&pid, "true", NULL, NULL, argv, environ), EAGAIN);
+    ck_assert_int_eq(execve("/bin/true", argv, environ), -1);
+    ck_assert_int_eq(execv("/bin/true", argv), -1);
+    ck_assert_int_eq(execvp("true", argv), -1);
+    ck_assert_int_eq(execl("/bin/true", "true", (char *)NULL), -1);
+    ck_assert_int_eq(execlp("true", "true", (char *)NULL), -1);
+    ck_assert_int_eq(system("true"), -1);
+    ck_assert_ptr_null(popen("true", "r"));
+    ck_assert_int_eq(syscall(SYS_clone, 0, 0, 0, 0, 0), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    ck_assert_int_eq(api->violations(), 12);
+    ck_assert_str_eq(last_call(), "syscall(SYS_clone)");
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_network_families_are_refused_and_unix_is_allowed)
+{
+    static const int refused[] = {AF_INET, AF_INET6, AF_NETLINK, AF_PACKET};
+    enter();
+    for (size_t i = 0; i < 4; i++) {
+        errno = 0;
+        ck_assert_int_eq(socket(refused[i], SOCK_DGRAM, 0), -1);
+        ck_assert_int_eq(errno, EACCES);
+    }
+    ck_assert_int_eq(syscall(SYS_socket, AF_INET, SOCK_STREAM, 0), -1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(9)};
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&in, sizeof(in)), -1);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&in, sizeof(in)), -1);
+    ck_assert_str_eq(last_call(), "bind");
+    close(fd);
+    ck_assert_int_eq(api->violations(), 7);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_getaddrinfo_passes_literals_and_localhost_only)
+{
+    struct addrinfo *res = NULL;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    enter();
+    ck_assert_int_eq(getaddrinfo("127.0.0.1", "80", &hints, &res), 0);
+    freeaddrinfo(res);
+    ck_assert_int_eq(getaddrinfo("::1", NULL, &hints, &res), 0);
+    freeaddrinfo(res);
+    ck_assert_int_eq(getaddrinfo("localhost", NULL, &hints, &res), 0);
+    freeaddrinfo(res);
+    ck_assert_int_eq(api->violations(), 0);
+    errno = 0;
+    ck_assert_int_eq(getaddrinfo("example.com", "80", &hints, &res), EAI_SYSTEM);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_ptr_null(gethostbyname("example.com"));
+    ck_assert_int_eq(api->violations(), 2);
+    ck_assert_str_eq(last_call(), "gethostbyname");
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+/* ---- blocking calls return at once ------------------------------------------- */
+
+START_TEST(test_sim_sleeps_return_at_once_and_are_recorded)
+{
+    struct timespec long_ts = {100000, 0};
+    enter();
+    ck_assert_int_eq(nanosleep(&long_ts, NULL), 0);
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, 0, &long_ts, NULL), 0);
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &long_ts, NULL),
+                     0);
+    ck_assert_int_eq(usleep(100000000), 0);
+    ck_assert_uint_eq(sleep(100000), 0);
+    ck_assert_int_eq(syscall(SYS_nanosleep, &long_ts, NULL), 0);
+    ck_assert_int_eq(api->violations(), 6);
+    ck_assert_str_eq(last_call(), "syscall(SYS_nanosleep)");
+    struct timespec bad = {0, 2000000000L};
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, 0, &bad, NULL), EINVAL);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_timed_waits_time_out_at_once_unless_ready)
+{
+    sem_t busy, free_sem;
+    struct timespec far = {WALL_S + 100000, 0};
+    sem_init(&busy, 0, 0);
+    sem_init(&free_sem, 0, 1);
+    enter();
+    errno = 0;
+    ck_assert_int_eq(sem_timedwait(&busy, &far), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    ck_assert_int_eq(sem_clockwait(&busy, CLOCK_MONOTONIC, &far), -1);
+    ck_assert_int_eq(errno, ETIMEDOUT);
+    ck_assert_int_eq(sem_timedwait(&free_sem, &far), 0);
+    ck_assert_int_eq(api->violations(), 2);
+
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+    ck_assert_int_eq(poll(&pfd, 1, 100000000), 0);
+    ck_assert_int_eq(poll(&pfd, 1, -1), 0);
+    struct timespec tmo = {100000, 0};
+    ck_assert_int_eq(ppoll(&pfd, 1, &tmo, NULL), 0);
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(p[0], &rs);
+    struct timeval tv = {100000, 0};
+    ck_assert_int_eq(select(p[0] + 1, &rs, NULL, NULL, &tv), 0);
+    FD_SET(p[0], &rs);
+    ck_assert_int_eq(pselect(p[0] + 1, &rs, NULL, NULL, &tmo, NULL), 0);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = p[0]};
+    ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+    ck_assert_int_eq(epoll_wait(ep, &ev, 1, 100000000), 0);
+    ck_assert_int_eq(epoll_pwait(ep, &ev, 1, -1, NULL), 0);
+    ck_assert_int_eq(api->violations(), 9);
+    ck_assert_str_eq(last_call(), "epoll_pwait");
+
+    /* A ready fd is reported at once and is no violation. */
+    ck_assert_int_eq(write(p[1], "x", 1), 1);
+    ck_assert_int_eq(poll(&pfd, 1, 100000000), 1);
+    ck_assert_int_eq(epoll_wait(ep, &ev, 1, 100000000), 1);
+    ck_assert_int_eq(api->violations(), 9);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_condvar_waits_translate_virtual_deadlines)
+{
+    pthread_condattr_t ca;
+    pthread_cond_t cond;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&cond, &ca);
+    enter();
+    /* One virtual millisecond ahead: as a raw deadline it would be long
+     * past or far ahead on the host's clock; translated, it is 1 ms. */
+    struct timespec abs;
+    clock_gettime(CLOCK_MONOTONIC, &abs);
+    abs.tv_nsec += 1000000;
+    pthread_mutex_lock(&mu);
+    ck_assert_int_eq(pthread_cond_timedwait(&cond, &mu, &abs), ETIMEDOUT);
+    ck_assert_int_eq(pthread_cond_clockwait(&cond, &mu, CLOCK_MONOTONIC, &abs),
+                     ETIMEDOUT);
+    pthread_mutex_unlock(&mu);
+    ck_assert_int_eq(api->violations(), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_the_ring_keeps_the_newest_refusals)
+{
+    struct askew_violation v;
+    struct timespec ts = {1, 0};
+    enter();
+    for (int i = 0; i < 20; i++)
+        nanosleep(&ts, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, nothing, NULL);
+    ck_assert_int_eq(api->violations(), 21);
+    ck_assert_int_eq(api->violation_get(0, &v), -ERANGE);
+    ck_assert_int_eq(api->violation_get(21 - ASKEW_VIOLATION_RING - 1, &v), -ERANGE);
+    ck_assert_int_eq(api->violation_get(21 - ASKEW_VIOLATION_RING, &v), 0);
+    ck_assert_str_eq(v.call, "nanosleep");
+    ck_assert_int_eq(api->violation_get(20, &v), 0);
+    ck_assert_str_eq(v.call, "pthread_create");
+    ck_assert_int_eq(api->violation_get(21, &v), -ERANGE);
+    api->leave();
+    ck_assert_int_eq(api->violations(), 21);
+    enter();
+    ck_assert_int_eq(api->violations(), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+/* ---- other threads and processes ---------------------------------------------- */
+
+static sem_t go, done;
+static int thread_saw_real_time;
+static int thread_could_start_threads;
+
+static void *bystander(void *arg)
+{
+    (void)arg;
+    sem_wait(&go);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    thread_saw_real_time = ts.tv_sec != WALL_S;
+    pthread_t t;
+    thread_could_start_threads = pthread_create(&t, NULL, nothing, NULL) == 0;
+    if (thread_could_start_threads)
+        pthread_join(t, NULL);
+    sem_post(&done);
+    return NULL;
+}
+
+START_TEST(test_a_thread_started_before_enter_stays_real)
+{
+    pthread_t t;
+    sem_init(&go, 0, 0);
+    sem_init(&done, 0, 0);
+    ck_assert_int_eq(pthread_create(&t, NULL, bystander, NULL), 0);
+    enter();
+    sem_post(&go);
+    sem_wait(&done);
+    ck_assert_int_eq(thread_saw_real_time, 1);
+    ck_assert_int_eq(thread_could_start_threads, 1);
+    ck_assert_int_eq(api->violations(), 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ck_assert_int_eq(ts.tv_sec, WALL_S);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_a_forked_child_starts_outside_the_simulation)
+{
+    /* fork() is refused inside a run, so fork with libc's own, as a thread
+     * the preload does not see would; the atfork handler must still run. */
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    pid_t (*libc_fork)(void) = (pid_t(*)(void))dlsym(libc, "fork");
+    ck_assert_ptr_nonnull(libc_fork);
+    enter();
+    pid_t pid = libc_fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int ok = ts.tv_sec != WALL_S && api->enter(&hooks) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+/* ---- fresh processes: constructors, other preloads, dlopen ---------------- */
+
+static const char *probe_dir(void)
+{
+    const char *d = getenv("ASKEW_PROBE_DIR");
+    ck_assert_msg(d != NULL, "ASKEW_PROBE_DIR is not set");
+    return d;
+}
+
+/* Run a probe with an explicit LD_PRELOAD; returns its exit status and
+ * leaves its first line of output in out. */
+static int run_probe(const char *prog, const char *preload, const char *arg, char *out,
+                     size_t len)
+{
+    char path[512], env_preload[1200], env_lib[600];
+    snprintf(path, sizeof(path), "%s/%s", probe_dir(), prog);
+    snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload);
+    snprintf(env_lib, sizeof(env_lib), "LD_LIBRARY_PATH=%s", probe_dir());
+    char *envp[] = {env_preload, env_lib, NULL};
+    char *argv[] = {path, (char *)arg, NULL};
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, path, &fa, NULL, argv, envp), 0);
+    close(p[1]);
+    ssize_t n = read(p[0], out, len - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static const char *self_lib(void)
+{
+    static char buf[512];
+    snprintf(buf, sizeof(buf), "%s/libaskew-preload.so", probe_dir());
+    return buf;
+}
+
+START_TEST(test_a_library_constructor_may_call_every_interposer)
+{
+    char out[512];
+    int rc = run_probe("probe_ctor", self_lib(), NULL, out, sizeof(out));
+    ck_assert_msg(rc == 0, "probe_ctor exited %d: %s", rc, out);
+}
+END_TEST
+
+START_TEST(test_self_test_names_another_preload_that_comes_first)
+{
+    char out[512], preload[1200];
+    snprintf(preload, sizeof(preload), "%s/probe_shadow.so:%s", probe_dir(),
+             self_lib());
+    int rc = run_probe("probe_selftest", preload, NULL, out, sizeof(out));
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(out, "probe_shadow.so") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "another LD_PRELOAD") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(test_self_test_fails_when_the_library_is_dlopened)
+{
+    char out[512];
+    int rc = run_probe("probe_selftest", "", self_lib(), out, sizeof(out));
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(out, "dlopen") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(test_self_test_passes_after_a_preload_that_defines_nothing_of_ours)
+{
+    char out[512], preload[1200];
+    snprintf(preload, sizeof(preload), "%s/probe_inert.so:%s", probe_dir(), self_lib());
+    int rc = run_probe("probe_selftest", preload, NULL, out, sizeof(out));
+    ck_assert_msg(rc == 0, "%s", out);
+}
+END_TEST
+
+static Suite *preload_suite(void)
+{
+    Suite *s = suite_create("preload");
+    TCase *tc = tcase_create("library");
+    tcase_add_checked_fixture(tc, find_api, NULL);
+    tcase_add_test(tc, test_api_is_found_and_interposers_come_first);
+    tcase_add_test(tc, test_enter_twice_is_busy_and_leave_restores_the_real_clock);
+    tcase_add_test(tc, test_enter_rejects_a_hooks_table_without_hooks);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("passthrough");
+    tcase_add_checked_fixture(tc, find_api, NULL);
+    tcase_add_test(tc, test_passthrough_clock_gettime_lies_between_two_raw_syscalls);
+    tcase_add_test(tc, test_passthrough_preserves_errno_and_error_contracts);
+    tcase_add_test(tc, test_passthrough_threads_sockets_and_sleeps_work);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("simulation");
+    tcase_add_checked_fixture(tc, find_api, NULL);
+    tcase_add_test(tc, test_sim_clocks_read_the_hooks);
+    tcase_add_test(tc, test_sim_every_time_entry_point_agrees);
+    tcase_add_test(tc, test_a_hook_that_calls_an_interposer_gets_the_real_function);
+    tcase_add_test(tc, test_sim_entropy_comes_from_the_hook);
+    tcase_add_test(tc, test_sim_zero_length_reads_draw_nothing);
+    tcase_add_test(tc, test_sim_entropy_keeps_the_error_contracts);
+    tcase_add_test(tc, test_sim_opening_the_random_devices_is_refused);
+    tcase_add_test(tc, test_sim_pthread_create_is_refused_and_recorded_with_its_caller);
+    tcase_add_test(tc, test_sim_processes_are_refused);
+    tcase_add_test(tc, test_sim_network_families_are_refused_and_unix_is_allowed);
+    tcase_add_test(tc, test_sim_getaddrinfo_passes_literals_and_localhost_only);
+    tcase_add_test(tc, test_sim_sleeps_return_at_once_and_are_recorded);
+    tcase_add_test(tc, test_sim_timed_waits_time_out_at_once_unless_ready);
+    tcase_add_test(tc, test_sim_condvar_waits_translate_virtual_deadlines);
+    tcase_add_test(tc, test_the_ring_keeps_the_newest_refusals);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("isolation");
+    tcase_add_checked_fixture(tc, find_api, NULL);
+    tcase_add_test(tc, test_a_thread_started_before_enter_stays_real);
+    tcase_add_test(tc, test_a_forked_child_starts_outside_the_simulation);
+    tcase_add_test(tc, test_a_library_constructor_may_call_every_interposer);
+    tcase_add_test(tc, test_self_test_names_another_preload_that_comes_first);
+    tcase_add_test(tc, test_self_test_fails_when_the_library_is_dlopened);
+    tcase_add_test(tc,
+                   test_self_test_passes_after_a_preload_that_defines_nothing_of_ours);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(preload_suite());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

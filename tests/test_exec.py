@@ -1,0 +1,281 @@
+# SPDX-License-Identifier: Apache-2.0
+"""askew-exec: its command line, the environment it hands on, and running
+real programs (bash, coreutils, pytest with xdist workers and a
+pytest-timeout thread) under the preload.
+
+The command line is tested in process; everything that runs a command does
+so in a child, through `python -m askew._cli`, which is what the
+`askew-exec` script calls.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+_spec = importlib.util.find_spec("askew")
+assert _spec is not None and _spec.submodule_search_locations is not None
+ASKEW_DIR = Path(next(iter(_spec.submodule_search_locations)))
+LIB = ASKEW_DIR / "libaskew-preload.so"
+TIMEOUT = 300
+
+needs_lib = pytest.mark.skipif(not LIB.is_file(), reason="needs the built preload (run `make`)")
+
+
+def _cli_importable() -> bool:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import askew._cli"], capture_output=True, timeout=TIMEOUT
+    )
+    return proc.returncode == 0
+
+
+needs_cli = pytest.mark.skipif(not _cli_importable(), reason="askew does not import yet")
+
+
+def askew_exec(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    if env is None:
+        base = dict(os.environ)
+        base.pop("LD_PRELOAD", None)
+    else:
+        base = env
+    return subprocess.run(
+        [sys.executable, "-m", "askew._cli", *args],
+        env=base,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+# ---- the command line, in process ------------------------------------------------
+
+
+@needs_cli
+class TestCommandLine:
+    def test_settings_become_askew_environment_variables(self) -> None:
+        from askew._cli import parse_args
+
+        settings, check, command = parse_args(
+            ["--seed", "42", "--iterations=7", "--wrap", "--", "pytest", "-x"]
+        )
+        assert settings == {"ASKEW_SEED": "42", "ASKEW_ITERATIONS": "7", "ASKEW_WRAP": "1"}
+        assert not check
+        assert command == ["pytest", "-x"]
+
+    def test_the_command_starts_at_the_first_non_option(self) -> None:
+        from askew._cli import parse_args
+
+        assert parse_args(["python", "--seed", "3"])[2] == ["python", "--seed", "3"]
+
+    @pytest.mark.parametrize(
+        ("argv", "named"),
+        [
+            (["--seed", "-1", "true"], "'-1'"),
+            (["--seed", str(2**64), "true"], str(2**64)),
+            (["--seed", "abc", "true"], "'abc'"),
+            (["--iterations", "0", "true"], "'0'"),
+            (["--iterations"], "--iterations needs a value"),
+            (["--frobnicate", "true"], "'--frobnicate'"),
+            ([], "no command"),
+            (["--check", "true"], "'true'"),
+        ],
+    )
+    def test_bad_arguments_are_a_usage_error_naming_the_value(
+        self, argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from askew._cli import main
+
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert named in err
+        assert err.startswith("askew-exec: error: ")
+
+    def test_ld_preload_keeps_existing_entries_first(self) -> None:
+        from askew._preload import ld_preload_with
+
+        assert ld_preload_with(None, "/a/lib.so") == "/a/lib.so"
+        assert ld_preload_with("/asan.so", "/a/lib.so") == "/asan.so:/a/lib.so"
+        assert ld_preload_with("/x.so /y.so", "/a/lib.so") == "/x.so:/y.so:/a/lib.so"
+        assert ld_preload_with("/a/lib.so:/x.so", "/a/lib.so") == "/a/lib.so:/x.so"
+
+    @pytest.mark.parametrize("bad", ["/tmp/my env/askew/lib.so", "/opt/a:b/lib.so"])
+    def test_a_path_ld_preload_cannot_carry_is_refused_by_name(self, bad: str) -> None:
+        from askew._preload import PreloadPathError, check_preload_path
+
+        with pytest.raises(PreloadPathError, match=bad.replace("/", ".")):
+            check_preload_path(bad)
+
+    @needs_lib
+    def test_pythonhashseed_is_fixed_unless_the_user_set_it(self) -> None:
+        from askew._cli import child_environ
+
+        assert child_environ({}, base={})["PYTHONHASHSEED"] == "0"
+        assert child_environ({}, base={"PYTHONHASHSEED": "123"})["PYTHONHASHSEED"] == "123"
+
+
+# ---- running commands ------------------------------------------------------------------
+
+
+@needs_cli
+@needs_lib
+def test_the_command_gets_the_preload_settings_and_its_exit_status_is_ours() -> None:
+    env = dict(os.environ)
+    env.pop("PYTHONHASHSEED", None)
+    env.pop("LD_PRELOAD", None)
+    proc = askew_exec(
+        "--seed",
+        "5",
+        "--iterations",
+        "3",
+        "--wrap",
+        "--",
+        sys.executable,
+        "-c",
+        "import json, os, sys; print(json.dumps({k: os.environ.get(k) for k in "
+        "('LD_PRELOAD', 'PYTHONHASHSEED', 'ASKEW_SEED', 'ASKEW_ITERATIONS', 'ASKEW_WRAP')}));"
+        " sys.exit(7)",
+        env=env,
+    )
+    assert proc.returncode == 7, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen == {
+        "LD_PRELOAD": str(LIB),
+        "PYTHONHASHSEED": "0",
+        "ASKEW_SEED": "5",
+        "ASKEW_ITERATIONS": "3",
+        "ASKEW_WRAP": "1",
+    }
+
+
+@needs_cli
+@needs_lib
+def test_check_reports_a_live_preload() -> None:
+    proc = askew_exec("--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "preload live" in proc.stdout and str(LIB) in proc.stdout
+
+
+@needs_cli
+@needs_lib
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_check_reports_another_preload_that_comes_first(tmp_path: Path) -> None:
+    shadow = tmp_path / "libshadow.so"
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-o", str(shadow), str(REPO / "tests/c/probe_shadow.c"), "-ldl"],
+        check=True,
+    )
+    proc = askew_exec("--check", env=dict(os.environ, LD_PRELOAD=str(shadow)))
+    assert proc.returncode == 1
+    assert "not live" in proc.stdout and "libshadow.so" in proc.stdout
+
+
+@needs_cli
+@needs_lib
+def test_a_package_path_with_a_space_is_refused_naming_it(tmp_path: Path) -> None:
+    pkg = tmp_path / "with space" / "askew"
+    pkg.mkdir(parents=True)
+    for name in ("_cli.py", "_preload.py", "libaskew-preload.so"):
+        shutil.copy(ASKEW_DIR / name, pkg / name)
+    (pkg / "__init__.py").write_text("")
+    env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+    proc = askew_exec("true", env=env, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert str(pkg / "libaskew-preload.so") in proc.stderr
+    assert "space" in proc.stderr
+
+
+@needs_cli
+@needs_lib
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_bash_and_coreutils_run_unchanged_under_askew_exec(tmp_path: Path) -> None:
+    script = "set -e; date +%Y >/dev/null; ls / >/dev/null; echo b a | tr ' ' '\\n' | sort"
+    script += "; sleep 0.01; mktemp -p . >/dev/null; wc -l < /etc/hostname >/dev/null; echo done"
+    plain = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    under = askew_exec("--", "bash", "-c", script, cwd=tmp_path)
+    assert under.returncode == plain.returncode == 0
+    assert under.stdout == plain.stdout == "a\nb\ndone\n"
+    assert under.stderr == ""
+
+
+@needs_cli
+@needs_lib
+def test_a_missing_command_exits_127() -> None:
+    proc = askew_exec("askew-no-such-command-here")
+    assert proc.returncode == 127
+    assert "askew-no-such-command-here" in proc.stderr
+
+
+_INNER_TEST = """
+import os, threading, time
+
+def test_worker_has_the_preload():
+    assert os.environ["LD_PRELOAD"].endswith("libaskew-preload.so")
+    assert os.environ["PYTHONHASHSEED"] == "0"
+    import askew
+    assert askew.preload_active()
+
+def test_real_time_outside_a_run():
+    assert time.time() > 1.6e9
+
+def test_simulation_under_a_watchdog_thread():
+    import askew
+    async def main():
+        return time.time()
+    assert askew.run(main(), seed=3) == askew._core.WALL_EPOCH
+    assert threading.active_count() >= 1
+"""
+
+
+def _pytest_under_askew(tmp_path: Path, *pytest_args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(_INNER_TEST))
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(REPO)) if p)
+    return askew_exec(
+        "--",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp_path),
+        *pytest_args,
+        str(tmp_path / "test_inner.py"),
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+@needs_cli
+@needs_lib
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None, reason="needs pytest-xdist")
+def test_pytest_xdist_workers_inherit_the_preload(tmp_path: Path) -> None:
+    proc = _pytest_under_askew(tmp_path, "-n", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed" in proc.stdout
+
+
+@needs_cli
+@needs_lib
+@pytest.mark.skipif(
+    importlib.util.find_spec("pytest_timeout") is None, reason="needs pytest-timeout"
+)
+def test_pytest_timeouts_thread_keeps_working_beside_a_simulation(tmp_path: Path) -> None:
+    proc = _pytest_under_askew(tmp_path, "--timeout=120", "--timeout-method=thread")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed" in proc.stdout
