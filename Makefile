@@ -1,25 +1,33 @@
 # SPDX-License-Identifier: Apache-2.0
 # The developer's front door: make, make test, make lint, make asan, make bench.
 
-PYTHON ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+PYTHON ?= .venv/bin/python
 CC ?= cc
 BUILD := build/c
-CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
-CFLAGS_C := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -Iext/engine -Ipreload $(CHECK_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS_C := $(CHECK_LIBS) -ldl -lpthread $(EXTRA_LDFLAGS)
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+CFLAGS_C = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -Iext/engine -Ipreload $(CHECK_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS_C = $(CHECK_LIBS) -ldl -lpthread $(EXTRA_LDFLAGS)
 
 ENGINE_SRC := $(sort $(wildcard ext/engine/*.c))
 ENGINE_HDR := $(wildcard ext/engine/*.h)
 CHECK_ENGINE_SRC := $(filter-out tests/c/check_preload%.c,$(sort $(wildcard tests/c/check_*.c)))
 C_SOURCES := $(wildcard ext/*.c ext/*.h ext/engine/*.c ext/engine/*.h preload/*.c preload/*.h tests/c/*.c tests/c/*.h)
 
-.PHONY: all build test test-c test-py test-installed lint asan bench clean
+.PHONY: all build demo test test-c test-py test-installed lint asan bench clean
 
 all: build
 
-build:
+# A fresh checkout: apt packages and the venv with the dev extra.
+.venv/bin/python:
+	bash ci/install-deps.sh
+
+build: .venv/bin/python
 	$(PYTHON) setup.py -q build_ext --inplace
+
+# The quickstart: it must find its bug (pytest exits 1) and print the seed.
+demo: build
+	$(PYTHON) -m pytest -q -p no:cacheprovider examples/quickstart.py; test $$? -eq 1
 
 $(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC)
 	@mkdir -p $(BUILD)
@@ -27,7 +35,7 @@ $(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC)
 
 test: test-c test-py
 
-test-c: $(BUILD)/check_engine
+test-c: .venv/bin/python $(BUILD)/check_engine
 	$(BUILD)/check_engine
 	@if [ -f tests/c/preload.mk ]; then $(MAKE) -f tests/c/preload.mk PYTHON=$(PYTHON) check-preload; fi
 
@@ -43,9 +51,10 @@ test-installed:
 	cp -r tests examples build/installed/
 	cd build/installed && ASKEW_TEST_INSTALLED=1 venv/bin/python -m pytest -q -p no:cacheprovider tests
 
-lint:
-	clang-format --dry-run -Werror $(filter %.c %.h,$(C_SOURCES))
-	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+BIN = $(dir $(PYTHON))
+lint: .venv/bin/python
+	$(BIN)clang-format --dry-run -Werror $(filter %.c %.h,$(C_SOURCES))
+	$(BIN)cppcheck --quiet --library=python --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -Iext/engine -Ipreload ext preload tests/c
 	$(PYTHON) -m ruff check askew tests bench examples setup.py
 	$(PYTHON) -m ruff format --check askew tests bench examples setup.py

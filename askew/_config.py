@@ -39,7 +39,9 @@ def check_iterations(iterations: object, what: str = "iterations") -> int:
 
 def check_strategy(strategy: object) -> str:
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}")
+        raise ValueError(
+            f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}"
+        )
     assert isinstance(strategy, str)
     return strategy
 

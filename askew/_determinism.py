@@ -21,7 +21,7 @@ from typing import Any
 from . import _core
 from .errors import NondeterminismError
 
-_virtual: Any = _core.virtual  # type: ignore[attr-defined]
+_virtual: Any = _core.virtual
 _TIME_NAMES = ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns")
 _original_start = threading.Thread.start
 

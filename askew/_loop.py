@@ -226,21 +226,21 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     ) -> asyncio.Task[Any]:
         self._check_closed()
         factory = self._task_factory
-        if _HAS_EAGER and factory is asyncio.eager_task_factory:
+        if _HAS_EAGER and factory is getattr(asyncio, "eager_task_factory", None):
             factory = None
             kwargs["eager_start"] = True
         if factory is None:
             seq = self._next_task_seq(True)
             if name is None:
                 name = f"Task-{seq}"
-            task: asyncio.Task[Any] = _core.Task(
+            made: asyncio.Task[Any] = _core.Task(
                 coro, loop=self, name=name, context=context, **kwargs
             )
-            return task
+            return made
         if context is not None:
             kwargs["context"] = context
         seq = self._next_task_seq(False)
-        task = factory(self, coro, **kwargs)
+        task: asyncio.Task[Any] = factory(self, coro, **kwargs)
         task.set_name(f"Task-{seq}" if name is None else name)
         return task
 
@@ -250,10 +250,10 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         )
 
     # The stdlib's exception handler API works unchanged on this loop.
-    get_exception_handler = base_events.BaseEventLoop.get_exception_handler
-    set_exception_handler = base_events.BaseEventLoop.set_exception_handler
-    default_exception_handler = base_events.BaseEventLoop.default_exception_handler
-    call_exception_handler = base_events.BaseEventLoop.call_exception_handler
+    get_exception_handler: Any = base_events.BaseEventLoop.get_exception_handler
+    set_exception_handler: Any = base_events.BaseEventLoop.set_exception_handler
+    default_exception_handler: Any = base_events.BaseEventLoop.default_exception_handler
+    call_exception_handler: Any = base_events.BaseEventLoop.call_exception_handler
 
     # ---- async generators, shutdown ---------------------------------------
 
@@ -302,13 +302,13 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
 
     def call_soon_threadsafe(
         self, callback: Callable[..., object], *args: Any, context: Any = None
-    ) -> asyncio.Handle:
+    ) -> Any:
         if self._thread_id is not None and threading.get_ident() != self._thread_id:
             raise NondeterminismError(
                 "call_soon_threadsafe() from another thread while a simulation runs: "
                 "that thread's timing is outside the seed's control. Do the work in a task."
             )
-        handle: asyncio.Handle = self.call_soon(callback, *args, context=context)
+        handle: Any = self.call_soon(callback, *args, context=context)
         return handle
 
     def run_in_executor(self, executor: Any, func: Callable[..., _T], *args: Any) -> Any:
@@ -354,28 +354,40 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def getnameinfo(self, sockaddr: Any, flags: int = 0) -> Any:
         _refuse(f"getnameinfo({sockaddr!r})", _IO_HINT)
 
-    async def create_connection(self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+    async def create_connection(
+        self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
+    ) -> Any:
         _refuse(f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)", _IO_HINT)
 
-    async def create_server(self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+    async def create_server(
+        self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
+    ) -> Any:
         _refuse(f"create_server({host!r}, {port!r}) (and asyncio.start_server)", _IO_HINT)
 
-    async def create_unix_connection(self, protocol_factory: Any, path: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+    async def create_unix_connection(
+        self, protocol_factory: Any, path: Any = None, **kwargs: Any
+    ) -> Any:
         _refuse(f"create_unix_connection({path!r})", _IO_HINT)
 
-    async def create_unix_server(self, protocol_factory: Any, path: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+    async def create_unix_server(
+        self, protocol_factory: Any, path: Any = None, **kwargs: Any
+    ) -> Any:
         _refuse(f"create_unix_server({path!r})", _IO_HINT)
 
-    async def create_datagram_endpoint(self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+    async def create_datagram_endpoint(
+        self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any
+    ) -> Any:
         _refuse(f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})", _IO_HINT)
 
-    async def connect_accepted_socket(self, protocol_factory: Any, sock: Any, **kwargs: Any) -> Any:  # noqa: E501
+    async def connect_accepted_socket(self, protocol_factory: Any, sock: Any, **kwargs: Any) -> Any:
         _refuse("connect_accepted_socket()", _IO_HINT)
 
-    async def sendfile(self, transport: Any, file: Any, offset: int = 0, count: Any = None, **kwargs: Any) -> Any:  # noqa: E501
+    async def sendfile(
+        self, transport: Any, file: Any, offset: int = 0, count: Any = None, **kwargs: Any
+    ) -> Any:
         _refuse("sendfile()", _IO_HINT)
 
-    async def start_tls(self, transport: Any, protocol: Any, sslcontext: Any, **kwargs: Any) -> Any:  # noqa: E501
+    async def start_tls(self, transport: Any, protocol: Any, sslcontext: Any, **kwargs: Any) -> Any:
         _refuse("start_tls()", _IO_HINT)
 
     async def connect_read_pipe(self, protocol_factory: Any, pipe: Any) -> Any:
@@ -432,7 +444,9 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def sock_accept(self, sock: Any) -> Any:
         _refuse("sock_accept()", _IO_HINT)
 
-    async def sock_sendfile(self, sock: Any, file: Any, offset: int = 0, count: Any = None, *, fallback: bool = True) -> Any:  # noqa: E501
+    async def sock_sendfile(
+        self, sock: Any, file: Any, offset: int = 0, count: Any = None, *, fallback: bool = True
+    ) -> Any:
         _refuse("sock_sendfile()", _IO_HINT)
 
     def add_signal_handler(self, sig: int, callback: Any, *args: Any) -> None:

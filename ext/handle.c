@@ -225,19 +225,23 @@ static PyObject *handle_richcompare(PyObject *a, PyObject *b, int op)
         return PyBool_FromLong(a == b);
     case Py_NE:
         return PyBool_FromLong(a != b);
+    default:
+        Py_RETURN_NOTIMPLEMENTED;
     }
-    Py_RETURN_NOTIMPLEMENTED;
 }
 
 static PyMethodDef handle_methods[] = {
     {"cancel", (PyCFunction)handle_cancel, METH_NOARGS, "Cancel the call."},
-    {"cancelled", (PyCFunction)handle_cancelled, METH_NOARGS, "Whether it was cancelled."},
-    {"get_context", (PyCFunction)handle_get_context, METH_NOARGS, "The context it runs in."},
+    {"cancelled", (PyCFunction)handle_cancelled, METH_NOARGS,
+     "Whether it was cancelled."},
+    {"get_context", (PyCFunction)handle_get_context, METH_NOARGS,
+     "The context it runs in."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMethodDef timer_methods[] = {
-    {"when", (PyCFunction)handle_when, METH_NOARGS, "The scheduled time, loop seconds."},
+    {"when", (PyCFunction)handle_when, METH_NOARGS,
+     "The scheduled time, loop seconds."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -249,7 +253,8 @@ static PyGetSetDef handle_getset[] = {
 
 static PyMemberDef handle_members[] = {
     {"_cancelled", T_BOOL, offsetof(askew_handle, cancelled), READONLY, NULL},
-    {"__weaklistoffset__", T_PYSSIZET, offsetof(askew_handle, weakreflist), READONLY, NULL},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(askew_handle, weakreflist), READONLY,
+     NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -291,7 +296,8 @@ static PyType_Spec timer_spec = {
 
 int askew__handle_types_init(PyObject *module)
 {
-    askew__HandleType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &handle_spec, NULL);
+    askew__HandleType =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &handle_spec, NULL);
     if (askew__HandleType == NULL)
         return -1;
     askew__TimerHandleType = (PyTypeObject *)PyType_FromModuleAndSpec(
@@ -299,7 +305,8 @@ int askew__handle_types_init(PyObject *module)
     if (askew__TimerHandleType == NULL)
         return -1;
     if (PyModule_AddObjectRef(module, "Handle", (PyObject *)askew__HandleType) < 0 ||
-        PyModule_AddObjectRef(module, "TimerHandle", (PyObject *)askew__TimerHandleType) < 0)
+        PyModule_AddObjectRef(module, "TimerHandle",
+                              (PyObject *)askew__TimerHandleType) < 0)
         return -1;
     return 0;
 }

@@ -7,14 +7,14 @@
 
 #include "core.h"
 
-#define ASKEW_TIMER_KIND_HANDLE 1u
+#define ASKEW_TIMER_KIND_HANDLE  1u
 #define ASKEW_HANDLE_ARGS_INLINE 3
 
 typedef struct askew_handle {
     PyObject_HEAD
-    /* `timer` first after the header is not required: loop.c converts with
-     * offsetof, so the layout is free. */
-    struct askew_timer timer;
+        /* `timer` first after the header is not required: loop.c converts with
+         * offsetof, so the layout is free. */
+        struct askew_timer timer;
     PyObject *callback; /* NULL once cancelled or run */
     PyObject *context;  /* a contextvars.Context */
     PyObject *loop;     /* strong: asyncio's handles keep their loop too */

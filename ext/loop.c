@@ -21,7 +21,8 @@ static PyObject *kw_loop;              /* ("loop",) */
 static PyObject *kw_loop_name;         /* ("loop", "name") */
 static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
 
-#define HANDLE_OF(timer) ((askew_handle *)((char *)(timer) - offsetof(askew_handle, timer)))
+#define HANDLE_OF(timer)                                                               \
+    ((askew_handle *)((char *)(timer) - offsetof(askew_handle, timer)))
 
 /* ---- time ------------------------------------------------------------- */
 
@@ -131,13 +132,12 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char 
     const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
-        if (key == str_context ||
-            PyUnicode_Compare(key, str_context) == 0) {
+        if (key == str_context || PyUnicode_Compare(key, str_context) == 0) {
             *context = kwargs[i];
             continue;
         }
-        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", method,
-                     key);
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                     method, key);
         return -1;
     }
     if (*context == Py_None)
@@ -158,7 +158,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
         Py_DECREF(copy);
     } else {
         if (!PyContext_CheckExact(context)) {
-            PyErr_Format(PyExc_TypeError, "context must be a contextvars.Context, not %.100s",
+            PyErr_Format(PyExc_TypeError,
+                         "context must be a contextvars.Context, not %.100s",
                          Py_TYPE(context)->tp_name);
             return NULL;
         }
@@ -188,7 +189,8 @@ PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *ca
                                      PyObject *const *args, Py_ssize_t nargs,
                                      PyObject *context)
 {
-    askew_handle *h = make_handle(self, askew__HandleType, callback, args, nargs, context);
+    askew_handle *h =
+        make_handle(self, askew__HandleType, callback, args, nargs, context);
     if (h == NULL)
         return NULL;
     if (push_ready(self, h) < 0) {
@@ -204,8 +206,9 @@ static PyObject *loop_call_soon(struct askew_loop_state *self, PyObject *const *
     const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *context;
     if (nargs < 1) {
-        PyErr_SetString(PyExc_TypeError,
-                        "call_soon() missing 1 required positional argument: 'callback'");
+        PyErr_SetString(
+            PyExc_TypeError,
+            "call_soon() missing 1 required positional argument: 'callback'");
         return NULL;
     }
     if (parse_context(kwnames, args + nargs, "call_soon", &context) < 0 ||
@@ -250,8 +253,9 @@ static PyObject *loop_call_at(struct askew_loop_state *self, PyObject *const *ar
     const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *context;
     if (nargs < 2) {
-        PyErr_SetString(PyExc_TypeError,
-                        "call_at() missing required positional arguments: 'when', 'callback'");
+        PyErr_SetString(
+            PyExc_TypeError,
+            "call_at() missing required positional arguments: 'when', 'callback'");
         return NULL;
     }
     if (args[0] == Py_None) {
@@ -264,7 +268,8 @@ static PyObject *loop_call_at(struct askew_loop_state *self, PyObject *const *ar
         return NULL;
     const double when = PyFloat_AsDouble(args[0]);
     int64_t deadline_ns;
-    if ((when == -1.0 && PyErr_Occurred()) || local_when_to_ns(self, when, &deadline_ns) < 0)
+    if ((when == -1.0 && PyErr_Occurred()) ||
+        local_when_to_ns(self, when, &deadline_ns) < 0)
         return NULL;
     return call_at_ns(self, deadline_ns, args[1], args + 2, nargs - 2, context);
 }
@@ -314,7 +319,8 @@ static PyObject *loop_time(struct askew_loop_state *self, PyObject *Py_UNUSED(ig
     return PyFloat_FromDouble(ns_to_s(askew__loop_local_ns(self)));
 }
 
-static PyObject *loop_get_debug(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+static PyObject *loop_get_debug(struct askew_loop_state *self,
+                                PyObject *Py_UNUSED(ignored))
 {
     return PyBool_FromLong(self->debug);
 }
@@ -328,12 +334,14 @@ static PyObject *loop_set_debug(struct askew_loop_state *self, PyObject *flag)
     Py_RETURN_NONE;
 }
 
-static PyObject *loop_is_running(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+static PyObject *loop_is_running(struct askew_loop_state *self,
+                                 PyObject *Py_UNUSED(ignored))
 {
     return PyBool_FromLong(self->running);
 }
 
-static PyObject *loop_is_closed(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+static PyObject *loop_is_closed(struct askew_loop_state *self,
+                                PyObject *Py_UNUSED(ignored))
 {
     return PyBool_FromLong(self->closed);
 }
@@ -384,8 +392,8 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
         return NULL;
     PyObject *owned_name = NULL;
     if (name == Py_None) {
-        owned_name = PyUnicode_FromFormat("Task-%llu",
-                                          (unsigned long long)(self->task_seq + 1));
+        owned_name =
+            PyUnicode_FromFormat("Task-%llu", (unsigned long long)(self->task_seq + 1));
         if (owned_name == NULL)
             return NULL;
         name = owned_name;
@@ -412,7 +420,8 @@ static PyObject *loop_next_task_seq(struct askew_loop_state *self, PyObject *arm
     return PyLong_FromUnsignedLongLong(self->task_seq);
 }
 
-static PyObject *loop_set_task_factory_raw(struct askew_loop_state *self, PyObject *factory)
+static PyObject *loop_set_task_factory_raw(struct askew_loop_state *self,
+                                           PyObject *factory)
 {
     Py_XSETREF(self->task_factory, factory == Py_None ? NULL : Py_NewRef(factory));
     Py_RETURN_NONE;
@@ -512,7 +521,8 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             h->queued = 0;
             if (h->callback != NULL) {
                 self->node_current = h->node;
-                if (askew__handle_run(h, gate, self) < 0 && callback_failed(self, h) < 0) {
+                if (askew__handle_run(h, gate, self) < 0 &&
+                    callback_failed(self, h) < 0) {
                     Py_DECREF(h);
                     self->node_current = -1;
                     return NULL;
@@ -616,7 +626,8 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
     if (strategy_from_name(strategy, &s) < 0)
         return NULL;
     if (self->running && s != self->sched.strategy) {
-        PyErr_SetString(PyExc_RuntimeError, "cannot change the strategy of a running loop");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "cannot change the strategy of a running loop");
         return NULL;
     }
     self->sched.strategy = s;
@@ -666,11 +677,13 @@ static PyObject *loop_trace_recent(struct askew_loop_state *self, PyObject *arg)
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        const struct askew_event *ev = askew_trace_recent(&self->sched.trace, (size_t)i);
+        const struct askew_event *ev =
+            askew_trace_recent(&self->sched.trace, (size_t)i);
         if (ev == NULL)
             continue;
-        PyObject *t = Py_BuildValue("(LIiKK)", (long long)ev->t_ns, ev->kind, ev->node,
-                                    (unsigned long long)ev->a, (unsigned long long)ev->b);
+        PyObject *t =
+            Py_BuildValue("(LIiKK)", (long long)ev->t_ns, ev->kind, ev->node,
+                          (unsigned long long)ev->a, (unsigned long long)ev->b);
         if (t == NULL || PyList_Append(out, t) < 0) {
             Py_XDECREF(t);
             Py_DECREF(out);
@@ -802,7 +815,8 @@ static PyObject *loop_get_events(struct askew_loop_state *self, void *Py_UNUSED(
 
 static PyObject *loop_get_pending(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
-    return PyLong_FromSize_t(askew_sched_pending(&self->sched) + self->sched.timers.len);
+    return PyLong_FromSize_t(askew_sched_pending(&self->sched) +
+                             self->sched.timers.len);
 }
 
 static PyObject *loop_get_node(struct askew_loop_state *self, void *Py_UNUSED(c))
@@ -826,12 +840,15 @@ static PyObject *loop_get_strategy(struct askew_loop_state *self, void *Py_UNUSE
 }
 
 static PyMethodDef loop_methods[] = {
-    {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon, METH_FASTCALL | METH_KEYWORDS,
+    {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon,
+     METH_FASTCALL | METH_KEYWORDS,
      "call_soon(callback, *args, context=None): run callback in a later tick."},
     {"call_later", (PyCFunction)(void (*)(void))loop_call_later,
      METH_FASTCALL | METH_KEYWORDS,
-     "call_later(delay, callback, *args, context=None): run callback after delay seconds."},
-    {"call_at", (PyCFunction)(void (*)(void))loop_call_at, METH_FASTCALL | METH_KEYWORDS,
+     "call_later(delay, callback, *args, context=None): run callback after delay "
+     "seconds."},
+    {"call_at", (PyCFunction)(void (*)(void))loop_call_at,
+     METH_FASTCALL | METH_KEYWORDS,
      "call_at(when, callback, *args, context=None): run callback at loop time when."},
     {"time", (PyCFunction)loop_time, METH_NOARGS, "Virtual time, seconds."},
     {"get_debug", (PyCFunction)loop_get_debug, METH_NOARGS, NULL},
@@ -854,8 +871,7 @@ static PyMethodDef loop_methods[] = {
     {"_trace_recent", (PyCFunction)loop_trace_recent, METH_O, NULL},
     {"_trace_event", (PyCFunction)loop_trace_event, METH_VARARGS, NULL},
     {"_entropy", (PyCFunction)loop_entropy, METH_O, NULL},
-    ASKEW_SKEW_METHODS
-    {NULL, NULL, 0, NULL},
+    ASKEW_SKEW_METHODS{NULL, NULL, 0, NULL},
 };
 
 /* The loop's methods and the network binding's, in one table. */

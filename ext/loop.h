@@ -18,8 +18,7 @@ struct askew_skew {
 struct askew_network;
 
 struct askew_loop_state {
-    PyObject_HEAD
-    struct askew_sched sched;
+    PyObject_HEAD struct askew_sched sched;
     struct askew_rng entropy;
     uint64_t handle_seq;
     uint64_t task_seq;
@@ -49,9 +48,11 @@ int askew__skew_init(struct askew_loop_state *self);
 void askew__skew_free(struct askew_loop_state *self);
 void askew__skew_reset(struct askew_loop_state *self);
 int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t now_ns);
-int64_t askew__skew_global(struct askew_loop_state *self, int64_t node, int64_t local_ns);
+int64_t askew__skew_global(struct askew_loop_state *self, int64_t node,
+                           int64_t local_ns);
 PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args);
-#define ASKEW_SKEW_METHODS {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},
+#define ASKEW_SKEW_METHODS                                                             \
+    {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},
 
 /* network.c */
 int askew__net_init(struct askew_loop_state *self);

@@ -24,26 +24,6 @@ PyObject *askew__raise_engine(int rc, const char *what)
     return NULL;
 }
 
-/* Without libaskew-preload.so linked into this module (preload.c), these
- * stand in: askew then keeps its Python-level guards only. */
-__attribute__((weak)) int askew__preload_setup(PyObject *module)
-{
-    (void)module;
-    return 0;
-}
-__attribute__((weak)) int askew__preload_enter(void *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-__attribute__((weak)) void askew__preload_leave(void)
-{
-}
-__attribute__((weak)) int askew__preload_check(void)
-{
-    return 0;
-}
-
 static PyObject *configure_errors(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *nondet, *deadlock, *budget;
@@ -84,8 +64,7 @@ static int module_exec(PyObject *module)
 {
     if (askew__handle_types_init(module) < 0 || askew__task_types_init(module) < 0 ||
         askew__loop_type_init(module) < 0 || askew__net_types_init(module) < 0 ||
-        askew__patch_setup(module) < 0 ||
-        askew__preload_setup(module) < 0)
+        askew__patch_setup(module) < 0 || askew__preload_setup(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||

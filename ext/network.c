@@ -75,8 +75,8 @@ int askew__net_types_init(PyObject *module)
 
 /* ---- the log ------------------------------------------------------------ */
 
-static void log_record(struct askew_network *n, int64_t t_ns, uint32_t kind, int32_t node,
-                       int32_t peer, uint32_t outcome, PyObject *detail)
+static void log_record(struct askew_network *n, int64_t t_ns, uint32_t kind,
+                       int32_t node, int32_t peer, uint32_t outcome, PyObject *detail)
 {
     if (n->log_cap == 0)
         return;
@@ -94,7 +94,8 @@ static void log_record(struct askew_network *n, int64_t t_ns, uint32_t kind, int
 
 static void log_clear(struct askew_network *n)
 {
-    for (size_t i = 0; i < n->log_cap; i++)
+    const size_t used = n->log_count < n->log_cap ? (size_t)n->log_count : n->log_cap;
+    for (size_t i = 0; i < used; i++)
         Py_CLEAR(n->log[i].detail);
     n->log_count = 0;
 }
@@ -295,7 +296,7 @@ void askew__net_drop_timer(struct askew_timer *timer)
 {
     /* Messages leave the heap through askew_net_drain, before any clear. */
     (void)timer;
-    ASKEW_ASSERT(!"a message timer reached the scheduler's clear");
+    ASKEW_ASSERT(timer->kind != ASKEW_TIMER_KIND_MESSAGE);
 }
 
 /* The node running a callback, from its context: 1 to run, 0 when it
@@ -349,7 +350,8 @@ static PyObject *net_set_node_var(struct askew_loop_state *self, PyObject *var)
     Py_RETURN_NONE;
 }
 
-static PyObject *net_node_add(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
+static PyObject *net_node_add(struct askew_loop_state *self,
+                              PyObject *Py_UNUSED(ignored))
 {
     struct askew_network *n = self->net;
     if (n->nodes_len == n->nodes_cap) {
@@ -383,13 +385,14 @@ static PyObject *net_send(struct askew_loop_state *self, PyObject *const *args,
         return NULL;
     struct askew_network *n = self->net;
     struct askew_net_sent sent;
-    const int rc = askew_net_send(&n->net, (uint32_t)src, (uint32_t)dst, args[2], &sent);
+    const int rc =
+        askew_net_send(&n->net, (uint32_t)src, (uint32_t)dst, args[2], &sent);
     if (rc < 0)
         return raise_net(rc, "sending");
     for (uint32_t i = 0; i < sent.copies; i++)
         Py_INCREF(args[2]);
-    log_record(n, self->sched.now_ns, LOG_SEND, (int32_t)src, (int32_t)dst, sent.outcome,
-               args[2]);
+    log_record(n, self->sched.now_ns, LOG_SEND, (int32_t)src, (int32_t)dst,
+               sent.outcome, args[2]);
     return PyLong_FromUnsignedLong(sent.outcome);
 }
 
@@ -482,13 +485,15 @@ static PyObject *net_alive(struct askew_loop_state *self, PyObject *arg)
     int alive;
     uint32_t incarnation;
     (void)askew_net_node_state(&self->net->net, (uint32_t)node, &alive, &incarnation);
-    return Py_BuildValue("(Ok)", alive ? Py_True : Py_False, (unsigned long)incarnation);
+    return Py_BuildValue("(Ok)", alive ? Py_True : Py_False,
+                         (unsigned long)incarnation);
 }
 
 /* _net_partition([[ids...], [ids...], ...]) */
 static PyObject *net_partition(struct askew_loop_state *self, PyObject *groups)
 {
-    PyObject *seq = PySequence_Fast(groups, "groups must be a sequence"); // new reference
+    PyObject *seq =
+        PySequence_Fast(groups, "groups must be a sequence"); // new reference
     if (seq == NULL)
         return NULL;
     const Py_ssize_t ng = PySequence_Fast_GET_SIZE(seq);
@@ -569,8 +574,8 @@ static PyObject *net_configure(struct askew_loop_state *self, PyObject *args)
     struct askew_net_link link;
     long long src, dst;
     unsigned int loss, dup;
-    if (!PyArg_ParseTuple(args, "LLIILL", &link.latency_ns_min, &link.latency_ns_max, &loss,
-                          &dup, &src, &dst))
+    if (!PyArg_ParseTuple(args, "LLIILL", &link.latency_ns_min, &link.latency_ns_max,
+                          &loss, &dup, &src, &dst))
         return NULL;
     link.loss_ppm = loss;
     link.duplicate_ppm = dup;
@@ -580,7 +585,8 @@ static PyObject *net_configure(struct askew_loop_state *self, PyObject *args)
     } else {
         if (node_get(self, src) == NULL || node_get(self, dst) == NULL)
             return NULL;
-        rc = askew_net_configure_link(&self->net->net, (uint32_t)src, (uint32_t)dst, &link);
+        rc = askew_net_configure_link(&self->net->net, (uint32_t)src, (uint32_t)dst,
+                                      &link);
     }
     return rc < 0 ? raise_net(rc, "configuring the network") : Py_NewRef(Py_None);
 }
@@ -601,8 +607,8 @@ static PyObject *net_link(struct askew_loop_state *self, PyObject *args)
         (void)askew_net_link_cut(&self->net->net, (uint32_t)src, (uint32_t)dst, &cut);
     }
     return Py_BuildValue("(LLIIO)", (long long)link.latency_ns_min,
-                         (long long)link.latency_ns_max, link.loss_ppm, link.duplicate_ppm,
-                         cut ? Py_True : Py_False);
+                         (long long)link.latency_ns_max, link.loss_ppm,
+                         link.duplicate_ppm, cut ? Py_True : Py_False);
 }
 
 static PyObject *net_stats(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
@@ -628,8 +634,8 @@ static PyObject *log_emit(struct askew_loop_state *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "IiOK", &kind, &node, &detail, &digest))
         return NULL;
     log_record(self->net, self->sched.now_ns, kind, node, -1, 0, detail);
-    askew_trace_record(&self->sched.trace, self->sched.now_ns, ASKEW_EV_USER, node, kind,
-                       digest);
+    askew_trace_record(&self->sched.trace, self->sched.now_ns, ASKEW_EV_USER, node,
+                       kind, digest);
     Py_RETURN_NONE;
 }
 
@@ -650,8 +656,9 @@ static PyObject *log_recent(struct askew_loop_state *self, PyObject *arg)
     for (Py_ssize_t i = 0; i < want; i++) {
         const struct log_entry *e =
             &n->log[(n->log_count - (uint64_t)want + (uint64_t)i) % n->log_cap];
-        PyObject *t = Py_BuildValue("(LIiiIO)", (long long)e->t_ns, e->kind, e->node,
-                                    e->peer, e->outcome, e->detail ? e->detail : Py_None);
+        PyObject *t =
+            Py_BuildValue("(LIiiIO)", (long long)e->t_ns, e->kind, e->node, e->peer,
+                          e->outcome, e->detail ? e->detail : Py_None);
         if (t == NULL) {
             Py_DECREF(out);
             return NULL;

@@ -20,7 +20,8 @@ static inline struct askew_loop_state *active_here(void)
 static PyObject *call_original(int which, PyObject *const *args, Py_ssize_t nargs)
 {
     if (originals[which] == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "askew: the original function is not known");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "askew: the original function is not known");
         return NULL;
     }
     return PyObject_Vectorcall(originals[which], args, (size_t)nargs, NULL);
@@ -32,7 +33,8 @@ static PyObject *virtual_seconds(int which, int wall)
     if (loop == NULL)
         return call_original(which, NULL, 0);
     const int64_t ns = askew__loop_local_ns(loop);
-    return PyFloat_FromDouble((double)ns / 1e9 + (wall ? (double)ASKEW_WALL_EPOCH_S : 0.0));
+    return PyFloat_FromDouble((double)ns / 1e9 +
+                              (wall ? (double)ASKEW_WALL_EPOCH_S : 0.0));
 }
 
 static PyObject *virtual_ns(int which, int wall)
@@ -46,32 +48,38 @@ static PyObject *virtual_ns(int which, int wall)
 
 static PyObject *v_time(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     return virtual_seconds(F_TIME, 1);
 }
 static PyObject *v_time_ns(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     return virtual_ns(F_TIME_NS, 1);
 }
 static PyObject *v_monotonic(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     return virtual_seconds(F_MONO, 0);
 }
 static PyObject *v_monotonic_ns(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     return virtual_ns(F_MONO_NS, 0);
 }
 static PyObject *v_perf_counter(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     return virtual_seconds(F_PERF, 0);
 }
 static PyObject *v_perf_counter_ns(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     return virtual_ns(F_PERF_NS, 0);
 }
 
@@ -96,13 +104,15 @@ static PyObject *v_urandom(PyObject *m, PyObject *arg)
 
 static PyObject *active(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     return PyBool_FromLong(active_here() != NULL);
 }
 
 static PyObject *active_loop(PyObject *m, PyObject *a)
 {
-    (void)m, (void)a;
+    (void)m;
+    (void)a;
     struct askew_loop_state *loop = active_here();
     return Py_NewRef(loop ? (PyObject *)loop : Py_None);
 }
@@ -117,22 +127,23 @@ static PyMethodDef patch_methods[] = {
     {"urandom", v_urandom, METH_O, "os.urandom(n) inside a run: the entropy stream."},
     {"in_simulation", active, METH_NOARGS,
      "Whether this thread is running a simulation now."},
-    {"active_loop", active_loop, METH_NOARGS, "The loop running a simulation here, or None."},
+    {"active_loop", active_loop, METH_NOARGS,
+     "The loop running a simulation here, or None."},
     {NULL, NULL, 0, NULL},
 };
 
 int askew__patch_setup(PyObject *module)
 {
-    static const char *const names[F_COUNT] = {"time",         "time_ns",
-                                               "monotonic",    "monotonic_ns",
-                                               "perf_counter", "perf_counter_ns",
-                                               "urandom"};
+    static const char *const names[F_COUNT] = {
+        "time",         "time_ns",         "monotonic", "monotonic_ns",
+        "perf_counter", "perf_counter_ns", "urandom"};
     PyObject *time_mod = PyImport_ImportModule("time"); // new reference
     PyObject *os_mod = PyImport_ImportModule("os");     // new reference
     if (time_mod == NULL || os_mod == NULL)
         goto fail;
     for (int i = 0; i < F_COUNT; i++) {
-        originals[i] = PyObject_GetAttrString(i == F_URANDOM ? os_mod : time_mod, names[i]);
+        originals[i] =
+            PyObject_GetAttrString(i == F_URANDOM ? os_mod : time_mod, names[i]);
         if (originals[i] == NULL)
             goto fail;
     }

@@ -29,7 +29,8 @@ void askew__skew_reset(struct askew_loop_state *self)
         memset(self->skews, 0, self->skews_len * sizeof *self->skews);
 }
 
-static inline const struct askew_skew *skew_of(struct askew_loop_state *self, int64_t node)
+static inline const struct askew_skew *skew_of(struct askew_loop_state *self,
+                                               int64_t node)
 {
     if (node < 0 || (size_t)node >= self->skews_len || !self->skews[node].active)
         return NULL;
@@ -55,14 +56,15 @@ int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t n
     return local;
 }
 
-int64_t askew__skew_global(struct askew_loop_state *self, int64_t node, int64_t local_ns)
+int64_t askew__skew_global(struct askew_loop_state *self, int64_t node,
+                           int64_t local_ns)
 {
     const struct askew_skew *s = skew_of(self, node);
     if (s == NULL || local_ns == INT64_MAX)
         return local_ns;
     /* Invert the line, then step until the node's clock has reached it. */
-    const __int128 span = (__int128)(local_ns - s->offset_ns - s->base_ns) * 1000000000 /
-                          (1000000000 + s->drift_ppb);
+    const __int128 span = (__int128)(local_ns - s->offset_ns - s->base_ns) *
+                          1000000000 / (1000000000 + s->drift_ppb);
     int64_t g = s->base_ns + (int64_t)span;
     if (g < self->sched.now_ns)
         g = self->sched.now_ns;
@@ -100,6 +102,7 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
     s->drift_ppb = drift_ppb;
     s->base_ns = self->sched.now_ns;
     s->last_local_ns = seen > s->last_local_ns ? seen : s->last_local_ns;
-    s->active = offset_ns != 0 || drift_ppb != 0 || s->last_local_ns > self->sched.now_ns;
+    s->active =
+        offset_ns != 0 || drift_ppb != 0 || s->last_local_ns > self->sched.now_ns;
     Py_RETURN_NONE;
 }

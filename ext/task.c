@@ -25,8 +25,9 @@ uint64_t askew__task_seq(PyObject *task)
 
 static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
+    /* Our type and any subclass of it sit on _asyncio.Task: the walk ends. */
     PyTypeObject *base = type->tp_base;
-    while (base != NULL && base->tp_new == task_new)
+    while (base->tp_new == task_new)
         base = base->tp_base;
     PyObject *self = base->tp_new(type, args, kwds); // new reference
     if (self == NULL)
@@ -81,7 +82,8 @@ int askew__task_types_init(PyObject *module)
         .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
         .slots = slots,
     };
-    askew__TaskType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, task_base);
+    askew__TaskType =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, task_base);
     Py_DECREF(task_base);
     if (askew__TaskType == NULL)
         return -1;

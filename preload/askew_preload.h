@@ -17,7 +17,7 @@ extern "C" {
 
 #define ASKEW_PRELOAD_ABI_MAJOR 1u
 #define ASKEW_PRELOAD_ABI_MINOR 0u
-#define ASKEW_PRELOAD_GET_API "askew_preload_get_api"
+#define ASKEW_PRELOAD_GET_API   "askew_preload_get_api"
 
 /* Virtual time at the Unix epoch offset below: 2020-01-01T00:00:00Z. The
  * wall clock inside a run is this plus virtual time (plus the node's skew). */
@@ -38,11 +38,11 @@ struct askew_preload_hooks {
 };
 
 enum askew_violation_kind {
-    ASKEW_VIOLATION_THREAD = 1,  /* pthread_create */
-    ASKEW_VIOLATION_PROCESS = 2, /* fork, vfork, posix_spawn, exec* */
-    ASKEW_VIOLATION_SOCKET = 3,  /* socket, connect, bind on real families */
-    ASKEW_VIOLATION_DNS = 4,     /* getaddrinfo of a real name */
-    ASKEW_VIOLATION_SLEEP = 5,   /* nanosleep and friends, timed waits, poll */
+    ASKEW_VIOLATION_THREAD = 1,   /* pthread_create */
+    ASKEW_VIOLATION_PROCESS = 2,  /* fork, vfork, posix_spawn, exec* */
+    ASKEW_VIOLATION_SOCKET = 3,   /* socket, connect, bind on real families */
+    ASKEW_VIOLATION_DNS = 4,      /* getaddrinfo of a real name */
+    ASKEW_VIOLATION_SLEEP = 5,    /* nanosleep and friends, timed waits, poll */
     ASKEW_VIOLATION_DEVRANDOM = 6 /* opening /dev/urandom or /dev/random */
 };
 
@@ -50,7 +50,7 @@ enum askew_violation_kind {
 
 struct askew_violation {
     uint32_t kind;
-    const char *call; /* a static string: "pthread_create" */
+    const char *call;                         /* a static string: "pthread_create" */
     uintptr_t frames[ASKEW_VIOLATION_FRAMES]; /* return addresses, caller first */
     uint32_t nframes;
     long arg0;

@@ -127,7 +127,13 @@ long askew__raw_syscall(long nr, long a0, long a1, long a2, long a3, long a4, lo
 #else
     /* No inline syscall for this architecture: the fallback (used only
      * while dlsym is re-entered) fails instead. */
-    (void)nr, (void)a0, (void)a1, (void)a2, (void)a3, (void)a4, (void)a5;
+    (void)nr;
+    (void)a0;
+    (void)a1;
+    (void)a2;
+    (void)a3;
+    (void)a4;
+    (void)a5;
     ret = -ENOSYS;
 #endif
     if ((unsigned long)ret > -4096UL) {
@@ -344,10 +350,7 @@ static const struct {
     const char *name;
     void *self;
 } self_table[] = {
-#define SELF(name)                                                                     \
-    {                                                                                  \
-#name, (void *)&askew__self_##name                                             \
-    }
+#define SELF(name) {#name, (void *)&askew__self_##name}
     SELF(clock_gettime),  SELF(gettimeofday), SELF(time),
     SELF(getrandom),      SELF(getentropy),   SELF(syscall),
     SELF(pthread_create), SELF(fork),         SELF(socket),

@@ -17,10 +17,10 @@ extern "C" {
 /* An invariant check that stays on in release builds (pip compiles with
  * -DNDEBUG): an engine invariant broken is a bug worth a crash, not a wrong
  * schedule that replays wrongly. */
-#define ASKEW_ASSERT(cond)                                                     \
-    do {                                                                       \
-        if (__builtin_expect(!(cond), 0))                                      \
-            askew__assert_fail(#cond, __FILE__, __LINE__);                     \
+#define ASKEW_ASSERT(cond)                                                             \
+    do {                                                                               \
+        if (__builtin_expect(!(cond), 0))                                              \
+            askew__assert_fail(#cond, __FILE__, __LINE__);                             \
     } while (0)
 __attribute__((noreturn)) void askew__assert_fail(const char *expr, const char *file,
                                                   int line);
@@ -67,7 +67,7 @@ uint64_t askew_seed_iteration(uint64_t base, uint64_t i);
 struct askew_timer {
     int64_t deadline_ns;
     uint64_t seq;
-    size_t index; /* position in the heap, ASKEW_TIMER_IDLE when not queued */
+    size_t index;  /* position in the heap, ASKEW_TIMER_IDLE when not queued */
     uint32_t kind; /* what the owner is; the engine never looks inside */
 };
 #define ASKEW_TIMER_IDLE ((size_t)-1)
@@ -138,8 +138,7 @@ void askew_trace_record(struct askew_trace *trace, int64_t t_ns, uint32_t kind,
 /* Fold a value into the hash without keeping an event (hot decisions). */
 void askew_trace_mix(struct askew_trace *trace, uint64_t value);
 /* The i-th most recent event, 0 = newest; NULL when there is none. */
-const struct askew_event *askew_trace_recent(const struct askew_trace *trace,
-                                             size_t i);
+const struct askew_event *askew_trace_recent(const struct askew_trace *trace, size_t i);
 
 struct askew_sched {
     uint64_t seed;
@@ -147,11 +146,11 @@ struct askew_sched {
     enum askew_strategy strategy;
     int64_t now_ns;
     uint64_t steps;
-    uint64_t steps_max;    /* 0 = unbounded */
-    int64_t time_max_ns;   /* 0 = unbounded */
-    uint64_t timer_seq;    /* next timer seq */
-    uint64_t group_now;    /* group of the step running now */
-    uint64_t group_next;   /* next fresh group id */
+    uint64_t steps_max;  /* 0 = unbounded */
+    int64_t time_max_ns; /* 0 = unbounded */
+    uint64_t timer_seq;  /* next timer seq */
+    uint64_t group_now;  /* group of the step running now */
+    uint64_t group_next; /* next fresh group id */
     struct askew_heap timers;
     /* pending: a ring of items waiting for the next tick */
     struct askew_ready *ring;
@@ -183,9 +182,9 @@ int askew_sched_timer_add(struct askew_sched *sched, struct askew_timer *timer);
 void askew_sched_timer_cancel(struct askew_sched *sched, struct askew_timer *timer);
 
 enum askew_tick {
-    ASKEW_TICK_READY = 0,    /* a batch is ready to run */
-    ASKEW_TICK_IDLE = 1,     /* nothing ready, no timer */
-    ASKEW_TICK_TIME_MAX = 2  /* the next timer lies past the time budget */
+    ASKEW_TICK_READY = 0,   /* a batch is ready to run */
+    ASKEW_TICK_IDLE = 1,    /* nothing ready, no timer */
+    ASKEW_TICK_TIME_MAX = 2 /* the next timer lies past the time budget */
 };
 
 /* Begin a tick: fire the timers that are due (advancing the clock to the

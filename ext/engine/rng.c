@@ -10,7 +10,7 @@
 
 /* Odd constants that give the derivation its domains: streams and
  * iterations can never land on the same seed by construction of a sum. */
-#define STREAM_GAMMA 0x9E3779B97F4A7C15ULL
+#define STREAM_GAMMA    0x9E3779B97F4A7C15ULL
 #define ITERATION_GAMMA 0xD1B54A32D192ED03ULL
 
 uint64_t askew_splitmix64_next(uint64_t *state)

@@ -132,7 +132,8 @@ static int fire_due(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
     }
     for (size_t start = 0; start < n;) {
         size_t end = start + 1;
-        while (end < n && sched->fired[end]->deadline_ns == sched->fired[start]->deadline_ns)
+        while (end < n &&
+               sched->fired[end]->deadline_ns == sched->fired[start]->deadline_ns)
             end++;
         if (end - start > 1)
             shuffle_timers(sched, sched->fired + start, end - start);
@@ -176,8 +177,8 @@ static int build_batch(struct askew_sched *sched)
                 sched->groups[sched->groups_len - 1].end = i + 1;
                 continue;
             }
-            rc = grow((void **)&sched->groups, &sched->groups_cap, sched->groups_len + 1,
-                      sizeof *sched->groups);
+            rc = grow((void **)&sched->groups, &sched->groups_cap,
+                      sched->groups_len + 1, sizeof *sched->groups);
             if (rc < 0)
                 return rc;
             sched->groups[sched->groups_len].pos = i;

@@ -57,6 +57,7 @@ START_TEST(test_clock_heap_keeps_order_under_random_pushes_and_removals)
     struct askew_heap h;
     askew_heap_init(&h);
     struct askew_timer *t = calloc(N, sizeof *t);
+    ck_assert_ptr_nonnull(t);
     struct askew_rng rng;
     askew_rng_seed(&rng, 11);
     for (int i = 0; i < N; i++) {

@@ -631,7 +631,7 @@ START_TEST(test_a_forked_child_starts_outside_the_simulation)
     /* fork() is refused inside a run, so fork with libc's own, as a thread
      * the preload does not see would; the atfork handler must still run. */
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-    pid_t (*libc_fork)(void) = (pid_t(*)(void))dlsym(libc, "fork");
+    pid_t (*libc_fork)(void) = (pid_t (*)(void))dlsym(libc, "fork");
     ck_assert_ptr_nonnull(libc_fork);
     enter();
     pid_t pid = libc_fork();

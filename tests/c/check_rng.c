@@ -47,7 +47,8 @@ END_TEST
 
 START_TEST(test_rng_stream_and_iteration_seeds_match_the_reference_vectors)
 {
-    ck_assert_uint_eq(askew_seed_stream(1337, ASKEW_STREAM_SCHED), 0x256b7b108bd342cdULL);
+    ck_assert_uint_eq(askew_seed_stream(1337, ASKEW_STREAM_SCHED),
+                      0x256b7b108bd342cdULL);
     ck_assert_uint_eq(askew_seed_stream(1337, ASKEW_STREAM_NET), 0xdcd0b9cd9d239082ULL);
     ck_assert_uint_eq(askew_seed_iteration(1337, 0), 1337);
     ck_assert_uint_eq(askew_seed_iteration(1337, 1), 0x97401417ae930442ULL);
@@ -119,7 +120,8 @@ Suite *rng_suite(void)
     Suite *s = suite_create("rng");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_rng_splitmix64_matches_the_reference_vector);
-    tcase_add_test(tc, test_rng_xoshiro_seeded_by_splitmix_matches_the_reference_vectors);
+    tcase_add_test(tc,
+                   test_rng_xoshiro_seeded_by_splitmix_matches_the_reference_vectors);
     tcase_add_test(tc, test_rng_stream_and_iteration_seeds_match_the_reference_vectors);
     tcase_add_test(tc, test_rng_below_stays_in_bounds_and_covers_them);
     tcase_add_test(tc, test_rng_range_is_inclusive_and_handles_the_full_span);

@@ -9,7 +9,7 @@
 #include "engine.h"
 
 #define ITEM(n) ((void *)(uintptr_t)(n))
-#define NUM(p) ((int)(uintptr_t)(p))
+#define NUM(p)  ((int)(uintptr_t)(p))
 
 struct owner {
     struct askew_timer timer;

@@ -84,7 +84,8 @@ static PyObject *probe_enter(PyObject *self, PyObject *args)
 
 static PyObject *probe_leave(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     if (api != NULL)
         api->leave();
     Py_RETURN_NONE;
@@ -93,7 +94,8 @@ static PyObject *probe_leave(PyObject *self, PyObject *args)
 /* The names of the refused calls since enter, oldest first (ring-limited). */
 static PyObject *probe_violations(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     if (find_api() < 0)
         return NULL;
     PyObject *out = PyList_New(0);
@@ -116,7 +118,8 @@ static PyObject *probe_violations(PyObject *self, PyObject *args)
 
 static PyObject *probe_draws(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     return PyLong_FromUnsignedLong(draws);
 }
 
@@ -134,13 +137,15 @@ static PyObject *probe_clock_gettime(PyObject *self, PyObject *args)
 
 static PyObject *probe_time(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     return PyLong_FromLongLong((long long)time(NULL));
 }
 
 static PyObject *probe_gettimeofday(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return PyLong_FromLongLong((long long)tv.tv_sec * 1000000LL + tv.tv_usec);
@@ -179,7 +184,8 @@ static PyObject *probe_getentropy(PyObject *self, PyObject *args)
 
 static PyObject *probe_arc4random(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     return PyLong_FromUnsignedLong(arc4random());
 }
 
@@ -191,7 +197,8 @@ static void *nothing(void *arg)
 /* Each returns 0 on success or the errno (error number) of the refusal. */
 static PyObject *probe_pthread_create(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     pthread_t t;
     int rc = pthread_create(&t, NULL, nothing, NULL);
     if (rc == 0)
@@ -201,7 +208,8 @@ static PyObject *probe_pthread_create(PyObject *self, PyObject *args)
 
 static PyObject *probe_fork(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     pid_t pid = fork();
     if (pid == 0)
         _exit(0);
@@ -254,7 +262,8 @@ static PyObject *probe_nanosleep_nogil(PyObject *self, PyObject *args)
 
 static PyObject *probe_open_urandom(PyObject *self, PyObject *args)
 {
-    (void)self, (void)args;
+    (void)self;
+    (void)args;
     int fd = open("/dev/urandom", O_RDONLY);
     if (fd < 0)
         return PyLong_FromLong(errno);
