@@ -244,6 +244,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         task.set_name(f"Task-{seq}" if name is None else name)
         return task
 
+    @staticmethod
+    def _check_callback_debug(callback: Any, method: str) -> None:
+        if asyncio.iscoroutinefunction(callback):
+            raise TypeError(f"coroutines cannot be used with {method}()")
+
     def _callback_error(self, handle: Any, exc: BaseException) -> None:
         self.call_exception_handler(
             {"message": f"Exception in callback {handle!r}", "exception": exc, "handle": handle}

@@ -85,7 +85,8 @@ int askew__entropy_fill(void *ctx, void *buf, size_t len)
 
 /* ---- scheduling ----------------------------------------------------- */
 
-static int check_callback(PyObject *callback, const char *method)
+static int check_callback(struct askew_loop_state *self, PyObject *callback,
+                          const char *method)
 {
     if (PyCoro_CheckExact(callback)) {
         PyErr_Format(PyExc_TypeError, "coroutines cannot be used with %s()", method);
@@ -95,6 +96,14 @@ static int check_callback(PyObject *callback, const char *method)
         PyErr_Format(PyExc_TypeError, "a callable object was expected by %s(), got %R",
                      method, callback);
         return -1;
+    }
+    if (self->debug) {
+        /* As asyncio in debug mode: coroutine functions are refused too. */
+        PyObject *res = PyObject_CallMethod((PyObject *)self, "_check_callback_debug", "Os",
+                                            callback, method);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
     }
     return 0;
 }
@@ -213,7 +222,7 @@ static PyObject *loop_call_soon(struct askew_loop_state *self, PyObject *const *
     }
     if (parse_context(kwnames, args + nargs, "call_soon", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_soon") < 0 ||
-        check_callback(args[0], "call_soon") < 0)
+        check_callback(self, args[0], "call_soon") < 0)
         return NULL;
     return askew__loop_call_soon_impl(self, args[0], args + 1, nargs - 1, context);
 }
@@ -264,7 +273,7 @@ static PyObject *loop_call_at(struct askew_loop_state *self, PyObject *const *ar
     }
     if (parse_context(kwnames, args + nargs, "call_at", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_at") < 0 ||
-        check_callback(args[1], "call_at") < 0)
+        check_callback(self, args[1], "call_at") < 0)
         return NULL;
     const double when = PyFloat_AsDouble(args[0]);
     int64_t deadline_ns;
@@ -291,7 +300,7 @@ static PyObject *loop_call_later(struct askew_loop_state *self, PyObject *const 
     }
     if (parse_context(kwnames, args + nargs, "call_later", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_later") < 0 ||
-        check_callback(args[1], "call_later") < 0)
+        check_callback(self, args[1], "call_later") < 0)
         return NULL;
     const double delay = PyFloat_AsDouble(args[0]);
     if (delay == -1.0 && PyErr_Occurred())
