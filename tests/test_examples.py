@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The examples, run exactly as they are on disk, the way a user runs them.
+
+Every examples/NAME.py is run in a child `python -m pytest`. An example whose
+name ends in `_fixed` must pass; any other example has a bug that its test
+must find: it fails with a SimulationFailure report that names a seed and
+says how to replay it, and running that replay line reproduces the same
+report (all but the `iteration=` field, which is 0 on replay). The README's
+example blocks must be these files, character for character.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((REPO / "examples").glob("*.py"))
+BUGGY = [p for p in EXAMPLES if not p.stem.endswith("_fixed")]
+FIXED = [p for p in EXAMPLES if p.stem.endswith("_fixed")]
+TIMEOUT = 120
+_HEAD = "askew.errors.SimulationFailure: "
+_REPLAY = re.compile(r"^  replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 pytest (.+)$", re.M)
+_MARKED_BLOCK = re.compile(
+    r"<!--\s*example:\s*(examples/[\w.-]+\.py)\s*-->\s*\n```python\n(.*?)^```", re.S | re.M
+)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_")}
+    env.pop("PYTEST_ADDOPTS", None)
+    env.update(extra)
+    return env
+
+
+def _start(target: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target],
+        cwd=REPO,
+        env=_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    out, _ = proc.communicate(timeout=TIMEOUT)
+    return proc.returncode, out
+
+
+def _report(out: str) -> str:
+    """The SimulationFailure report, as pytest printed it on its `E` lines."""
+    lines = out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("E") and _HEAD in line]
+    start = heads[-1] if heads else None
+    assert start is not None, f"no SimulationFailure in the output:\n{out}"
+    col = lines[start].index(_HEAD)
+    report = []
+    for line in lines[start:]:
+        if not line.startswith("E"):
+            break
+        report.append(line[col:])
+    return "\n".join(report)
+
+
+def _comparable(report: str) -> str:
+    return re.sub(r"\biteration=\d+", "iteration=_", report)
+
+
+Runs = dict[str, tuple[int, str]]
+
+
+@pytest.fixture(scope="module")
+def runs() -> Runs:
+    """Each example run once, all at the same time (each is a second or two)."""
+    procs = {p.name: _start(f"examples/{p.name}") for p in EXAMPLES}
+    return {name: _finish(proc) for name, proc in procs.items()}
+
+
+@pytest.fixture(scope="module")
+def replays(runs: Runs) -> Runs:
+    """The replay line of each failing example's report, run as printed, all at once."""
+    procs = {}
+    for name, (_rc, out) in runs.items():
+        replay = _REPLAY.search(_report(out)) if _HEAD in out else None
+        if replay is not None:
+            (target,) = shlex.split(replay[2])
+            procs[name] = _start(target, ASKEW_SEED=replay[1], ASKEW_ITERATIONS="1")
+    return {name: _finish(proc) for name, proc in procs.items()}
+
+
+def test_there_are_examples() -> None:
+    assert {p.name for p in BUGGY} >= {
+        "quickstart.py",
+        "replicated_counter.py",
+        "primary_backup.py",
+    }
+    for p in FIXED:
+        assert p.with_name(p.name.replace("_fixed", "")) in BUGGY, f"{p.name} fixes nothing"
+
+
+@pytest.mark.parametrize("path", FIXED, ids=lambda p: p.name)
+def test_fixed_example_passes(runs: Runs, path: Path) -> None:
+    rc, out = runs[path.name]
+    assert rc == 0, out
+    assert re.search(r"^1 passed\b", out, re.M), out
+
+
+@pytest.mark.parametrize("path", BUGGY, ids=lambda p: p.name)
+def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, path: Path) -> None:
+    rc, out = runs[path.name]
+    assert rc == 1, out
+    assert re.search(r"^1 failed\b", out, re.M), out
+    report = _report(out)
+    found = re.search(r"^  \(seed=(\d+), iteration=\d+, t=[\d.]+s, steps=\d+\)$", report, re.M)
+    assert found, report
+    assert "\n  recent events\n" in report, report
+    replay = _REPLAY.search(report)
+    assert replay, report
+    seed, target = replay[1], shlex.split(replay[2])
+    assert seed == found[1], report
+    assert len(target) == 1 and target[0].startswith(f"examples/{path.name}::test_"), report
+
+    # The replay line, as printed: that seed alone, and the same report.
+    rc2, out2 = replays[path.name]
+    assert rc2 == 1, out2
+    again = _report(out2)
+    assert ", iteration=0," in again, again
+    assert _comparable(again) == _comparable(report)
+
+
+def test_readme_examples_are_the_files() -> None:
+    readme = REPO / "README.md"
+    if not readme.is_file():
+        pytest.skip("no README.md")
+    blocks = _MARKED_BLOCK.findall(readme.read_text(encoding="utf-8"))
+    if not blocks:
+        pytest.skip("README.md marks no example blocks (<!-- example: examples/NAME.py -->)")
+    for name, block in blocks:
+        path = REPO / name
+        assert path.is_file(), f"README.md shows {name}, which does not exist"
+        text = path.read_text(encoding="utf-8")
+        assert block == text, f"README.md's block for {name} differs from the file"
