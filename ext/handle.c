@@ -11,6 +11,13 @@
 PyTypeObject *askew__HandleType;
 PyTypeObject *askew__TimerHandleType;
 
+/* Handles come and go once per step: keep a few dead ones to skip the
+ * allocator. Only exact askew handle types go here (a subclass may be
+ * larger); the GIL guards the list. */
+#define FREELIST_MAX 256
+static askew_handle *freelist[FREELIST_MAX];
+static int freelist_len;
+
 /* loop.c: take a cancelled timer off the heap and drop the heap's reference. */
 void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h);
 
@@ -18,9 +25,16 @@ askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *ca
                                 PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *context)
 {
-    askew_handle *h = PyObject_GC_New(askew_handle, type);
-    if (h == NULL)
-        return NULL;
+    askew_handle *h;
+    if (freelist_len > 0 &&
+        (type == askew__HandleType || type == askew__TimerHandleType)) {
+        h = freelist[--freelist_len];
+        (void)PyObject_Init((PyObject *)h, type); /* also takes a type reference */
+    } else {
+        h = PyObject_GC_New(askew_handle, type);
+        if (h == NULL)
+            return NULL;
+    }
     h->timer.deadline_ns = 0;
     h->timer.seq = 0;
     h->timer.index = ASKEW_TIMER_IDLE;
@@ -136,11 +150,15 @@ static void handle_dealloc(askew_handle *h)
     if (h->weakreflist != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
     (void)handle_clear(h);
-    PyObject_GC_Del(h);
+    if (freelist_len < FREELIST_MAX &&
+        (tp == askew__HandleType || tp == askew__TimerHandleType))
+        freelist[freelist_len++] = h;
+    else
+        PyObject_GC_Del(h);
     Py_DECREF(tp);
 }
 
-static PyObject *handle_cancel(askew_handle *h, PyObject *Py_UNUSED(ignored))
+void askew__handle_cancel(askew_handle *h)
 {
     if (!h->cancelled) {
         h->cancelled = 1;
@@ -148,6 +166,11 @@ static PyObject *handle_cancel(askew_handle *h, PyObject *Py_UNUSED(ignored))
         if (h->is_timer && h->timer.index != ASKEW_TIMER_IDLE && h->loop != NULL)
             askew__loop_timer_cancelled(h->loop, h);
     }
+}
+
+static PyObject *handle_cancel(askew_handle *h, PyObject *Py_UNUSED(ignored))
+{
+    askew__handle_cancel(h);
     Py_RETURN_NONE;
 }
 

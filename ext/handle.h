@@ -42,6 +42,8 @@ askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *ca
  * run, 0 to skip (a crashed node's work), -1 with an exception. */
 typedef int (*askew_gate_fn)(void *ctx);
 int askew__handle_run(askew_handle *h, askew_gate_fn gate, void *gate_ctx);
+/* handle.cancel() from C. */
+void askew__handle_cancel(askew_handle *h);
 /* Drop the callback and arguments (cancel, or after running). */
 void askew__handle_clear_call(askew_handle *h);
 

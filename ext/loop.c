@@ -99,8 +99,8 @@ static int check_callback(struct askew_loop_state *self, PyObject *callback,
     }
     if (self->debug) {
         /* As asyncio in debug mode: coroutine functions are refused too. */
-        PyObject *res = PyObject_CallMethod((PyObject *)self, "_check_callback_debug", "Os",
-                                            callback, method);
+        PyObject *res = PyObject_CallMethod((PyObject *)self, "_check_callback_debug",
+                                            "Os", callback, method);
         if (res == NULL)
             return -1;
         Py_DECREF(res);
@@ -131,6 +131,22 @@ static int check_thread(struct askew_loop_state *self, const char *method)
     return 0;
 }
 
+/* "context" as callers spell it: our interned string, and the first other
+ * string object found equal to it (asyncio's C Task passes its own static
+ * one on every step), kept alive so that its address stays its own. */
+static PyObject *str_context_seen;
+
+static int is_context_kw(PyObject *key)
+{
+    if (key == str_context || key == str_context_seen)
+        return 1;
+    if (!PyUnicode_Check(key) || PyUnicode_Compare(key, str_context) != 0)
+        return 0;
+    if (str_context_seen == NULL)
+        str_context_seen = Py_NewRef(key);
+    return 1;
+}
+
 /* The keyword part of call_soon and friends: only context= is accepted. */
 static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char *method,
                          PyObject **context)
@@ -141,7 +157,7 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char 
     const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
-        if (key == str_context || PyUnicode_Compare(key, str_context) == 0) {
+        if (is_context_kw(key)) {
             *context = kwargs[i];
             continue;
         }
@@ -227,9 +243,9 @@ static PyObject *loop_call_soon(struct askew_loop_state *self, PyObject *const *
     return askew__loop_call_soon_impl(self, args[0], args + 1, nargs - 1, context);
 }
 
-static PyObject *call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
-                            PyObject *callback, PyObject *const *args, Py_ssize_t nargs,
-                            PyObject *context)
+PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
+                                 PyObject *callback, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *context)
 {
     askew_handle *h =
         make_handle(self, askew__TimerHandleType, callback, args, nargs, context);
@@ -247,7 +263,8 @@ static PyObject *call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
 }
 
 /* A time in the running node's clock to a deadline on the world's clock. */
-static int local_when_to_ns(struct askew_loop_state *self, double when, int64_t *out)
+int askew__loop_local_when_to_ns(struct askew_loop_state *self, double when,
+                                 int64_t *out)
 {
     int64_t local_ns;
     if (seconds_to_ns(when, &local_ns) < 0)
@@ -278,9 +295,10 @@ static PyObject *loop_call_at(struct askew_loop_state *self, PyObject *const *ar
     const double when = PyFloat_AsDouble(args[0]);
     int64_t deadline_ns;
     if ((when == -1.0 && PyErr_Occurred()) ||
-        local_when_to_ns(self, when, &deadline_ns) < 0)
+        askew__loop_local_when_to_ns(self, when, &deadline_ns) < 0)
         return NULL;
-    return call_at_ns(self, deadline_ns, args[1], args + 2, nargs - 2, context);
+    return askew__loop_call_at_ns(self, deadline_ns, args[1], args + 2, nargs - 2,
+                                  context);
 }
 
 static PyObject *loop_call_later(struct askew_loop_state *self, PyObject *const *args,
@@ -308,9 +326,10 @@ static PyObject *loop_call_later(struct askew_loop_state *self, PyObject *const 
     /* As asyncio: call_at(time() + delay), in float, in the node's clock. */
     const double when = ns_to_s(askew__loop_local_ns(self)) + delay;
     int64_t deadline_ns;
-    if (local_when_to_ns(self, when, &deadline_ns) < 0)
+    if (askew__loop_local_when_to_ns(self, when, &deadline_ns) < 0)
         return NULL;
-    return call_at_ns(self, deadline_ns, args[1], args + 2, nargs - 2, context);
+    return askew__loop_call_at_ns(self, deadline_ns, args[1], args + 2, nargs - 2,
+                                  context);
 }
 
 void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h)
@@ -383,7 +402,7 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
             PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
             if (PyUnicode_Compare(key, str_name) == 0)
                 name = args[nargs + i];
-            else if (PyUnicode_Compare(key, str_context) == 0)
+            else if (is_context_kw(key))
                 context = args[nargs + i];
             else
                 fast = 0;

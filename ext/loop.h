@@ -40,6 +40,13 @@ int askew__loop_type_init(PyObject *module);
 PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *callback,
                                      PyObject *const *args, Py_ssize_t nargs,
                                      PyObject *context);
+/* A timer handle for deadline_ns on the world clock. New reference. */
+PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
+                                 PyObject *callback, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *context);
+/* Loop seconds in the running node's clock to a world deadline in ns. */
+int askew__loop_local_when_to_ns(struct askew_loop_state *self, double when,
+                                 int64_t *out);
 /* The running node's view of the world clock, ns. */
 int64_t askew__loop_local_ns(struct askew_loop_state *self);
 

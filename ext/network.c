@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
+#include "handle.h"
 #include "loop.h"
+#include "task.h"
 
 #define LOG_RING_DEFAULT 10000u
 
@@ -21,7 +25,8 @@ struct node_binding {
     size_t head;
     size_t len;
     size_t cap;
-    PyObject *waiter; /* the Future a recv() waits on, or NULL */
+    PyObject *waiter;  /* the Future a recv() waits on, or NULL */
+    PyObject *timeout; /* that recv's timeout handle, or NULL */
 };
 
 struct log_entry {
@@ -41,10 +46,14 @@ struct askew_network {
     struct log_entry *log;
     size_t log_cap;
     uint64_t log_count;
-    PyObject *node_var; /* contextvars.ContextVar of node id << 32 | incarnation */
+    PyObject *node_var;      /* contextvars.ContextVar of node id << 32 | incarnation */
+    PyObject *payload_check; /* _world.check_payload: the slow path */
 };
 
 static PyTypeObject *MessageType;
+static PyObject *recv_expire(PyObject *module, PyObject *fut);
+static PyMethodDef recv_expire_def = {"_recv_expire", recv_expire, METH_O, NULL};
+static PyObject *recv_expire_fn; /* the callback of a recv's timeout */
 static PyObject *str_set_result; /* interned method names */
 static PyObject *str_done;
 
@@ -68,7 +77,9 @@ int askew__net_types_init(PyObject *module)
     MessageType = PyStructSequence_NewType(&message_desc);
     str_set_result = PyUnicode_InternFromString("set_result");
     str_done = PyUnicode_InternFromString("done");
-    if (MessageType == NULL || str_set_result == NULL || str_done == NULL)
+    recv_expire_fn = PyCFunction_New(&recv_expire_def, NULL);
+    if (MessageType == NULL || str_set_result == NULL || str_done == NULL ||
+        recv_expire_fn == NULL)
         return -1;
     return PyModule_AddObjectRef(module, "Message", (PyObject *)MessageType);
 }
@@ -108,6 +119,7 @@ static void node_clear(struct node_binding *b)
         Py_DECREF(b->inbox[(b->head + i) % b->cap]);
     b->head = b->len = 0;
     Py_CLEAR(b->waiter);
+    Py_CLEAR(b->timeout);
 }
 
 static int inbox_push(struct node_binding *b, PyObject *msg)
@@ -190,6 +202,7 @@ void askew__net_free(struct askew_loop_state *self)
     log_clear(n);
     PyMem_Free(n->log);
     Py_CLEAR(n->node_var);
+    Py_CLEAR(n->payload_check);
     PyMem_Free(n);
     self->net = NULL;
 }
@@ -221,9 +234,11 @@ int askew__net_traverse(struct askew_loop_state *self, visitproc visit, void *ar
     if (n == NULL)
         return 0;
     Py_VISIT(n->node_var);
+    Py_VISIT(n->payload_check);
     for (size_t i = 0; i < n->nodes_len; i++) {
         struct node_binding *b = &n->nodes[i];
         Py_VISIT(b->waiter);
+        Py_VISIT(b->timeout);
         for (size_t k = 0; k < b->len; k++)
             Py_VISIT(b->inbox[(b->head + k) % b->cap]);
     }
@@ -253,6 +268,10 @@ static int deliver(struct askew_loop_state *self, const struct askew_net_deliver
         const int is_done = done == NULL ? -1 : PyObject_IsTrue(done);
         Py_XDECREF(done);
         if (is_done == 0) {
+            if (b->timeout != NULL) {
+                askew__handle_cancel((askew_handle *)b->timeout);
+                Py_CLEAR(b->timeout);
+            }
             PyObject *res = PyObject_CallMethodOneArg(fut, str_set_result, msg);
             Py_DECREF(fut);
             Py_DECREF(msg);
@@ -394,6 +413,213 @@ static PyObject *net_send(struct askew_loop_state *self, PyObject *const *args,
     log_record(n, self->sched.now_ns, LOG_SEND, (int32_t)src, (int32_t)dst,
                sent.outcome, args[2]);
     return PyLong_FromUnsignedLong(sent.outcome);
+}
+
+/* Immutable without a doubt: the types every message is made of. Anything
+ * else goes to the Python check (frozen dataclasses, enums, ...). */
+static int payload_fast_ok(PyObject *p, int depth)
+{
+    if (p == Py_None || PyLong_CheckExact(p) || PyUnicode_CheckExact(p) ||
+        PyBytes_CheckExact(p) || PyFloat_CheckExact(p) || PyBool_Check(p))
+        return 1;
+    if (PyTuple_CheckExact(p) && depth < 8) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(p); i++)
+            if (!payload_fast_ok(PyTuple_GET_ITEM(p, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int payload_check(struct askew_network *n, PyObject *payload)
+{
+    if (payload_fast_ok(payload, 0) || n->payload_check == NULL)
+        return 0;
+    PyObject *res = PyObject_CallOneArg(n->payload_check, payload);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* The sending node from its token; 0 when that incarnation is dead (its
+ * messages go nowhere), 1 when alive. */
+static int token_alive(struct askew_loop_state *self, long long token, uint32_t *node)
+{
+    *node = (uint32_t)(token >> 32);
+    int alive = 0;
+    uint32_t incarnation = 0;
+    if (askew_net_node_state(&self->net->net, *node, &alive, &incarnation) < 0)
+        return 0;
+    return alive && incarnation == (uint32_t)token;
+}
+
+static int send_one(struct askew_loop_state *self, uint32_t src, uint32_t dst,
+                    PyObject *payload)
+{
+    struct askew_network *n = self->net;
+    struct askew_net_sent sent;
+    const int rc = askew_net_send(&n->net, src, dst, payload, &sent);
+    if (rc < 0) {
+        raise_net(rc, "sending");
+        return -1;
+    }
+    for (uint32_t i = 0; i < sent.copies; i++)
+        Py_INCREF(payload);
+    log_record(n, self->sched.now_ns, LOG_SEND, (int32_t)src, (int32_t)dst,
+               sent.outcome, payload);
+    return 0;
+}
+
+/* _net_send_from(token, dst, payload): a node's send. */
+static PyObject *net_send_from(struct askew_loop_state *self, PyObject *const *args,
+                               Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_net_send_from(token, dst, payload)");
+        return NULL;
+    }
+    const long long token = PyLong_AsLongLong(args[0]);
+    const long long dst = PyLong_AsLongLong(args[1]);
+    if (PyErr_Occurred() || node_get(self, dst) == NULL ||
+        payload_check(self->net, args[2]) < 0)
+        return NULL;
+    uint32_t src;
+    if (token_alive(self, token, &src) &&
+        send_one(self, src, (uint32_t)dst, args[2]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _net_broadcast(token, payload): to every other node, in id order. */
+static PyObject *net_broadcast(struct askew_loop_state *self, PyObject *const *args,
+                               Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_net_broadcast(token, payload)");
+        return NULL;
+    }
+    const long long token = PyLong_AsLongLong(args[0]);
+    if ((token == -1 && PyErr_Occurred()) || payload_check(self->net, args[1]) < 0)
+        return NULL;
+    uint32_t src;
+    if (!token_alive(self, token, &src))
+        Py_RETURN_NONE;
+    for (size_t dst = 0; dst < self->net->nodes_len; dst++)
+        if (dst != src && send_one(self, src, (uint32_t)dst, args[1]) < 0)
+            return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *recv_expire(PyObject *Py_UNUSED(module), PyObject *fut)
+{
+    PyObject *done = PyObject_CallMethodNoArgs(fut, str_done);
+    if (done == NULL)
+        return NULL;
+    const int is_done = PyObject_IsTrue(done);
+    Py_DECREF(done);
+    if (is_done < 0)
+        return NULL;
+    if (is_done)
+        Py_RETURN_NONE;
+    return PyObject_CallMethodOneArg(fut, str_set_result, Py_None);
+}
+
+/* _net_recv(node, token, timeout): the next Message if one is waiting, else
+ * a future for it (None on timeout). Only the node's own tasks may call it. */
+static PyObject *net_recv(struct askew_loop_state *self, PyObject *const *args,
+                          Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_net_recv(node, token, timeout)");
+        return NULL;
+    }
+    struct askew_network *n = self->net;
+    const long long node = PyLong_AsLongLong(args[0]);
+    const long long token = PyLong_AsLongLong(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    struct node_binding *b = node_get(self, node);
+    if (b == NULL)
+        return NULL;
+    double timeout = -1.0;
+    if (args[2] != Py_None) {
+        timeout = PyFloat_AsDouble(args[2]);
+        if ((timeout == -1.0 && PyErr_Occurred()) || PyBool_Check(args[2]) ||
+            !isfinite(timeout) || timeout < 0) {
+            PyErr_Clear();
+            PyErr_Format(
+                PyExc_ValueError,
+                "recv timeout must be a finite number of seconds >= 0 or None, "
+                "got %R",
+                args[2]);
+            return NULL;
+        }
+    }
+    PyObject *current;
+    if (n->node_var == NULL || PyContextVar_Get(n->node_var, NULL, &current) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "recv() outside a simulated world");
+        return NULL;
+    }
+    const long long caller = current == NULL ? -1 : PyLong_AsLongLong(current);
+    Py_XDECREF(current);
+    if (caller != token) {
+        if (caller == -1)
+            PyErr_Format(
+                PyExc_RuntimeError,
+                "recv() of node %lld called from the test body: only node %lld's "
+                "own tasks can receive its messages (recv outside a node)",
+                node, node);
+        else
+            PyErr_Format(
+                PyExc_RuntimeError,
+                "recv() of node %lld called from node %lld: only node %lld's own "
+                "tasks can receive its messages (recv outside a node)",
+                node, caller >> 32, node);
+        return NULL;
+    }
+    if (b->len > 0) {
+        PyObject *msg = b->inbox[b->head]; /* the ring's reference moves out */
+        b->head = (b->head + 1) % b->cap;
+        b->len--;
+        return msg;
+    }
+    PyObject *stack[2] = {NULL, (PyObject *)self};
+    PyObject *kw = Py_BuildValue("(s)", "loop");
+    if (kw == NULL)
+        return NULL;
+    PyObject *fut = PyObject_Vectorcall(askew__FutureType, stack + 1,
+                                        0 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw);
+    Py_DECREF(kw);
+    if (fut == NULL)
+        return NULL;
+    Py_XSETREF(b->waiter, Py_NewRef(fut));
+    if (b->timeout != NULL) {
+        askew__handle_cancel((askew_handle *)b->timeout);
+        Py_CLEAR(b->timeout);
+    }
+    if (timeout >= 0) {
+        int64_t deadline;
+        const double when = (double)askew__loop_local_ns(self) / 1e9 + timeout;
+        if (askew__loop_local_when_to_ns(self, when, &deadline) < 0)
+            goto fail;
+        b->timeout =
+            askew__loop_call_at_ns(self, deadline, recv_expire_fn, &fut, 1, NULL);
+        if (b->timeout == NULL)
+            goto fail;
+    }
+    return fut;
+fail:
+    Py_CLEAR(b->waiter);
+    Py_DECREF(fut);
+    return NULL;
+}
+
+static PyObject *net_set_payload_check(struct askew_loop_state *self, PyObject *fn)
+{
+    Py_XSETREF(self->net->payload_check, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
 }
 
 static PyObject *net_take(struct askew_loop_state *self, PyObject *arg)
@@ -678,6 +904,10 @@ PyMethodDef askew__net_methods[] = {
     {"_net_node_add", (PyCFunction)net_node_add, METH_NOARGS, NULL},
     {"_net_send", (PyCFunction)(void (*)(void))net_send, METH_FASTCALL, NULL},
     {"_net_take", (PyCFunction)net_take, METH_O, NULL},
+    {"_net_send_from", (PyCFunction)(void (*)(void))net_send_from, METH_FASTCALL, NULL},
+    {"_net_broadcast", (PyCFunction)(void (*)(void))net_broadcast, METH_FASTCALL, NULL},
+    {"_net_recv", (PyCFunction)(void (*)(void))net_recv, METH_FASTCALL, NULL},
+    {"_set_payload_check", (PyCFunction)net_set_payload_check, METH_O, NULL},
     {"_net_wait", (PyCFunction)(void (*)(void))net_wait, METH_FASTCALL, NULL},
     {"_net_unwait", (PyCFunction)(void (*)(void))net_unwait, METH_FASTCALL, NULL},
     {"_net_crash", (PyCFunction)net_crash, METH_O, NULL},
