@@ -24,6 +24,7 @@ from . import _core
 from ._config import (
     DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TIME,
+    GC_EVERY_STEPS,
     RunConfig,
     check_iterations,
     check_seed,
@@ -54,7 +55,6 @@ class _Spec:
 class _Outcome:
     failure: BaseException | None
     failed_node: int | None
-    world: World
     time: float
     steps: int
     trace_hash: int
@@ -216,13 +216,19 @@ def _run_once(
     events = world.log.recent()
     trace_hash = loop.trace_hash
     teardown_error = _teardown(loop, world)
+    failed_node = world._failed_node
+    # Collect this run's garbage now, while its exception handler is set: the
+    # world is cyclic (nodes point back at it), so an unretrieved task
+    # exception in node state would otherwise surface in a later iteration,
+    # which its seed replayed alone would not reproduce.
+    del world
     gc.collect()
     if failure is None:
         failure = teardown_error
     if failure is None and errors:
         failure = _unhandled(errors[0])
     loop.set_exception_handler(None)
-    return _Outcome(failure, world._failed_node, world, time, steps, trace_hash, events)
+    return _Outcome(failure, failed_node, time, steps, trace_hash, events)
 
 
 def _teardown(loop: SimLoop, world: World) -> BaseException | None:
@@ -245,16 +251,34 @@ def _teardown(loop: SimLoop, world: World) -> BaseException | None:
                     return
                 await asyncio.sleep(0)
 
+        # A run that failed on its step or time budget has spent it: lift both
+        # while the cancelled tasks finish (settle() is bounded on its own).
+        loop._configure(loop._config.strategy, 0, 0, GC_EVERY_STEPS)
         try:
             loop.run_until_complete(settle())
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
             error = exc
+        finally:
+            loop._apply_config()
         for task in pending:
             if task.done() and not task.cancelled() and task.exception() is not None:
                 error = error or task.exception()
     world._end()
+    # The tasks of crashed nodes are still pending and never run again. Close
+    # their coroutines here, at a fixed point after the run and with the world
+    # ended, instead of leaving them to the collector: collected later, they
+    # would report "Task was destroyed but it is pending!" to whichever run's
+    # exception handler is set then (failing that run, or a later iteration,
+    # which a replay of its seed alone would not) and unwind in its middle.
+    for task in world._graveyard:
+        if not task.done():
+            task._log_destroy_pending = False  # type: ignore[attr-defined]
+            try:
+                task.get_coro().close()
+            except Exception:  # a dead node's unwinding has no one to tell
+                pass
     world._graveyard.clear()
     loop._clear()
     return error

@@ -69,7 +69,7 @@ class Event(NamedTuple):
     text: str
 
     def __str__(self) -> str:
-        return f"{self.time:>9.3f}s  {self.kind:<7} {self.text}"
+        return f"{self.time:>8.3f}s  {self.kind:<7} {self.text}"
 
 
 def _short_repr(obj: object, limit: int = 48) -> str:

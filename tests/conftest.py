@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Collection for askew's own suite.
+
+tests/wrap_fixtures/ is a stand-alone user suite (its own pytest.ini) that
+tests/test_wrap.py runs in subprocesses, stock and wrapped; it holds tests
+that hang or fail on purpose, so the main run never collects it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import askew
+
+collect_ignore = ["wrap_fixtures"]
+
+# ---- helpers for the runner, world and determinism suites ----------------------
+
+_ASKEW_ENV = ("ASKEW_SEED", "ASKEW_ITERATIONS", "ASKEW_CHECK_DETERMINISM")
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ASKEW_* settings from the shell that runs the suite."""
+    for name in _ASKEW_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def run_sim(body: Callable[..., Any], seed: int = 0, **config: Any) -> None:
+    """Run `async def body(world)` once, as seed `seed`."""
+    askew.simulate(seed=seed, iterations=1, **config)(body)()
+
+
+def run_pytest(
+    tmp_path: Path, source: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Write `source` as tmp_path/test_mod.py and run pytest on it in a child."""
+    (tmp_path / "test_mod.py").write_text(textwrap.dedent(source))
+    child_env = {
+        k: v for k, v in os.environ.items() if k not in _ASKEW_ENV and k != "PYTEST_CURRENT_TEST"
+    }
+    child_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mod.py", *args],
+        cwd=tmp_path,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

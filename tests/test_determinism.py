@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Determinism is tested, not assumed: a seed names one run (its log and
+trace hash) in one process, across processes with different PYTHONHASHSEED,
+alone or deep in a sweep; strategies order what they promise to; time,
+os.urandom and the global random module are the seed's inside a run."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import functools
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import pytest
+from conftest import run_sim
+
+import askew
+from askew import _core
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+EPOCH = 1577836800
+
+
+async def gossip(node: Any, peers: int) -> None:
+    node.heard = []
+    while True:
+        msg = await node.recv(timeout=0.3)
+        if msg is None:
+            node.send(node._askew_world.random.randrange(peers), ("hi", node.id))
+        else:
+            node.heard.append(msg.src)
+
+
+async def scenario(world: askew.World) -> None:
+    """A bit of everything that a seed decides: scheduling, latency, loss,
+    partitions, crashes, TaskGroup and gather over sets of tasks."""
+    nodes = [world.spawn(gossip, 4) for _ in range(4)]
+    world.net.configure(latency=(0.0, 0.2), loss=0.1, duplicate=0.05)
+    order: list[int] = []
+
+    async def worker(i: int) -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+            order.append(i)
+
+    async with asyncio.TaskGroup() as tg:
+        for i in range(5):
+            tg.create_task(worker(i))
+    await asyncio.gather(*(worker(i) for i in range(5, 8)))
+    world.log.emit(f"order {order}")
+    async with world.partition({0, 1}, {2, 3}):
+        await world.clock.advance(2)
+    world.faults.crash(nodes[world.random.randrange(4)])
+    await world.clock.advance(2)
+    world.log.emit(f"heard {[n.heard for n in nodes]}")
+
+
+def trace_of(seed: int, body: Any = scenario, **config: Any) -> tuple[int, list[str]]:
+    out: list[tuple[int, list[str]]] = []
+
+    async def wrapped(world: askew.World) -> None:
+        await body(world)
+        out.append((world.log.hash, [str(e) for e in world.log]))
+
+    run_sim(wrapped, seed=seed, **config)
+    return out[0]
+
+
+def test_the_same_seed_gives_an_identical_trace_hash_and_log() -> None:
+    first = trace_of(42)
+    assert trace_of(42) == first
+    assert trace_of(42) == first
+    assert len(first[1]) > 20
+
+
+def test_thirty_seeds_give_many_distinct_runs() -> None:
+    traces = [trace_of(seed) for seed in range(30)]
+    hashes = {h for h, _ in traces}
+    orders = {next(t for t in log if "order" in t) for _, log in traces}
+    assert len(hashes) == 30
+    assert len(orders) >= 10
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import test_determinism as t
+    print(json.dumps(t.trace_of(1234)))
+    """
+)
+
+
+def test_a_seed_gives_the_same_hash_in_processes_with_different_hash_seeds() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    results = []
+    for hash_seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        env.pop("PYTEST_CURRENT_TEST", None)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, here],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        results.append(json.loads(proc.stdout))
+    assert results[0] == results[1] == results[2]
+    assert results[0][0] == trace_of(1234)[0]
+
+
+def test_a_seed_replayed_alone_equals_the_same_seed_deep_in_a_sweep() -> None:
+    swept: dict[int, tuple[int, list[str]]] = {}
+
+    @askew.simulate(seed=9, iterations=58)
+    async def sweep(world: askew.World) -> None:
+        await scenario(world)
+        swept[world.seed] = (world.log.hash, [str(e) for e in world.log])
+
+    sweep()
+    seed = _core.seed_iteration(9, 57)
+    assert trace_of(seed) == swept[seed]
+
+    alone: list[int] = []
+
+    async def record(world: askew.World) -> None:
+        await scenario(world)
+        alone.append(world.log.hash)
+
+    askew.Replay.run(record, seed=seed)
+    assert alone == [swept[seed][0]]
+
+
+# ---- strategies -----------------------------------------------------------------
+
+
+async def round_robin(world: askew.World) -> None:
+    order: list[tuple[int, int]] = []
+
+    async def worker(i: int) -> None:
+        for r in range(3):
+            order.append((i, r))
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker(i) for i in range(6)))
+    world.log.emit(repr(order))
+
+
+@functools.cache
+def _order(seed: int, strategy: str) -> list[tuple[int, int]]:
+    _, log = trace_of(seed, round_robin, strategy=strategy)
+    return ast.literal_eval(log[-1].split("world   ", 1)[1])  # type: ignore[no-any-return]
+
+
+def _stock_order() -> list[tuple[int, int]]:
+    order: list[tuple[int, int]] = []
+
+    async def worker(i: int) -> None:
+        for r in range(3):
+            order.append((i, r))
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        await asyncio.gather(*(worker(i) for i in range(6)))
+
+    asyncio.run(main())
+    return order
+
+
+def test_fifo_keeps_asyncios_order_for_every_seed() -> None:
+    stock = _stock_order()
+    assert all(_order(seed, "fifo") == stock for seed in range(10))
+
+
+def test_random_interleaves_but_keeps_the_order_of_callbacks_from_one_step() -> None:
+    stock = _stock_order()
+    orders = [_order(seed, "random") for seed in range(10)]
+    assert any(o != stock for o in orders)
+    for o in orders:
+        # gather() starts all six tasks from one step: their first steps keep FIFO order
+        assert [i for i, r in o if r == 0] == list(range(6))
+        assert sorted(o) == sorted(stock)
+
+
+def test_shuffle_permutes_even_callbacks_from_one_step() -> None:
+    firsts = {tuple(i for i, r in _order(seed, "shuffle") if r == 0) for seed in range(10)}
+    assert len(firsts) > 1
+    randoms = [_order(seed, "random") for seed in range(10)]
+    shuffles = [_order(seed, "shuffle") for seed in range(10)]
+    assert randoms != shuffles
+
+
+# ---- time, entropy and the global random module inside a run -------------------------
+
+
+def test_time_reads_inside_a_run_are_virtual() -> None:
+    async def body(world: askew.World) -> None:
+        for _ in range(2):
+            await world.clock.advance(12.5)
+            now = world.now
+            assert time.time() == EPOCH + now
+            assert time.monotonic() == now
+            assert time.perf_counter() == now
+            assert time.time_ns() == (EPOCH + int(now)) * 10**9 + round(now % 1 * 1e9)
+            assert time.monotonic_ns() == round(now * 1e9)
+            assert time.perf_counter_ns() == round(now * 1e9)
+        assert world.now == 25.0
+
+    run_sim(body)
+
+
+def _entropy(seed: int) -> tuple[bytes, float, int]:
+    out: list[tuple[bytes, float, int]] = []
+
+    async def body(world: askew.World) -> None:
+        await world.clock.advance(1)
+        out.append((os.urandom(16), random.random(), random.randrange(10**9)))
+
+    run_sim(body, seed=seed)
+    return out[0]
+
+
+def test_os_urandom_and_the_global_random_module_are_seeded_per_run() -> None:
+    a = _entropy(5)
+    assert _entropy(5) == a
+    b = _entropy(6)
+    assert a[0] != b[0] and a[1] != b[1]
+    assert len(a[0]) == 16
+
+
+def test_each_iteration_of_a_sweep_reseeds_the_global_random_module() -> None:
+    draws: dict[int, float] = {}
+
+    @askew.simulate(seed=3, iterations=4)
+    async def test(world: askew.World) -> None:
+        draws[world.seed] = random.random()
+
+    test()
+    assert len(set(draws.values())) == 4
+    last = _core.seed_iteration(3, 3)
+    assert _entropy(last)[1] == draws[last]
