@@ -4,6 +4,7 @@
  * never goes backwards, whatever the skew does, so time.monotonic() and
  * loop.time() stay monotonic; timers a node sets in its own clock are
  * converted back to world time so that they fire when its clock says. */
+#include "handle.h"
 #include "loop.h"
 
 #include <stdlib.h>
@@ -95,6 +96,33 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
         self->skews_len = len;
     }
     struct askew_skew *s = &self->skews[node];
+    /* The node's pending timers were set in its own clock: note each one's
+     * local deadline under the old skew, to move it under the new one. */
+    askew_handle **moved = NULL;
+    int64_t *local = NULL;
+    size_t n_moved = 0;
+    struct askew_heap *heap = &self->sched.timers;
+    if (heap->len) {
+        moved = PyMem_Malloc(heap->len * sizeof *moved);
+        local = PyMem_Malloc(heap->len * sizeof *local);
+        if (moved == NULL || local == NULL) {
+            PyMem_Free(moved);
+            PyMem_Free(local);
+            return PyErr_NoMemory();
+        }
+        for (size_t i = 0; i < heap->len; i++) {
+            struct askew_timer *t = heap->items[i];
+            if (t->kind != ASKEW_TIMER_KIND_HANDLE)
+                continue;
+            askew_handle *h =
+                (askew_handle *)((char *)t - offsetof(askew_handle, timer));
+            if (h->node != node || t->deadline_ns == INT64_MAX)
+                continue;
+            moved[n_moved] = h;
+            local[n_moved] = s->active ? raw_local(s, t->deadline_ns) : t->deadline_ns;
+            n_moved++;
+        }
+    }
     /* Keep what the node has read so far: its clock never goes back. */
     const int64_t seen = s->active ? askew__skew_local(self, node, self->sched.now_ns)
                                    : self->sched.now_ns;
@@ -104,5 +132,18 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
     s->last_local_ns = seen > s->last_local_ns ? seen : s->last_local_ns;
     s->active =
         offset_ns != 0 || drift_ppb != 0 || s->last_local_ns > self->sched.now_ns;
+    for (size_t i = 0; i < n_moved; i++) {
+        struct askew_timer *t = &moved[i]->timer;
+        const int64_t deadline = askew__skew_global(self, node, local[i]);
+        if (deadline == t->deadline_ns)
+            continue;
+        askew_sched_timer_cancel(&self->sched, t);
+        t->deadline_ns = deadline;
+        /* The heap had room for it a moment ago: re-adding cannot grow it. */
+        const int rc = askew_sched_timer_add(&self->sched, t);
+        ASKEW_ASSERT(rc == 0);
+    }
+    PyMem_Free(moved);
+    PyMem_Free(local);
     Py_RETURN_NONE;
 }

@@ -316,11 +316,6 @@ def test_timers_fire_when_the_skewed_nodes_own_clock_says() -> None:
         assert len(fast.laps) == len(ahead.laps) == 3
 
 
-@pytest.mark.xfail(
-    reason="ext/skew.c: a skew change leaves the node's pending timers at their old world "
-    "deadlines, so a sleep begun before the offset was reduced returns early by the node's clock",
-    raises=askew.SimulationFailure,
-)
 def test_a_reduced_offset_holds_the_nodes_clock_until_the_world_catches_up() -> None:
     # Monotonic clocks never go back, so a step back makes the node's clock
     # stand still; its timers fire when its own clock reaches them.
