@@ -34,12 +34,13 @@ from ._config import (
 )
 from ._determinism import scope
 from ._loop import SimLoop
-from ._world import _KIND_ASSERT, _KIND_ERROR, Event, World
+from ._world import _KIND_ASSERT, _KIND_ERROR, LOG_KEPT, Event, World, event_from_entry
 from .errors import DeadlockError, NondeterminismError, SimulationFailure
 
 TestFn = Callable[..., Coroutine[Any, Any, Any]]
 F = TypeVar("F", bound=Callable[..., Any])
 _REPORT_EVENTS = 12
+_REPORT_SCAN = 256  # log entries read for a report: enough after filtering
 _real_urandom = os.urandom
 
 
@@ -178,9 +179,9 @@ def _sweep(
     try:
         for i in range(n):
             seed = base if i == 0 else int(_core.seed_iteration(base, i))
-            outcome = _run_once(loop, fn, seed, args, kwargs)
+            outcome = _run_once(loop, fn, seed, args, kwargs, check)
             if check:
-                again = _run_once(loop, fn, seed, args, kwargs)
+                again = _run_once(loop, fn, seed, args, kwargs, check)
                 if again.trace_hash != outcome.trace_hash:
                     raise NondeterminismError(_divergence(fn, seed, i, outcome, again))
             if outcome.failure is not None:
@@ -192,7 +193,12 @@ def _sweep(
 
 
 def _run_once(
-    loop: SimLoop, fn: TestFn, seed: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    want_events: bool = False,
 ) -> _Outcome:
     loop.reset(seed)
     scope.reseed(seed)
@@ -213,7 +219,9 @@ def _run_once(
     if failure is not None:
         kind = _KIND_ASSERT if isinstance(failure, AssertionError) else _KIND_ERROR
         world.log._emit(kind, -1, _event_text(failure, world._failed_node))
-    events = world.log.recent()
+    # Formatting the log costs more than a small run: only for a report or a
+    # comparison. The log stays in the loop until its next reset.
+    events = _recent_events(loop, want_events) if failure is not None or want_events else None
     trace_hash = loop.trace_hash
     teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
@@ -228,7 +236,14 @@ def _run_once(
     if failure is None and errors:
         failure = _unhandled(errors[0])
     loop.set_exception_handler(None)
+    if events is None:
+        events = _recent_events(loop, False) if failure is not None else []
     return _Outcome(failure, failed_node, time, steps, trace_hash, events)
+
+
+def _recent_events(loop: SimLoop, everything: bool) -> list[Event]:
+    entries = loop._log_recent(LOG_KEPT if everything else _REPORT_SCAN)
+    return [event_from_entry(e) for e in entries]
 
 
 def _teardown(loop: SimLoop, world: World) -> BaseException | None:

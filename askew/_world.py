@@ -56,6 +56,7 @@ _OUTCOMES = {
     5: "dropped: lost",
 }
 _PPM = 1_000_000
+LOG_KEPT = 10_000  # entries the log ring keeps (ext/network.c)
 
 Message = _core.Message  # type: ignore[attr-defined]
 
@@ -128,85 +129,52 @@ class Node:
     """What a node's code receives: its id and messaging. Any other attribute
     is the node's state, readable from the test through its handle."""
 
-    id: int
-
     def __init__(self, world: World, node_id: int, incarnation: int) -> None:
-        object.__setattr__(self, "_askew_world", world)
-        object.__setattr__(self, "_askew_token", node_id << 32 | incarnation)
-        object.__setattr__(self, "id", node_id)
+        self._askew_world = world
+        self._askew_token = node_id << 32 | incarnation
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "id":
-            raise AttributeError("a node's id cannot change")
-        object.__setattr__(self, name, value)
+    # A property, not a __setattr__ check: state writes (node.leader = ...)
+    # are the hot path and stay plain attribute stores.
+    @property
+    def id(self) -> int:
+        """This node's id: 0, 1, 2... in spawn order."""
+        return self._askew_token >> 32
 
     def __repr__(self) -> str:
         return f"<askew node {self.id}>"
 
-    def _alive(self) -> bool:
-        w: World = self._askew_world  # type: ignore[attr-defined]
-        return bool(w._slots[self.id].token == self._askew_token)  # type: ignore[attr-defined]
-
     def send(self, dst: int | NodeHandle, payload: Any) -> _Sent:
         """Put payload on the wire to dst now; returns an awaitable."""
-        world: World = self._askew_world  # type: ignore[attr-defined]
-        dst_id = world._node_id(dst, "send to")
-        check_payload(payload)
-        world._check_live()
-        if self._alive():
-            world._loop._net_send(self.id, dst_id, payload)
+        world = self._askew_world
+        if world._ended:
+            world._check_live()
+        if dst.__class__ is not int:
+            dst = world._node_id(dst, "send to")
+        world._loop._net_send_from(self._askew_token, dst, payload)
         return _SENT
 
     def broadcast(self, payload: Any) -> _Sent:
         """Send payload to every other node, in id order."""
-        world: World = self._askew_world  # type: ignore[attr-defined]
-        check_payload(payload)
-        world._check_live()
-        if self._alive():
-            send = world._loop._net_send
-            me = self.id
-            for dst in range(len(world._slots)):
-                if dst != me:
-                    send(me, dst, payload)
+        world = self._askew_world
+        if world._ended:
+            world._check_live()
+        world._loop._net_broadcast(self._askew_token, payload)
         return _SENT
 
     async def recv(self, timeout: float | None = None) -> Any:
         """The next message for this node, or None after `timeout` seconds."""
-        world: World = self._askew_world  # type: ignore[attr-defined]
-        if timeout is not None:
-            timeout = check_seconds(timeout, "recv timeout")
-        world._check_live()
-        token = _node_var.get(None)
-        if token != self._askew_token:  # type: ignore[attr-defined]
-            where = "the test body" if token is None else f"node {token >> 32}"
-            raise RuntimeError(
-                f"recv() of node {self.id} called from {where}: only node {self.id}'s own "
-                "tasks can receive its messages (recv outside a node)"
-            )
-        loop = world._loop
-        node_id = self.id
-        msg = loop._net_take(node_id)
-        if msg is not None:
-            return msg
-        fut = loop.create_future()
-        loop._net_wait(node_id, fut)
-        timer = None if timeout is None else loop.call_later(timeout, _expire, fut)
-        try:
-            return await fut
-        finally:
-            loop._net_unwait(node_id, fut)
-            if timer is not None:
-                timer.cancel()
+        world = self._askew_world
+        if world._ended:
+            world._check_live()
+        got = world._loop._net_recv(self._askew_token >> 32, self._askew_token, timeout)
+        if got.__class__ is Message:
+            return got
+        return await got
 
     def emit(self, text: str) -> None:
         """Log an event of this node (shown in failure reports)."""
-        world: World = self._askew_world  # type: ignore[attr-defined]
+        world = self._askew_world
         world.log._emit(_KIND_NODE, self.id, f"{self.id} {text}")
-
-
-def _expire(fut: asyncio.Future[Any]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 class _Slot:
@@ -451,14 +419,15 @@ class Log:
         self._world._check_live()
         self._world._loop._log_emit(kind, node, text, _digest(text))
 
-    def recent(self, n: int = 10_000) -> list[Event]:
-        return [_event(e) for e in self._world._loop._log_recent(n)]
+    def recent(self, n: int = LOG_KEPT) -> list[Event]:
+        """The newest n events, oldest first."""
+        return [event_from_entry(e) for e in self._world._loop._log_recent(n)]
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self.recent())
 
     def __len__(self) -> int:
-        return min(int(self._world._loop._log_count()), 10_000)
+        return min(int(self._world._loop._log_count()), LOG_KEPT)
 
     @property
     def hash(self) -> int:
@@ -466,7 +435,7 @@ class Log:
         return int(self._world._loop._trace_hash)
 
 
-def _event(entry: tuple[int, int, int, int, int, object]) -> Event:
+def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
     t_ns, kind, node, peer, outcome, detail = entry
     name = _KIND_NAMES.get(kind, "event")
     if kind == _NET_SEND:
@@ -495,6 +464,7 @@ class World:
         self._failed_node: int | None = None
         self._ended = False
         loop._set_node_var(_node_var)
+        loop._set_payload_check(check_payload)
 
     def __repr__(self) -> str:
         return f"<askew world seed={self.seed} t={self.now:.6f}s nodes={len(self._slots)}>"
@@ -554,7 +524,7 @@ class World:
         _alive, incarnation = self._loop._net_alive(node_id)
         node = Node(self, node_id, incarnation)
         slot.node = node
-        slot.token = node._askew_token  # type: ignore[attr-defined]
+        slot.token = node._askew_token
         ctx = contextvars.copy_context()
         ctx.run(_node_var.set, slot.token)
         if isinstance(slot.target, type):

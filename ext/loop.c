@@ -20,6 +20,7 @@ static PyObject *str_eager_start;
 static PyObject *kw_loop;              /* ("loop",) */
 static PyObject *kw_loop_name;         /* ("loop", "name") */
 static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
+static PyObject *get_running_loop;     /* asyncio's _get_running_loop */
 
 #define HANDLE_OF(timer)                                                               \
     ((askew_handle *)((char *)(timer) - offsetof(askew_handle, timer)))
@@ -380,12 +381,28 @@ static PyObject *loop_stop(struct askew_loop_state *self, PyObject *Py_UNUSED(ig
     Py_RETURN_NONE;
 }
 
-static PyObject *loop_create_future(struct askew_loop_state *self,
-                                    PyObject *Py_UNUSED(ignored))
+PyObject *askew__loop_new_future(struct askew_loop_state *self)
 {
+    /* Future(loop=...) pays for a keyword dict on every call; while this loop
+     * is the running one, Future() finds it by itself, for half the cost. */
+    if (self->running && askew__active == self) {
+        PyObject *running = PyObject_CallNoArgs(get_running_loop); // new reference
+        if (running == NULL)
+            PyErr_Clear();
+        const int mine = running == (PyObject *)self;
+        Py_XDECREF(running);
+        if (mine)
+            return PyObject_CallNoArgs(askew__FutureType);
+    }
     PyObject *stack[2] = {NULL, (PyObject *)self};
     return PyObject_Vectorcall(askew__FutureType, stack + 1,
                                0 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_loop);
+}
+
+static PyObject *loop_create_future(struct askew_loop_state *self,
+                                    PyObject *Py_UNUSED(ignored))
+{
+    return askew__loop_new_future(self);
 }
 
 /* create_task(coro, *, name=None, context=None): asyncio's Task with a
@@ -943,8 +960,13 @@ int askew__loop_type_init(PyObject *module)
     kw_loop = Py_BuildValue("(s)", "loop");
     kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
     kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
+    PyObject *events = PyImport_ImportModule("asyncio.events"); // new reference
+    if (events == NULL)
+        return -1;
+    get_running_loop = PyObject_GetAttrString(events, "_get_running_loop");
+    Py_DECREF(events);
     if (!str_context || !str_name || !str_eager_start || !kw_loop || !kw_loop_name ||
-        !kw_loop_name_context)
+        !kw_loop_name_context || !get_running_loop)
         return -1;
     size_t k = 0;
     for (const PyMethodDef *m = loop_methods; m->ml_name != NULL; m++)

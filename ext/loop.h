@@ -44,6 +44,8 @@ PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *ca
 PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
                                  PyObject *callback, PyObject *const *args,
                                  Py_ssize_t nargs, PyObject *context);
+/* loop.create_future(). New reference. */
+PyObject *askew__loop_new_future(struct askew_loop_state *self);
 /* Loop seconds in the running node's clock to a world deadline in ns. */
 int askew__loop_local_when_to_ns(struct askew_loop_state *self, double when,
                                  int64_t *out);

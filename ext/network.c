@@ -147,8 +147,13 @@ static struct node_binding *node_get(struct askew_loop_state *self, long long no
 {
     struct askew_network *n = self->net;
     if (node < 0 || (unsigned long long)node >= n->nodes_len) {
-        PyErr_Format(PyExc_ValueError, "unknown node id %lld: ids are 0..%zd", node,
-                     (Py_ssize_t)n->nodes_len - 1);
+        if (n->nodes_len == 0)
+            PyErr_Format(PyExc_ValueError,
+                         "unknown node id %lld (this world's nodes: none yet)", node);
+        else
+            PyErr_Format(PyExc_ValueError,
+                         "unknown node id %lld (this world's nodes: 0..%zd)", node,
+                         (Py_ssize_t)n->nodes_len - 1);
         return NULL;
     }
     return &n->nodes[node];
@@ -585,13 +590,7 @@ static PyObject *net_recv(struct askew_loop_state *self, PyObject *const *args,
         b->len--;
         return msg;
     }
-    PyObject *stack[2] = {NULL, (PyObject *)self};
-    PyObject *kw = Py_BuildValue("(s)", "loop");
-    if (kw == NULL)
-        return NULL;
-    PyObject *fut = PyObject_Vectorcall(askew__FutureType, stack + 1,
-                                        0 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw);
-    Py_DECREF(kw);
+    PyObject *fut = askew__loop_new_future(self);
     if (fut == NULL)
         return NULL;
     Py_XSETREF(b->waiter, Py_NewRef(fut));
