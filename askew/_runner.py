@@ -63,7 +63,7 @@ class _Outcome:
 
 
 def simulate(
-    seed: int | None | Callable[..., Any] = None,
+    seed: int | Callable[..., Any] | None = None,
     iterations: int = 100,
     *,
     strategy: str = "random",
@@ -158,7 +158,7 @@ def _sweep(
     base: int | None,
     iterations: int | None = None,
 ) -> None:
-    if _core.virtual.active_loop() is not None:  # type: ignore[attr-defined]
+    if _core.virtual.active_loop() is not None:
         raise RuntimeError(
             f"{fn.__qualname__}: a simulation cannot run inside another simulation "
             "(do not call a simulated test from a simulated test)"

@@ -18,7 +18,7 @@ import enum
 import inspect
 import random
 import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from . import _core
@@ -58,7 +58,7 @@ _OUTCOMES = {
 _PPM = 1_000_000
 LOG_KEPT = 10_000  # entries the log ring keeps (ext/network.c)
 
-Message = _core.Message  # type: ignore[attr-defined]
+Message = _core.Message
 
 
 class Event(NamedTuple):
@@ -115,7 +115,7 @@ class _Sent:
 
     __slots__ = ()
 
-    def __await__(self) -> Generator[Any, None, None]:
+    def __await__(self) -> Iterator[Any]:
         return iter(())
 
     def __repr__(self) -> str:
