@@ -251,9 +251,14 @@ def _teardown(loop: SimLoop, world: World) -> BaseException | None:
     import asyncio
 
     error: BaseException | None = None
-    pending = sorted(
-        (t for t in asyncio.all_tasks(loop) if not t.done()),
-        key=lambda t: getattr(t, "_askew_seq", 0),
+    # The main task is done by now: with no other task made, none is pending.
+    pending = (
+        sorted(
+            (t for t in asyncio.all_tasks(loop) if not t.done()),
+            key=lambda t: getattr(t, "_askew_seq", 0),
+        )
+        if loop._tasks_made > 1
+        else []
     )
     if pending and not loop.is_closed():
         for task in pending:

@@ -453,7 +453,7 @@ class World:
     def __init__(self, loop: Any, seed: int) -> None:
         self._loop = loop
         self.seed = seed
-        self.random = random.Random(_core.seed_stream(seed, _core.STREAM_USER))
+        self._random: random.Random | None = None
         self.clock = Clock(self)
         self.net = Network(self)
         self.faults = Faults(self)
@@ -468,6 +468,14 @@ class World:
 
     def __repr__(self) -> str:
         return f"<askew world seed={self.seed} t={self.now:.6f}s nodes={len(self._slots)}>"
+
+    @property
+    def random(self) -> random.Random:
+        """A random.Random on the run's user stream (made on first use: seeding
+        one costs more than a small run)."""
+        if self._random is None:
+            self._random = random.Random(_core.seed_stream(self.seed, _core.STREAM_USER))
+        return self._random
 
     @property
     def now(self) -> float:

@@ -858,6 +858,11 @@ static PyObject *loop_get_events(struct askew_loop_state *self, void *Py_UNUSED(
     return PyLong_FromUnsignedLongLong(self->sched.trace.count);
 }
 
+static PyObject *loop_get_tasks_made(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong(self->task_seq);
+}
+
 static PyObject *loop_get_pending(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
     return PyLong_FromSize_t(askew_sched_pending(&self->sched) +
@@ -929,6 +934,7 @@ static PyGetSetDef loop_getset[] = {
     {"_trace_hash", (getter)loop_get_hash, NULL, NULL, NULL},
     {"_trace_count", (getter)loop_get_events, NULL, NULL, NULL},
     {"_pending", (getter)loop_get_pending, NULL, NULL, NULL},
+    {"_tasks_made", (getter)loop_get_tasks_made, NULL, NULL, NULL},
     {"_node", (getter)loop_get_node, (setter)loop_set_node, NULL, NULL},
     {"_strategy", (getter)loop_get_strategy, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
