@@ -56,8 +56,8 @@ lint: .venv/bin/python
 	$(BIN)clang-format --dry-run -Werror $(filter %.c %.h,$(C_SOURCES))
 	$(BIN)cppcheck --quiet --library=python --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -Iext/engine -Ipreload ext preload tests/c
-	$(PYTHON) -m ruff check askew tests bench examples setup.py
-	$(PYTHON) -m ruff format --check askew tests bench examples setup.py
+	$(PYTHON) -m ruff check askew tests bench examples scripts setup.py
+	$(PYTHON) -m ruff format --check askew tests bench examples scripts setup.py
 	$(PYTHON) -m mypy
 
 # ASan + UBSan: both suites. The extension needs libasan preloaded before Python.

@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Wrap mode: every asyncio event loop a test creates is a seeded SimLoop.
+
+This file owns the patches that make unmodified asyncio code run on SimLoop
+(`asyncio.new_event_loop`, the default policy's `new_event_loop`, and the
+`loop_factory` of `asyncio.Runner`, which `asyncio.run`,
+`IsolatedAsyncioTestCase`, pytest-asyncio and anyio all go through), the
+per-test seed formula, and the replay command. It never imports pytest: the
+plugin (askew._pytest_plugin) decides when a test starts and opens
+`installed()` around each of its phases; closing it restores every patched
+name, also after an exception.
+
+The seed of a wrapped test is `seed_stream(base, crc32(nodeid))`: the base
+seed (--askew-seed / ASKEW_SEED) mixed with the CRC-32 of the test's pytest
+node id, so each test has its own schedule, and one base seed replays a
+whole session or any single test of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import zlib
+from asyncio import events, runners
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _core
+from ._config import RunConfig, check_seed
+from ._loop import SimLoop
+
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+
+def test_seed(base: int, nodeid: str) -> int:
+    """The seed of the wrapped test `nodeid` in a session based at `base`."""
+    return int(_core.seed_stream(check_seed(base), zlib.crc32(nodeid.encode("utf-8"))))
+
+
+def sweep_base(base: int, i: int) -> int:
+    """The base seed of the i-th of --askew-seeds N runs: i = 0 is `base` itself."""
+    return base if i == 0 else int(_core.seed_iteration(check_seed(base), i))
+
+
+def replay_command(base: int, nodeid: str) -> str:
+    """The command that runs exactly this test under this base seed."""
+    return f"ASKEW_SEED={base} pytest --askew-wrap {shlex.quote(nodeid)}"
+
+
+@dataclass
+class WrappedRun:
+    """One run of one test: its seeds and the loops it created."""
+
+    nodeid: str
+    base: int
+    config: RunConfig = field(default_factory=RunConfig)
+    loops: list[SimLoop] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # loop classes left unwrapped
+
+    @property
+    def seed(self) -> int:
+        return test_seed(self.base, self.nodeid)
+
+    @property
+    def replay(self) -> str:
+        return replay_command(self.base, self.nodeid)
+
+    @property
+    def virtual_time(self) -> float:
+        """The furthest virtual clock among this test's loops, in seconds."""
+        return max((loop.time() for loop in self.loops), default=0.0)
+
+    def new_loop(self) -> SimLoop:
+        # Every loop of a test gets the test's seed: the test's own code
+        # decides how many loops it makes, so the k-th loop of a replay is
+        # the k-th loop of the failing run.
+        loop = SimLoop(self.seed, self.config)
+        self.loops.append(loop)
+        return loop
+
+    def describe(self) -> str:
+        n = len(self.loops)
+        return (
+            f"askew wrap: seed={self.seed} = seed_stream(base={self.base}, "
+            f"crc32({self.nodeid!r})); {n} SimLoop{'s' if n != 1 else ''}, "
+            f"virtual time reached t={self.virtual_time:.6f}s"
+        )
+
+
+def _policy_base() -> type[Any] | None:
+    # 3.14 renames the class and deprecates policies (python/cpython#127949);
+    # read the module dict so no deprecation warning fires, and do without
+    # the patch if policies are gone (Runner and new_event_loop remain).
+    names = vars(events)
+    for name in ("_BaseDefaultEventLoopPolicy", "BaseDefaultEventLoopPolicy"):
+        cls = names.get(name)
+        if isinstance(cls, type) and "new_event_loop" in vars(cls):
+            return cls
+    return None
+
+
+class _Patches:
+    """Saves and restores the asyncio names wrap mode replaces."""
+
+    def __init__(self) -> None:
+        self.run: WrappedRun | None = None
+        self._depth = 0
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def _set(self, owner: Any, name: str, value: Any) -> None:
+        self._saved.append((owner, name, vars(owner)[name]))
+        setattr(owner, name, value)
+
+    def install(self) -> None:
+        self._depth += 1
+        if self._depth > 1:
+            return
+        try:
+            self._set(events, "new_event_loop", self._new_event_loop)
+            self._set(asyncio, "new_event_loop", self._new_event_loop)
+            policy = _policy_base()
+            if policy is not None:
+                self._set(policy, "new_event_loop", _policy_new_event_loop)
+            self._set(runners.Runner, "__init__", self._runner_init())
+        except BaseException:
+            self._depth = 1
+            self.restore()
+            raise
+
+    def restore(self) -> None:
+        if self._depth == 0:
+            return
+        self._depth -= 1
+        if self._depth > 0:
+            return
+        while self._saved:
+            owner, name, value = self._saved.pop()
+            setattr(owner, name, value)
+
+    def _loop(self) -> SimLoop:
+        run = self.run
+        assert run is not None, "askew wrap patches installed without a test"
+        return run.new_loop()
+
+    def _new_event_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop()
+
+    def _runner_init(self) -> Callable[..., None]:
+        original = vars(runners.Runner)["__init__"]
+        patches = self
+
+        def __init__(
+            runner: Any, *, debug: bool | None = None, loop_factory: LoopFactory | None = None
+        ) -> None:
+            # loop_factory=None keeps asyncio's path (new_event_loop, which is
+            # patched, and set_event_loop); a user's factory (uvloop, a
+            # pytest_asyncio_loop_factories entry, anyio's loop_factory) is
+            # replaced if it makes a stock loop (see _replaceable).
+            if loop_factory is not None:
+                loop_factory = patches._swap_factory(loop_factory)
+            original(runner, debug=debug, loop_factory=loop_factory)
+
+        return __init__
+
+    def _swap_factory(self, factory: LoopFactory) -> LoopFactory:
+        def make() -> asyncio.AbstractEventLoop:
+            loop = factory()
+            if isinstance(loop, SimLoop):
+                return loop
+            if not _replaceable(loop):
+                # A suite's own loop class (aiostream's TimeTrackingTestLoop)
+                # is part of what it tests: keep it, and say so in the report.
+                if self.run is not None:
+                    self.run.kept.append(_qualname(type(loop)))
+                return loop
+            loop.close()
+            return self._loop()
+
+        return make
+
+
+_STOCK_LOOP_MODULES = ("asyncio", "uvloop", "winloop")
+
+
+def _replaceable(loop: asyncio.AbstractEventLoop) -> bool:
+    """A stock asyncio loop or a drop-in replacement for one (uvloop, winloop)."""
+    module = type(loop).__module__
+    return module.split(".", 1)[0] in _STOCK_LOOP_MODULES
+
+
+def _qualname(cls: type[Any]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _policy_new_event_loop(policy: Any) -> asyncio.AbstractEventLoop:
+    # Installed as a method of the default policy class, so a policy object
+    # captured before the test (pytest-asyncio's session-scoped
+    # event_loop_policy fixture, asyncio.get_event_loop() on 3.11) makes
+    # SimLoops too.
+    return _patches._loop()
+
+
+_patches = _Patches()
+
+
+@contextlib.contextmanager
+def installed(run: WrappedRun) -> Iterator[WrappedRun]:
+    """Patch asyncio so every loop made inside is one of `run`'s SimLoops;
+    restore everything on exit, also when the body raises."""
+    previous = _patches.run
+    _patches.run = run
+    _patches.install()
+    try:
+        yield run
+    finally:
+        _patches.restore()
+        _patches.run = previous
