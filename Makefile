@@ -65,6 +65,9 @@ asan:
 	$(MAKE) clean
 	$(MAKE) $(BUILD)/check_engine EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" EXTRA_LDFLAGS="-fsanitize=address,undefined"
 	$(BUILD)/check_engine
+	rm -rf build/c/preload
+	$(MAKE) -f tests/c/preload.mk check-preload EXTRA_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=all" EXTRA_LDFLAGS="-fsanitize=undefined"
+	rm -rf build/c/preload
 	ASKEW_SANITIZE=address,undefined $(PYTHON) setup.py -q build_ext --inplace --force
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 		ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

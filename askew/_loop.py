@@ -319,12 +319,12 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     def run_in_executor(self, executor: Any, func: Callable[..., _T], *args: Any) -> Any:
         self._check_closed()
         if self._config.executor != "inline":
-            _refuse(
+            raise NondeterminismError(
                 f"run_in_executor({getattr(func, '__qualname__', func)!r}) (and "
-                "asyncio.to_thread) would start a real thread;",
-                "Use a coroutine, or @askew.simulate(executor='inline') / "
-                "askew.new_event_loop(executor='inline') to run executor work inline "
-                "at a seeded step.",
+                "asyncio.to_thread) inside a simulation would run the function on a real "
+                "thread, outside the seed's control. Use a coroutine, or "
+                "@askew.simulate(executor='inline') / askew.new_event_loop(executor='inline') "
+                "to run executor work inline at a seeded step."
             )
         fut = self.create_future()
         ctx = contextvars.copy_context()
@@ -468,28 +468,37 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
 
 
 def describe_wait(task: asyncio.Task[Any]) -> str:
-    """Where a pending task is suspended: the innermost frame's file:line and
-    function, and the awaitable it waits on."""
+    """Where a pending task is suspended: the innermost frame outside asyncio
+    (the user's line), the innermost frame if that differs, and what it awaits."""
     coro: Any = task.get_coro()
-    frame = None
+    frames = []
     awaited: Any = None
     while coro is not None:
         f = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
         if f is None:
             break
-        frame = f
+        frames.append(f)
         nxt = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
         if nxt is None or not (hasattr(nxt, "cr_frame") or hasattr(nxt, "gi_frame")):
             awaited = nxt
             break
         coro = nxt
-    if frame is None:
+    if not frames:
         return "<no frame>"
-    where = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}()"
+    asyncio_dir = asyncio.__file__.rsplit("/", 1)[0] + "/"
+    user = [f for f in frames if not f.f_code.co_filename.startswith(asyncio_dir)]
+    shown = user[-1] if user else frames[-1]
+    where = _frame_text(shown)
+    if shown is not frames[-1]:
+        where += f" (in {_frame_text(frames[-1])})"
     waiting = getattr(task, "_fut_waiter", None) or awaited
     if waiting is not None:
         where += f", awaiting {_short(waiting)}"
     return where
+
+
+def _frame_text(frame: Any) -> str:
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}()"
 
 
 def _short(obj: Any) -> str:
