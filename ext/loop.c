@@ -713,59 +713,6 @@ static PyObject *loop_leave(struct askew_loop_state *self, PyObject *Py_UNUSED(i
     Py_RETURN_NONE;
 }
 
-static PyObject *loop_trace_recent(struct askew_loop_state *self, PyObject *arg)
-{
-    const Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    PyObject *out = PyList_New(0); // new reference
-    if (out == NULL)
-        return NULL;
-    for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        const struct askew_event *ev =
-            askew_trace_recent(&self->sched.trace, (size_t)i);
-        if (ev == NULL)
-            continue;
-        PyObject *t =
-            Py_BuildValue("(LIiKK)", (long long)ev->t_ns, ev->kind, ev->node,
-                          (unsigned long long)ev->a, (unsigned long long)ev->b);
-        if (t == NULL || PyList_Append(out, t) < 0) {
-            Py_XDECREF(t);
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_DECREF(t);
-    }
-    return out;
-}
-
-/* _trace_event(kind, node, a, b): fold a world event into the trace. */
-static PyObject *loop_trace_event(struct askew_loop_state *self, PyObject *args)
-{
-    unsigned int kind;
-    int node;
-    unsigned long long a, b;
-    if (!PyArg_ParseTuple(args, "IiKK", &kind, &node, &a, &b))
-        return NULL;
-    askew_trace_record(&self->sched.trace, self->sched.now_ns, kind, node, a, b);
-    Py_RETURN_NONE;
-}
-
-static PyObject *loop_entropy(struct askew_loop_state *self, PyObject *arg)
-{
-    const Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    if (n < 0) {
-        PyErr_Format(PyExc_ValueError, "negative argument not allowed: %zd", n);
-        return NULL;
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n); // new reference
-    if (out != NULL)
-        (void)askew__entropy_fill(self, PyBytes_AS_STRING(out), (size_t)n);
-    return out;
-}
-
 /* ---- the type ---------------------------------------------------------- */
 
 static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -918,9 +865,6 @@ static PyMethodDef loop_methods[] = {
     {"_configure", (PyCFunction)loop_configure, METH_VARARGS, NULL},
     {"_enter", (PyCFunction)loop_enter, METH_NOARGS, NULL},
     {"_leave", (PyCFunction)loop_leave, METH_NOARGS, NULL},
-    {"_trace_recent", (PyCFunction)loop_trace_recent, METH_O, NULL},
-    {"_trace_event", (PyCFunction)loop_trace_event, METH_VARARGS, NULL},
-    {"_entropy", (PyCFunction)loop_entropy, METH_O, NULL},
     ASKEW_SKEW_METHODS{NULL, NULL, 0, NULL},
 };
 

@@ -396,30 +396,6 @@ static PyObject *net_node_add(struct askew_loop_state *self,
     return PyLong_FromUnsignedLong(id);
 }
 
-static PyObject *net_send(struct askew_loop_state *self, PyObject *const *args,
-                          Py_ssize_t nargs)
-{
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "_net_send(src, dst, payload)");
-        return NULL;
-    }
-    const long long src = PyLong_AsLongLong(args[0]);
-    const long long dst = PyLong_AsLongLong(args[1]);
-    if (PyErr_Occurred() || node_get(self, src) == NULL || node_get(self, dst) == NULL)
-        return NULL;
-    struct askew_network *n = self->net;
-    struct askew_net_sent sent;
-    const int rc =
-        askew_net_send(&n->net, (uint32_t)src, (uint32_t)dst, args[2], &sent);
-    if (rc < 0)
-        return raise_net(rc, "sending");
-    for (uint32_t i = 0; i < sent.copies; i++)
-        Py_INCREF(args[2]);
-    log_record(n, self->sched.now_ns, LOG_SEND, (int32_t)src, (int32_t)dst,
-               sent.outcome, args[2]);
-    return PyLong_FromUnsignedLong(sent.outcome);
-}
-
 /* Immutable without a doubt: the types every message is made of. Anything
  * else goes to the Python check (frozen dataclasses, enums, ...). */
 static int payload_fast_ok(PyObject *p, int depth)
@@ -618,58 +594,6 @@ fail:
 static PyObject *net_set_payload_check(struct askew_loop_state *self, PyObject *fn)
 {
     Py_XSETREF(self->net->payload_check, fn == Py_None ? NULL : Py_NewRef(fn));
-    Py_RETURN_NONE;
-}
-
-static PyObject *net_take(struct askew_loop_state *self, PyObject *arg)
-{
-    const long long node = PyLong_AsLongLong(arg);
-    if (node == -1 && PyErr_Occurred())
-        return NULL;
-    struct node_binding *b = node_get(self, node);
-    if (b == NULL)
-        return NULL;
-    if (b->len == 0)
-        Py_RETURN_NONE;
-    PyObject *msg = b->inbox[b->head]; /* the ring's reference moves to the caller */
-    b->head = (b->head + 1) % b->cap;
-    b->len--;
-    return msg;
-}
-
-static PyObject *net_wait(struct askew_loop_state *self, PyObject *const *args,
-                          Py_ssize_t nargs)
-{
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_net_wait(node, future_or_None)");
-        return NULL;
-    }
-    const long long node = PyLong_AsLongLong(args[0]);
-    if (node == -1 && PyErr_Occurred())
-        return NULL;
-    struct node_binding *b = node_get(self, node);
-    if (b == NULL)
-        return NULL;
-    Py_XSETREF(b->waiter, args[1] == Py_None ? NULL : Py_NewRef(args[1]));
-    Py_RETURN_NONE;
-}
-
-/* _net_unwait(node, fut): forget fut if it is still the waiter. */
-static PyObject *net_unwait(struct askew_loop_state *self, PyObject *const *args,
-                            Py_ssize_t nargs)
-{
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_net_unwait(node, future)");
-        return NULL;
-    }
-    const long long node = PyLong_AsLongLong(args[0]);
-    if (node == -1 && PyErr_Occurred())
-        return NULL;
-    struct node_binding *b = node_get(self, node);
-    if (b == NULL)
-        return NULL;
-    if (b->waiter == args[1])
-        Py_CLEAR(b->waiter);
     Py_RETURN_NONE;
 }
 
@@ -901,14 +825,10 @@ static PyObject *log_count(struct askew_loop_state *self, PyObject *Py_UNUSED(ig
 PyMethodDef askew__net_methods[] = {
     {"_set_node_var", (PyCFunction)net_set_node_var, METH_O, NULL},
     {"_net_node_add", (PyCFunction)net_node_add, METH_NOARGS, NULL},
-    {"_net_send", (PyCFunction)(void (*)(void))net_send, METH_FASTCALL, NULL},
-    {"_net_take", (PyCFunction)net_take, METH_O, NULL},
     {"_net_send_from", (PyCFunction)(void (*)(void))net_send_from, METH_FASTCALL, NULL},
     {"_net_broadcast", (PyCFunction)(void (*)(void))net_broadcast, METH_FASTCALL, NULL},
     {"_net_recv", (PyCFunction)(void (*)(void))net_recv, METH_FASTCALL, NULL},
     {"_set_payload_check", (PyCFunction)net_set_payload_check, METH_O, NULL},
-    {"_net_wait", (PyCFunction)(void (*)(void))net_wait, METH_FASTCALL, NULL},
-    {"_net_unwait", (PyCFunction)(void (*)(void))net_unwait, METH_FASTCALL, NULL},
     {"_net_crash", (PyCFunction)net_crash, METH_O, NULL},
     {"_net_restart", (PyCFunction)net_restart, METH_O, NULL},
     {"_net_alive", (PyCFunction)net_alive, METH_O, NULL},
