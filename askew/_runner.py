@@ -119,9 +119,8 @@ def simulate(
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             setattr(test, attr, getattr(fn, attr, None))
         test.__dict__.update(getattr(fn, "__dict__", {}))
-        test.__signature__ = inspect.signature(fn).replace(  # type: ignore[attr-defined]
-            parameters=params[1:]
-        )
+        signature = inspect.signature(fn).replace(parameters=params[1:])
+        test.__signature__ = signature  # type: ignore[attr-defined]
         test._askew_test = fn  # type: ignore[attr-defined]
         test._askew_spec = spec  # type: ignore[attr-defined]
         return test  # type: ignore[return-value]
@@ -352,12 +351,9 @@ def _failure(fn: TestFn, seed: int, iteration: int, outcome: _Outcome) -> Simula
     assert exc is not None
     lines = [
         _headline(exc, outcome.failed_node),
-        f"  (seed={seed}, iteration={iteration}, t={outcome.time:.6f}s, "
-        f"steps={outcome.steps})",
+        f"  (seed={seed}, iteration={iteration}, t={outcome.time:.6f}s, steps={outcome.steps})",
     ]
-    if isinstance(exc, DeadlockError) or (
-        isinstance(exc, SimulationFailure) and "\n" in str(exc)
-    ):
+    if isinstance(exc, DeadlockError) or (isinstance(exc, SimulationFailure) and "\n" in str(exc)):
         lines += ["", *("  " + line for line in str(exc).splitlines()[1:])]
     shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
     lines += ["", "  recent events"]
@@ -398,4 +394,3 @@ def _divergence(fn: TestFn, seed: int, iteration: int, a: _Outcome, b: _Outcome)
         "  something outside askew's control decides the schedule: a real clock, thread, "
         "identity hash or global state carried between runs"
     )
-

@@ -586,4 +586,3 @@ class World:
 
 def _target_name(target: Any) -> str:
     return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", target))
-
