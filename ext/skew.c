@@ -111,7 +111,7 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
             return PyErr_NoMemory();
         }
         for (size_t i = 0; i < heap->len; i++) {
-            struct askew_timer *t = heap->items[i];
+            struct askew_timer *t = heap->items[i].timer;
             if (t->kind != ASKEW_TIMER_KIND_HANDLE)
                 continue;
             askew_handle *h =

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The timer heap behind the virtual clock: a binary min-heap of pointers to
+/* The timer heap behind the virtual clock: a 4-ary min-heap of pointers to
  * timers embedded in their owners, ordered by (deadline_ns, seq), each timer
  * knowing its own index so that cancellation is an O(log n) removal. The
  * clock itself is sched->now_ns; it only moves in sched.c. Never reads the
@@ -16,47 +16,55 @@ void askew__assert_fail(const char *expr, const char *file, int line)
     abort();
 }
 
-static inline int before(const struct askew_timer *a, const struct askew_timer *b)
+static inline int before(const struct askew_heap_slot *a,
+                         const struct askew_heap_slot *b)
 {
     if (a->deadline_ns != b->deadline_ns)
         return a->deadline_ns < b->deadline_ns;
     return a->seq < b->seq;
 }
 
-static inline void place(struct askew_heap *heap, size_t i, struct askew_timer *t)
+static inline void place(struct askew_heap *heap, size_t i, struct askew_heap_slot slot)
 {
-    heap->items[i] = t;
-    t->index = i;
+    heap->items[i] = slot;
+    slot.timer->index = i; /* a store: it does not stall the sift */
 }
+
+/* A 4-ary heap: half the depth of a binary one, so half the moves, and a
+ * node's four children share two cache lines. */
+#define ARITY 4
 
 static void sift_up(struct askew_heap *heap, size_t i)
 {
-    struct askew_timer *t = heap->items[i];
+    const struct askew_heap_slot slot = heap->items[i];
     while (i > 0) {
-        const size_t parent = (i - 1) / 2;
-        if (!before(t, heap->items[parent]))
+        const size_t parent = (i - 1) / ARITY;
+        if (!before(&slot, &heap->items[parent]))
             break;
         place(heap, i, heap->items[parent]);
         i = parent;
     }
-    place(heap, i, t);
+    place(heap, i, slot);
 }
 
 static void sift_down(struct askew_heap *heap, size_t i)
 {
-    struct askew_timer *t = heap->items[i];
+    const struct askew_heap_slot slot = heap->items[i];
     for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= heap->len)
+        const size_t first = ARITY * i + 1;
+        if (first >= heap->len)
             break;
-        if (child + 1 < heap->len && before(heap->items[child + 1], heap->items[child]))
-            child++;
-        if (!before(heap->items[child], t))
+        size_t child = first;
+        const size_t end = first + ARITY < heap->len ? first + ARITY : heap->len;
+        for (size_t c = first + 1; c < end; c++)
+            if (before(&heap->items[c], &heap->items[child]))
+                child = c;
+        if (!before(&heap->items[child], &slot))
             break;
         place(heap, i, heap->items[child]);
         i = child;
     }
-    place(heap, i, t);
+    place(heap, i, slot);
 }
 
 void askew_heap_init(struct askew_heap *heap)
@@ -77,20 +85,21 @@ int askew_heap_push(struct askew_heap *heap, struct askew_timer *timer)
     ASKEW_ASSERT(timer->index == ASKEW_TIMER_IDLE);
     if (heap->len == heap->cap) {
         const size_t cap = heap->cap ? heap->cap * 2 : 64;
-        struct askew_timer **items = realloc(heap->items, cap * sizeof *items);
+        struct askew_heap_slot *items = realloc(heap->items, cap * sizeof *items);
         if (items == NULL)
             return -ENOMEM;
         heap->items = items;
         heap->cap = cap;
     }
-    heap->items[heap->len] = timer;
+    heap->items[heap->len] =
+        (struct askew_heap_slot){timer->deadline_ns, timer->seq, timer};
     sift_up(heap, heap->len++);
     return 0;
 }
 
 struct askew_timer *askew_heap_peek(const struct askew_heap *heap)
 {
-    return heap->len ? heap->items[0] : NULL;
+    return heap->len ? heap->items[0].timer : NULL;
 }
 
 void askew_heap_remove(struct askew_heap *heap, struct askew_timer *timer)
@@ -98,13 +107,13 @@ void askew_heap_remove(struct askew_heap *heap, struct askew_timer *timer)
     const size_t i = timer->index;
     if (i == ASKEW_TIMER_IDLE)
         return;
-    ASKEW_ASSERT(i < heap->len && heap->items[i] == timer);
+    ASKEW_ASSERT(i < heap->len && heap->items[i].timer == timer);
     timer->index = ASKEW_TIMER_IDLE;
-    struct askew_timer *last = heap->items[--heap->len];
-    if (last == timer)
+    const struct askew_heap_slot last = heap->items[--heap->len];
+    if (last.timer == timer)
         return;
     place(heap, i, last);
-    if (i > 0 && before(last, heap->items[(i - 1) / 2]))
+    if (i > 0 && before(&last, &heap->items[(i - 1) / ARITY]))
         sift_up(heap, i);
     else
         sift_down(heap, i);

@@ -72,8 +72,18 @@ struct askew_timer {
 };
 #define ASKEW_TIMER_IDLE ((size_t)-1)
 
+/* The heap keeps each timer's key beside its pointer, so that sifting
+ * compares within the array and never loads the timers themselves: with a
+ * million messages in flight that is the difference between a cache miss
+ * per level and none. */
+struct askew_heap_slot {
+    int64_t deadline_ns;
+    uint64_t seq;
+    struct askew_timer *timer;
+};
+
 struct askew_heap {
-    struct askew_timer **items;
+    struct askew_heap_slot *items;
     size_t len;
     size_t cap;
 };
