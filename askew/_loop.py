@@ -183,6 +183,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         return "\n".join(lines)
 
     def run_until_complete(self, future: Awaitable[_T]) -> _T:
+        __tracebackhide__ = True  # pytest: the failure is the awaited code's
         self._check_closed()
         self._check_running()
         new_task = not futures.isfuture(future)

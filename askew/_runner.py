@@ -112,6 +112,7 @@ def simulate(
             )
 
         def test(*args: Any, **kwargs: Any) -> None:
+            __tracebackhide__ = True  # pytest shows the user's frames, not askew's
             _sweep(fn, spec, args, kwargs, base=None)
 
         # Copy the names by hand: functools.wraps would set __wrapped__, and
@@ -157,6 +158,7 @@ def _sweep(
     base: int | None,
     iterations: int | None = None,
 ) -> None:
+    __tracebackhide__ = True
     if _core.virtual.active_loop() is not None:
         raise RuntimeError(
             f"{fn.__qualname__}: a simulation cannot run inside another simulation "
@@ -199,6 +201,7 @@ def _run_once(
     kwargs: dict[str, Any],
     want_events: bool = False,
 ) -> _Outcome:
+    __tracebackhide__ = True
     loop.reset(seed)
     scope.reseed(seed)
     world = World(loop, seed)
@@ -333,8 +336,12 @@ def _assert_source(exc: BaseException) -> str | None:
 
 def _event_text(exc: BaseException, node: int | None) -> str:
     if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
-        msg = str(exc).strip().splitlines()
-        return msg[0] if msg else (_assert_source(exc) or "assertion failed")
+        msg = [line.strip() for line in str(exc).strip().splitlines()]
+        if not msg:
+            return _assert_source(exc) or "assertion failed"
+        # pytest's rewritten message: "assert 2 == 1" then "+  where 2 = len({3, 4})".
+        where = next((m.lstrip("+ ").strip() for m in msg[1:] if m.startswith("+")), None)
+        return f"{msg[0]} ({where})" if where and msg[0].startswith("assert ") else msg[0]
     return _headline(exc, node)
 
 

@@ -62,12 +62,15 @@ def _report(out: str) -> str:
     start = heads[-1] if heads else None
     assert start is not None, f"no SimulationFailure in the output:\n{out}"
     col = lines[start].index(_HEAD)
-    report = []
-    for line in lines[start:]:
-        if not line.startswith("E"):
+    report = [lines[start][col:]]
+    # pytest prefixes the report's lines with "E" or, when askew's frames are
+    # hidden, with spaces; either way the report ends where pytest's own
+    # trailer begins.
+    for line in lines[start + 1 :]:
+        if line.startswith(("All traceback", "===", "___")) or line[:col].strip() not in ("", "E"):
             break
         report.append(line[col:])
-    return "\n".join(report)
+    return "\n".join(report).rstrip()
 
 
 def _comparable(report: str) -> str:
@@ -148,3 +151,16 @@ def test_readme_examples_are_the_files() -> None:
         assert path.is_file(), f"README.md shows {name}, which does not exist"
         text = path.read_text(encoding="utf-8")
         assert block == text, f"README.md's block for {name} differs from the file"
+
+
+def test_the_readme_shows_the_quickstart_report_as_askew_prints_it(runs: Runs) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"examples/quickstart\.py` prints it:\n\n```\n(.*?)\n```", readme, re.S)
+    assert shown is not None, "README.md lost the quickstart report block"
+    printed = _report(runs["quickstart.py"][1])
+
+    # The note depends on this process's PYTHONHASHSEED, not on askew.
+    def body(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("  note: ")]
+
+    assert body(shown[1]) == body(printed)
