@@ -89,8 +89,14 @@ int askew__net_types_init(PyObject *module)
 static void log_record(struct askew_network *n, int64_t t_ns, uint32_t kind,
                        int32_t node, int32_t peer, uint32_t outcome, PyObject *detail)
 {
-    if (n->log_cap == 0)
-        return;
+    if (n->log == NULL) {
+        /* Made on first use: a bare loop that never logs never pays for it.
+         * Without memory the log stays empty; the trace hash still counts. */
+        n->log = PyMem_Calloc(LOG_RING_DEFAULT, sizeof *n->log);
+        if (n->log == NULL)
+            return;
+        n->log_cap = LOG_RING_DEFAULT;
+    }
     struct log_entry *e = &n->log[n->log_count % n->log_cap];
     PyObject *old = e->detail;
     e->t_ns = t_ns;
@@ -183,13 +189,6 @@ int askew__net_init(struct askew_loop_state *self)
         PyMem_Free(n);
         return -1;
     }
-    n->log = PyMem_Calloc(LOG_RING_DEFAULT, sizeof *n->log);
-    if (n->log == NULL) {
-        askew_net_free(&n->net, NULL, NULL);
-        PyMem_Free(n);
-        return -1;
-    }
-    n->log_cap = LOG_RING_DEFAULT;
     self->net = n;
     return 0;
 }
@@ -247,7 +246,8 @@ int askew__net_traverse(struct askew_loop_state *self, visitproc visit, void *ar
         for (size_t k = 0; k < b->len; k++)
             Py_VISIT(b->inbox[(b->head + k) % b->cap]);
     }
-    for (size_t i = 0; i < n->log_cap; i++)
+    const size_t used = n->log_count < n->log_cap ? (size_t)n->log_count : n->log_cap;
+    for (size_t i = 0; i < used; i++)
         Py_VISIT(n->log[i].detail);
     return 0;
 }
