@@ -42,14 +42,18 @@ test-c: .venv/bin/python $(BUILD)/check_engine
 test-py: build
 	$(PYTHON) -m pytest -q
 
-# A wheel built and installed into a fresh venv outside the tree, tested there.
-test-installed:
-	rm -rf build/installed && $(PYTHON) -m venv build/installed/venv
-	build/installed/venv/bin/pip install -q pytest
-	$(PYTHON) -m pip wheel -q --no-deps --no-build-isolation -w build/installed/dist .
-	build/installed/venv/bin/pip install -q build/installed/dist/*.whl
-	cp -r tests examples build/installed/
-	cd build/installed && ASKEW_TEST_INSTALLED=1 venv/bin/python -m pytest -q -p no:cacheprovider tests
+# A wheel built and installed into a fresh venv outside the tree, tested there
+# (outside, so that neither the checkout nor its pyproject.toml is in sight).
+INSTALLED ?= /tmp/askew-test-installed
+test-installed: .venv/bin/python
+	rm -rf $(INSTALLED) && mkdir -p $(INSTALLED)
+	$(PYTHON) -m venv $(INSTALLED)/venv
+	$(INSTALLED)/venv/bin/pip install -q pytest pytest-asyncio anyio pytest-timeout pytest-xdist
+	$(PYTHON) -m pip wheel -q --no-deps --no-build-isolation -w $(INSTALLED)/dist .
+	$(INSTALLED)/venv/bin/pip install -q $(INSTALLED)/dist/*.whl
+	cp -r tests examples README.md $(INSTALLED)/
+	printf '[pytest]\nasyncio_default_fixture_loop_scope = function\n' > $(INSTALLED)/pytest.ini
+	cd $(INSTALLED) && ASKEW_TEST_INSTALLED=1 venv/bin/python -m pytest -q -p no:cacheprovider tests
 
 BIN = $(dir $(PYTHON))
 lint: .venv/bin/python
