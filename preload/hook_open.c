@@ -111,30 +111,28 @@ ASKEW_EXPORT int __open64_2(const char *path, int flags)
     OPEN_BODY(__open64_2, AT_FDCWD, real(path, flags));
 }
 
-ASKEW_EXPORT FILE *fopen(const char *restrict path, const char *restrict mode)
+/* fopen and fopen64 differ only in the function they pass through to. */
+static FILE *open_stream(const char *name, FILE *(*real)(const char *, const char *),
+                         const char *path, const char *mode, void *caller)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path)) {
-        refuse_open(h, "fopen", __builtin_return_address(0));
+        refuse_open(h, name, caller);
         return NULL;
     }
-    FILE *(*real)(const char *restrict, const char *restrict) = REAL(fopen);
     if (ASKEW_LIKELY(real != NULL))
         return real(path, mode);
     errno = EAGAIN;
     return NULL;
 }
 
+ASKEW_EXPORT FILE *fopen(const char *restrict path, const char *restrict mode)
+{
+    return open_stream("fopen", REAL(fopen), path, mode, __builtin_return_address(0));
+}
+
 ASKEW_EXPORT FILE *fopen64(const char *restrict path, const char *restrict mode)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path)) {
-        refuse_open(h, "fopen64", __builtin_return_address(0));
-        return NULL;
-    }
-    FILE *(*real)(const char *restrict, const char *restrict) = REAL(fopen64);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(path, mode);
-    errno = EAGAIN;
-    return NULL;
+    return open_stream("fopen64", REAL(fopen64), path, mode,
+                       __builtin_return_address(0));
 }

@@ -185,65 +185,60 @@ static int collect(const char *arg0, va_list ap, char **argv, int max)
     return n;
 }
 
-ASKEW_EXPORT int execl(const char *path, const char *arg, ...)
+/* The list forms of exec share one body: refused inside a run; outside it,
+ * their arguments gathered into an argv for the vector form. `caller` is the
+ * exported function's return address, so a refusal names the C caller. */
+enum exec_list_kind { EXEC_L, EXEC_LP, EXEC_LE };
+
+static int exec_list(enum exec_list_kind kind, const char *name, const char *target,
+                     const char *arg, va_list ap, void *caller)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_UNLIKELY(h != NULL)) {
-        REFUSE(h, "execl", 0);
+        askew__refuse(h, ASKEW_VIOLATION_PROCESS, name, 0, 0, caller);
         errno = EAGAIN;
         return -1;
     }
     char *argv[EXECL_MAX_ARGS];
-    va_list ap;
-    va_start(ap, arg);
-    int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
-    va_end(ap);
+    const int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
     if (n < 0) {
         errno = E2BIG;
         return -1;
     }
-    return real_execve(path, argv, environ);
+    if (kind == EXEC_LP)
+        return real_execvp(target, argv);
+    char *const *envp = kind == EXEC_LE ? va_arg(ap, char *const *) : environ;
+    return real_execve(target, argv, envp);
+}
+
+ASKEW_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    const int rc =
+        exec_list(EXEC_L, "execl", path, arg, ap, __builtin_return_address(0));
+    va_end(ap);
+    return rc;
 }
 
 ASKEW_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL)) {
-        REFUSE(h, "execlp", 0);
-        errno = EAGAIN;
-        return -1;
-    }
-    char *argv[EXECL_MAX_ARGS];
     va_list ap;
     va_start(ap, arg);
-    int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
+    const int rc =
+        exec_list(EXEC_LP, "execlp", file, arg, ap, __builtin_return_address(0));
     va_end(ap);
-    if (n < 0) {
-        errno = E2BIG;
-        return -1;
-    }
-    return real_execvp(file, argv);
+    return rc;
 }
 
 ASKEW_EXPORT int execle(const char *path, const char *arg, ...)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL)) {
-        REFUSE(h, "execle", 0);
-        errno = EAGAIN;
-        return -1;
-    }
-    char *argv[EXECL_MAX_ARGS];
     va_list ap;
     va_start(ap, arg);
-    int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
-    char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
+    const int rc =
+        exec_list(EXEC_LE, "execle", path, arg, ap, __builtin_return_address(0));
     va_end(ap);
-    if (n < 0) {
-        errno = E2BIG;
-        return -1;
-    }
-    return real_execve(path, argv, envp);
+    return rc;
 }
 
 ASKEW_EXPORT int system(const char *command)
