@@ -11,6 +11,7 @@ Closing the scope restores every one of these, also after an exception.
 
 from __future__ import annotations
 
+import _random
 import gc
 import os
 import random
@@ -24,6 +25,7 @@ from .errors import NondeterminismError
 _virtual: Any = _core.virtual
 _TIME_NAMES = ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns")
 _original_start = threading.Thread.start
+_seed_generator = _random.Random.seed
 
 
 def _refusing_start(self: threading.Thread) -> None:
@@ -90,7 +92,11 @@ class Scope:
     @staticmethod
     def reseed(seed: int) -> None:
         """Seed the global `random` module for the run `seed`."""
-        random.seed(_core.seed_stream(seed, _core.STREAM_PYRANDOM))
+        # What random.seed(int) does, without the Python wrapper's checks:
+        # seed the module's generator in C and forget a cached gauss value.
+        inst: Any = random._inst
+        _seed_generator(inst, _core.seed_stream(seed, _core.STREAM_PYRANDOM))
+        inst.gauss_next = None
 
 
 scope = Scope()

@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 import sys
 import threading
+import types
 import weakref
 from asyncio import base_events, events, futures, tasks
 from collections.abc import Awaitable, Callable, Coroutine
@@ -33,6 +34,7 @@ _T = TypeVar("_T")
 _core._configure_errors(NondeterminismError, DeadlockError, BudgetExceeded)
 
 _HAS_EAGER = sys.version_info >= (3, 12)
+_CoroutineType = types.CoroutineType
 
 
 def _refuse(call: str, instead: str) -> NoReturn:
@@ -187,7 +189,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self._check_closed()
         self._check_running()
         new_task = not futures.isfuture(future)
-        fut: asyncio.Future[_T] = tasks.ensure_future(future, loop=self)
+        fut: asyncio.Future[_T]
+        if new_task and type(future) is _CoroutineType:
+            fut = self.create_task(future)  # ensure_future's result, minus its checks
+        else:
+            fut = tasks.ensure_future(future, loop=self)
         if new_task:
             fut._log_destroy_pending = False  # type: ignore[attr-defined]
         fut.add_done_callback(base_events._run_until_complete_cb)  # type: ignore[attr-defined]
