@@ -31,7 +31,7 @@ from .errors import BudgetExceeded, DeadlockError, NondeterminismError
 
 _T = TypeVar("_T")
 
-_core._configure_errors(NondeterminismError, DeadlockError, BudgetExceeded)
+_core._configure_errors(NondeterminismError)
 
 _HAS_EAGER = sys.version_info >= (3, 12)
 _CoroutineType = types.CoroutineType

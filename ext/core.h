@@ -12,12 +12,9 @@
 #include "askew_preload.h"
 #include "engine.h"
 
-/* The exception classes live in askew/_errors.py; askew/_loop.py hands them
- * to _core._configure() at import. Borrowed from the module's state; never
- * NULL once askew is imported. */
+/* askew.errors.NondeterminismError, handed over by askew/_loop.py through
+ * _core._configure_errors() at import; never NULL once askew is imported. */
 extern PyObject *askew__NondeterminismError;
-extern PyObject *askew__DeadlockError;
-extern PyObject *askew__BudgetError;
 
 /* Map an engine code (a negative errno) to an exception; returns NULL. The
  * one place that does so. */

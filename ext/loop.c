@@ -16,7 +16,6 @@ unsigned long askew__active_thread;
 
 static PyObject *str_context; /* interned "context" */
 static PyObject *str_name;
-static PyObject *str_eager_start;
 static PyObject *kw_loop;              /* ("loop",) */
 static PyObject *kw_loop_name;         /* ("loop", "name") */
 static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
@@ -211,9 +210,9 @@ static int push_ready(struct askew_loop_state *self, askew_handle *h)
     return 0;
 }
 
-PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *callback,
-                                     PyObject *const *args, Py_ssize_t nargs,
-                                     PyObject *context)
+static PyObject *call_soon_impl(struct askew_loop_state *self, PyObject *callback,
+                                PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *context)
 {
     askew_handle *h =
         make_handle(self, askew__HandleType, callback, args, nargs, context);
@@ -241,7 +240,7 @@ static PyObject *loop_call_soon(struct askew_loop_state *self, PyObject *const *
         check_open(self) < 0 || check_thread(self, "call_soon") < 0 ||
         check_callback(self, args[0], "call_soon") < 0)
         return NULL;
-    return askew__loop_call_soon_impl(self, args[0], args + 1, nargs - 1, context);
+    return call_soon_impl(self, args[0], args + 1, nargs - 1, context);
 }
 
 PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
@@ -906,7 +905,6 @@ int askew__loop_type_init(PyObject *module)
 {
     str_context = PyUnicode_InternFromString("context");
     str_name = PyUnicode_InternFromString("name");
-    str_eager_start = PyUnicode_InternFromString("eager_start");
     kw_loop = Py_BuildValue("(s)", "loop");
     kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
     kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
@@ -915,7 +913,7 @@ int askew__loop_type_init(PyObject *module)
         return -1;
     get_running_loop = PyObject_GetAttrString(events, "_get_running_loop");
     Py_DECREF(events);
-    if (!str_context || !str_name || !str_eager_start || !kw_loop || !kw_loop_name ||
+    if (!str_context || !str_name || !kw_loop || !kw_loop_name ||
         !kw_loop_name_context || !get_running_loop)
         return -1;
     size_t k = 0;

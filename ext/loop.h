@@ -37,9 +37,6 @@ struct askew_loop_state {
 };
 
 int askew__loop_type_init(PyObject *module);
-PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *callback,
-                                     PyObject *const *args, Py_ssize_t nargs,
-                                     PyObject *context);
 /* A timer handle for deadline_ns on the world clock. New reference. */
 PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
                                  PyObject *callback, PyObject *const *args,

@@ -10,8 +10,6 @@
 #include "task.h"
 
 PyObject *askew__NondeterminismError;
-PyObject *askew__DeadlockError;
-PyObject *askew__BudgetError;
 
 int askew__patch_setup(PyObject *module);
 
@@ -24,14 +22,9 @@ PyObject *askew__raise_engine(int rc, const char *what)
     return NULL;
 }
 
-static PyObject *configure_errors(PyObject *Py_UNUSED(module), PyObject *args)
+static PyObject *configure_errors(PyObject *Py_UNUSED(module), PyObject *nondeterminism)
 {
-    PyObject *nondet, *deadlock, *budget;
-    if (!PyArg_ParseTuple(args, "OOO", &nondet, &deadlock, &budget))
-        return NULL;
-    Py_XSETREF(askew__NondeterminismError, Py_NewRef(nondet));
-    Py_XSETREF(askew__DeadlockError, Py_NewRef(deadlock));
-    Py_XSETREF(askew__BudgetError, Py_NewRef(budget));
+    Py_XSETREF(askew__NondeterminismError, Py_NewRef(nondeterminism));
     Py_RETURN_NONE;
 }
 
@@ -52,7 +45,7 @@ static PyObject *seed_stream(PyObject *Py_UNUSED(module), PyObject *args)
 }
 
 static PyMethodDef module_methods[] = {
-    {"_configure_errors", configure_errors, METH_VARARGS, NULL},
+    {"_configure_errors", configure_errors, METH_O, NULL},
     {"seed_iteration", seed_iteration, METH_VARARGS,
      "seed_iteration(base, i): the seed of iteration i of a sweep based at base."},
     {"seed_stream", seed_stream, METH_VARARGS,
@@ -68,10 +61,6 @@ static int module_exec(PyObject *module)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||
-        PyModule_AddIntConstant(module, "STREAM_FAULTS", ASKEW_STREAM_FAULTS) < 0 ||
-        PyModule_AddIntConstant(module, "EV_USER", ASKEW_EV_USER) < 0 ||
-        PyModule_AddIntConstant(module, "EV_FAULT", ASKEW_EV_FAULT) < 0 ||
-        PyModule_AddIntConstant(module, "EV_NET", ASKEW_EV_NET) < 0 ||
         PyModule_AddIntConstant(module, "WALL_EPOCH", (long)ASKEW_WALL_EPOCH_S) < 0)
         return -1;
     return 0;

@@ -16,13 +16,6 @@ void askew__task_set_next_seq(uint64_t seq)
     seq_pending = seq;
 }
 
-uint64_t askew__task_seq(PyObject *task)
-{
-    if (!PyObject_TypeCheck(task, askew__TaskType))
-        return 0;
-    return *(uint64_t *)((char *)task + seq_offset);
-}
-
 static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     /* Our type and any subclass of it sit on _asyncio.Task: the walk ends. */

@@ -12,6 +12,5 @@ extern PyObject *askew__FutureType; /* _asyncio.Future itself */
 int askew__task_types_init(PyObject *module);
 /* The creation number the next Task made will carry (0: none). */
 void askew__task_set_next_seq(uint64_t seq);
-uint64_t askew__task_seq(PyObject *task);
 
 #endif
