@@ -704,6 +704,7 @@ static PyObject *loop_leave(struct askew_loop_state *self, PyObject *Py_UNUSED(i
     if (self->running)
         askew__preload_leave();
     self->running = 0;
+    self->stopping = 0; /* as asyncio: a stop never outlives the run it ended */
     self->node_current = -1;
     if (askew__active == self) {
         askew__active = NULL;
