@@ -1524,6 +1524,25 @@ class _LoopBehaviour:
         self.loop.run_forever()
         assert ran == ["first", "second"]
 
+    def test_a_stop_does_not_outlive_a_run_that_ended_in_an_error(self) -> None:
+        def interrupt() -> None:
+            raise KeyboardInterrupt
+
+        self.loop.call_soon(self.loop.stop)
+        self.loop.call_soon(interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            self.loop.run_forever()
+        ran: list[str] = []
+
+        def later() -> None:
+            ran.append("later")
+            self.loop.stop()
+
+        self.loop.call_soon(ran.append, "soon")
+        self.loop.call_later(TICK, later)
+        self.loop.run_forever()
+        assert ran == ["soon", "later"]
+
     def test_run_forever_can_be_run_again_after_stop(self) -> None:
         ran: list[int] = []
         for i in range(3):
