@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The README's Python snippets that are not whole example files run as printed.
+
+The quickstart and the examples are checked against examples/ by
+test_examples.py; here the loop-factory snippet and the replay call run
+with the names they assume (`main`, `test_leader_election`) defined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import askew
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _block_containing(text: str) -> str:
+    for block in re.findall(r"```python\n(.*?)```", README, re.S):
+        if text in block:
+            return str(block)
+    raise AssertionError(f"README.md has no python block containing {text!r}")
+
+
+def test_the_loop_factory_snippet_runs_main_in_virtual_time() -> None:
+    snippet = _block_containing("loop_factory=lambda: askew.new_event_loop(seed=7)")
+    seen: list[float] = []
+
+    async def main() -> None:
+        await asyncio.sleep(3600)
+        seen.append(asyncio.get_running_loop().time())
+
+    if sys.version_info < (3, 12):  # asyncio.run takes loop_factory from 3.12
+        snippet = "\n".join(line for line in snippet.splitlines() if "asyncio.run(" not in line)
+    exec(snippet, {"asyncio": asyncio, "askew": askew, "main": main})
+    assert seen and all(t == 3600.0 for t in seen)
+
+
+def test_the_replay_call_reproduces_the_quickstart_failure() -> None:
+    snippet = _block_containing("askew.Replay.run(")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    try:
+        import quickstart
+    finally:
+        sys.path.pop(0)
+    namespace: dict[str, Any] = {
+        "askew": askew,
+        "test_leader_election": quickstart.test_leader_election,
+    }
+    with pytest.raises(askew.SimulationFailure) as failure:
+        exec(snippet, namespace)
+    assert failure.value.seed == 1337
+    assert "(seed=1337, iteration=0," in str(failure.value)
