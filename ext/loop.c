@@ -19,7 +19,7 @@ static PyObject *str_name;
 static PyObject *kw_loop;              /* ("loop",) */
 static PyObject *kw_loop_name;         /* ("loop", "name") */
 static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
-static PyObject *get_running_loop;     /* asyncio's _get_running_loop */
+static PyObject *empty_tuple;
 
 #define HANDLE_OF(timer)                                                               \
     ((askew_handle *)((char *)(timer) - offsetof(askew_handle, timer)))
@@ -382,20 +382,16 @@ static PyObject *loop_stop(struct askew_loop_state *self, PyObject *Py_UNUSED(ig
 
 PyObject *askew__loop_new_future(struct askew_loop_state *self)
 {
-    /* Future(loop=...) pays for a keyword dict on every call; while this loop
-     * is the running one, Future() finds it by itself, for half the cost. */
-    if (self->running && askew__active == self) {
-        PyObject *running = PyObject_CallNoArgs(get_running_loop); // new reference
-        if (running == NULL)
-            PyErr_Clear();
-        const int mine = running == (PyObject *)self;
-        Py_XDECREF(running);
-        if (mine)
-            return PyObject_CallNoArgs(askew__FutureType);
+    /* Future(loop=self) through a keyword dict made once per loop: a
+     * vectorcall with kwnames builds a dict every time, and Future() with no
+     * loop asks for the running one, which costs a getpid() system call in
+     * asyncio's C code. */
+    if (self->future_kwargs == NULL) {
+        self->future_kwargs = Py_BuildValue("{sO}", "loop", (PyObject *)self);
+        if (self->future_kwargs == NULL)
+            return NULL;
     }
-    PyObject *stack[2] = {NULL, (PyObject *)self};
-    return PyObject_Vectorcall(askew__FutureType, stack + 1,
-                               0 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_loop);
+    return PyObject_Call(askew__FutureType, empty_tuple, self->future_kwargs);
 }
 
 static PyObject *loop_create_future(struct askew_loop_state *self,
@@ -753,6 +749,7 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->task_factory);
     Py_VISIT(self->gc_collect);
+    Py_VISIT(self->future_kwargs);
     return askew__net_traverse(self, visit, arg);
 }
 
@@ -761,6 +758,7 @@ static int loop_clear_refs(struct askew_loop_state *self)
     clear_queues(self);
     Py_CLEAR(self->task_factory);
     Py_CLEAR(self->gc_collect);
+    Py_CLEAR(self->future_kwargs);
     return 0;
 }
 
@@ -909,13 +907,9 @@ int askew__loop_type_init(PyObject *module)
     kw_loop = Py_BuildValue("(s)", "loop");
     kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
     kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
-    PyObject *events = PyImport_ImportModule("asyncio.events"); // new reference
-    if (events == NULL)
-        return -1;
-    get_running_loop = PyObject_GetAttrString(events, "_get_running_loop");
-    Py_DECREF(events);
+    empty_tuple = PyTuple_New(0);
     if (!str_context || !str_name || !kw_loop || !kw_loop_name ||
-        !kw_loop_name_context || !get_running_loop)
+        !kw_loop_name_context || !empty_tuple)
         return -1;
     size_t k = 0;
     for (const PyMethodDef *m = loop_methods; m->ml_name != NULL; m++)

@@ -27,6 +27,7 @@ struct askew_loop_state {
     uint64_t gc_every;
     PyObject *task_factory;
     PyObject *gc_collect;
+    PyObject *future_kwargs; /* {"loop": self}, for create_future */
     struct askew_skew *skews;
     size_t skews_len;
     struct askew_network *net;
