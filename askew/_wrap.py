@@ -34,7 +34,7 @@ from ._loop import SimLoop
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
 
-def test_seed(base: int, nodeid: str) -> int:
+def seed_for_test(base: int, nodeid: str) -> int:
     """The seed of the wrapped test `nodeid` in a session based at `base`."""
     return int(_core.seed_stream(check_seed(base), zlib.crc32(nodeid.encode("utf-8"))))
 
@@ -61,7 +61,7 @@ class WrappedRun:
 
     @property
     def seed(self) -> int:
-        return test_seed(self.base, self.nodeid)
+        return seed_for_test(self.base, self.nodeid)
 
     @property
     def replay(self) -> str:

@@ -126,7 +126,7 @@ def test_each_wrapped_test_seed_is_seed_stream_of_base_and_crc32_of_nodeid(wrapp
     nodeid = "test_sleeps.py::test_sleeping_an_hour_finishes"
     case = wrapped.cases["test_sleeps.test_sleeping_an_hour_finishes"]
     expected = _core.seed_stream(BASE, zlib.crc32(nodeid.encode()))
-    assert int(case.properties["askew_seed"]) == expected == _wrap.test_seed(BASE, nodeid)
+    assert int(case.properties["askew_seed"]) == expected == _wrap.seed_for_test(BASE, nodeid)
 
 
 def test_escapes_fail_with_nondeterminism_error_naming_the_call(wrapped: Run) -> None:
