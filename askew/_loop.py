@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import random
 import sys
 import threading
 import types
@@ -142,14 +143,10 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             if self._random_state is None:
                 scope.reseed(self.seed)
             else:
-                import random
-
                 random.setstate(self._random_state)
 
     def _close_scope(self) -> None:
         if self._own_scope:
-            import random
-
             self._random_state = random.getstate()
             self._own_scope = False
             scope.exit()

@@ -10,6 +10,7 @@ loop is reset and reused across iterations.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import inspect
 import linecache
@@ -250,8 +251,6 @@ def _recent_events(loop: SimLoop, everything: bool) -> list[Event]:
 
 def _teardown(loop: SimLoop, world: World) -> BaseException | None:
     """Cancel what is still pending, in creation order, and let it finish."""
-    import asyncio
-
     error: BaseException | None = None
     # The main task is done by now: with no other task made, none is pending.
     pending = (

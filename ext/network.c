@@ -325,29 +325,34 @@ void askew__net_drop_timer(struct askew_timer *timer)
 
 /* The node running a callback, from its context: 1 to run, 0 when it
  * belongs to a crashed incarnation (a power cut runs nothing), -1 on error. */
+/* The node a token (id << 32 | incarnation) names, and whether that
+ * incarnation is the live one: a crashed one runs nothing, sends nothing. */
+static int token_alive(struct askew_loop_state *self, long long token, uint32_t *node)
+{
+    *node = (uint32_t)(token >> 32);
+    int alive = 0;
+    uint32_t incarnation = 0;
+    if (askew_net_node_state(&self->net->net, *node, &alive, &incarnation) < 0)
+        return 0;
+    return alive && incarnation == (uint32_t)token;
+}
+
 int askew__net_gate(void *ctx)
 {
     struct askew_loop_state *self = ctx;
-    struct askew_network *n = self->net;
     PyObject *value;
-    if (PyContextVar_Get(n->node_var, NULL, &value) < 0)
+    if (PyContextVar_Get(self->net->node_var, NULL, &value) < 0)
         return -1;
-    if (value == NULL) {
-        self->node_current = -1;
-        return 1;
-    }
-    const long long v = PyLong_AsLongLong(value);
+    self->node_current = -1;
+    if (value == NULL)
+        return 1; /* the world's own code */
+    const long long token = PyLong_AsLongLong(value);
     Py_DECREF(value);
-    if (v == -1 && PyErr_Occurred())
+    if (token == -1 && PyErr_Occurred())
         return -1;
-    const uint32_t node = (uint32_t)(v >> 32), incarnation = (uint32_t)v;
-    int alive = 0;
-    uint32_t current = 0;
-    if (askew_net_node_state(&n->net, node, &alive, &current) < 0 || !alive ||
-        current != incarnation) {
-        self->node_current = -1;
+    uint32_t node;
+    if (!token_alive(self, token, &node))
         return 0;
-    }
     self->node_current = node;
     return 1;
 }
@@ -421,18 +426,6 @@ static int payload_check(struct askew_network *n, PyObject *payload)
         return -1;
     Py_DECREF(res);
     return 0;
-}
-
-/* The sending node from its token; 0 when that incarnation is dead (its
- * messages go nowhere), 1 when alive. */
-static int token_alive(struct askew_loop_state *self, long long token, uint32_t *node)
-{
-    *node = (uint32_t)(token >> 32);
-    int alive = 0;
-    uint32_t incarnation = 0;
-    if (askew_net_node_state(&self->net->net, *node, &alive, &incarnation) < 0)
-        return 0;
-    return alive && incarnation == (uint32_t)token;
 }
 
 static int send_one(struct askew_loop_state *self, uint32_t src, uint32_t dst,
