@@ -16,7 +16,6 @@ unsigned long askew__active_thread;
 
 static PyObject *str_context; /* interned "context" */
 static PyObject *str_name;
-static PyObject *kw_loop;              /* ("loop",) */
 static PyObject *kw_loop_name;         /* ("loop", "name") */
 static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
 static PyObject *empty_tuple;
@@ -904,12 +903,11 @@ int askew__loop_type_init(PyObject *module)
 {
     str_context = PyUnicode_InternFromString("context");
     str_name = PyUnicode_InternFromString("name");
-    kw_loop = Py_BuildValue("(s)", "loop");
     kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
     kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
     empty_tuple = PyTuple_New(0);
-    if (!str_context || !str_name || !kw_loop || !kw_loop_name ||
-        !kw_loop_name_context || !empty_tuple)
+    if (!str_context || !str_name || !kw_loop_name || !kw_loop_name_context ||
+        !empty_tuple)
         return -1;
     size_t k = 0;
     for (const PyMethodDef *m = loop_methods; m->ml_name != NULL; m++)
