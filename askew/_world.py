@@ -17,6 +17,7 @@ import dataclasses
 import enum
 import inspect
 import random
+import types
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
@@ -25,6 +26,7 @@ from . import _core
 from ._config import check_seconds
 
 _node_var: contextvars.ContextVar[int] = contextvars.ContextVar("askew_node")
+_CoroutineType = types.CoroutineType
 
 # Log kinds: 1-15 are the network binding's (ext/network.c), the rest ours.
 _NET_SEND, _NET_DELIVERY = 1, 2
@@ -541,7 +543,7 @@ class World:
         else:
             slot.instance = None
             coro = ctx.run(slot.target, node, *slot.args)
-        if not inspect.isawaitable(coro):
+        if coro.__class__ is not _CoroutineType and not inspect.isawaitable(coro):
             raise TypeError(
                 f"spawn({_target_name(slot.target)}): calling it returned "
                 f"{_short_repr(coro)}, not a coroutine; spawn an `async def` function"
