@@ -42,13 +42,16 @@ async def _fan_out(tasks: int, m: int) -> None:
     await asyncio.gather(*(_worker(m) for _ in range(tasks)))
 
 
-def step_side(make_loop, m: int):
+def step_side(make_loop, m: int, tasks: int = TASKS):
+    """`tasks` tasks each awaiting sleep(0) m times on a fresh loop (also the
+    loop side of bench_trampoline)."""
+
     def factory():
         loop = make_loop()
 
         def run() -> int:
-            loop.run_until_complete(_fan_out(TASKS, m))
-            return TASKS * m
+            loop.run_until_complete(_fan_out(tasks, m))
+            return tasks * m
 
         return run
 

@@ -29,6 +29,7 @@ from _harness import (
     uvloop_loop,
     write_json,
 )
+from bench_task_step import step_side
 
 
 @types.coroutine
@@ -63,29 +64,6 @@ def trampoline_side(k: int, m: int):
     return factory
 
 
-async def _sleeper(m: int) -> None:
-    sleep = asyncio.sleep
-    for _ in range(m):
-        await sleep(0)
-
-
-async def _tasks(k: int, m: int) -> None:
-    await asyncio.gather(*(_sleeper(m) for _ in range(k)))
-
-
-def loop_side(make_loop, k: int, m: int):
-    def factory():
-        loop = make_loop()
-
-        def run() -> int:
-            loop.run_until_complete(_tasks(k, m))
-            return k * m
-
-        return run
-
-    return factory
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser(__doc__).parse_args(argv)
     print_header("bench_trampoline", args)
@@ -95,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     results = compare(
         [
             Side("bare trampoline (floor)", trampoline_side(k, m)),
-            Side("askew", loop_side(lambda: askew_loop(seed=0), k, m)),
-            Side("uvloop", loop_side(uvloop_loop, k, m)),
-            Side("stock asyncio", loop_side(asyncio.new_event_loop, k, m)),
+            Side("askew", step_side(lambda: askew_loop(seed=0), m, k)),
+            Side("uvloop", step_side(uvloop_loop, m, k)),
+            Side("stock asyncio", step_side(asyncio.new_event_loop, m, k)),
         ],
         repeats=repeats,
     )
