@@ -41,6 +41,19 @@ static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
     return (int)askew__raw_syscall(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
 }
 
+/* The open family's optional mode argument, read only when flags say it is
+ * there (reading it otherwise is undefined). Expands inside the variadic
+ * function, whose last named parameter is `flags`. */
+#define READ_MODE(flags, mode)                                                         \
+    do {                                                                               \
+        if (wants_mode(flags)) {                                                       \
+            va_list ap;                                                                \
+            va_start(ap, flags);                                                       \
+            (mode) = (mode_t)va_arg(ap, int);                                          \
+            va_end(ap);                                                                \
+        }                                                                              \
+    } while (0)
+
 #define OPEN_BODY(name, dirfd_expr, call_real)                                         \
     const struct askew_preload_hooks *h = askew__t_hooks;                              \
     if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path))                           \
@@ -53,12 +66,7 @@ static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
 ASKEW_EXPORT int open(const char *path, int flags, ...)
 {
     mode_t mode = 0;
-    if (wants_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
+    READ_MODE(flags, mode);
     OPEN_BODY(open, AT_FDCWD, real(path, flags, mode));
 }
 ASKEW_SELF(open);
@@ -66,36 +74,21 @@ ASKEW_SELF(open);
 ASKEW_EXPORT int open64(const char *path, int flags, ...)
 {
     mode_t mode = 0;
-    if (wants_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
+    READ_MODE(flags, mode);
     OPEN_BODY(open64, AT_FDCWD, real(path, flags, mode));
 }
 
 ASKEW_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
     mode_t mode = 0;
-    if (wants_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
+    READ_MODE(flags, mode);
     OPEN_BODY(openat, dirfd, real(dirfd, path, flags, mode));
 }
 
 ASKEW_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 {
     mode_t mode = 0;
-    if (wants_mode(flags)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
+    READ_MODE(flags, mode);
     OPEN_BODY(openat64, dirfd, real(dirfd, path, flags, mode));
 }
 
