@@ -28,6 +28,24 @@ _original_start = threading.Thread.start
 _seed_generator = _random.Random.seed
 
 
+class NameSwap:
+    """Names replaced on modules and classes, put back in reverse order. The
+    raw dictionary entry is saved, so a function, a descriptor or a method
+    comes back exactly as it was."""
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def set(self, owner: Any, name: str, value: Any) -> None:
+        self._saved.append((owner, name, vars(owner)[name]))
+        setattr(owner, name, value)
+
+    def undo(self) -> None:
+        while self._saved:
+            owner, name, value = self._saved.pop()
+            setattr(owner, name, value)
+
+
 def _refusing_start(self: threading.Thread) -> None:
     if _virtual.in_simulation():
         raise NondeterminismError(
@@ -43,8 +61,7 @@ class Scope:
 
     def __init__(self) -> None:
         self.depth = 0
-        self._saved_time: dict[str, Any] = {}
-        self._saved_urandom: Any = None
+        self._names = NameSwap()
         self._saved_random: Any = None
         self._gc_was_enabled = False
 
@@ -57,14 +74,12 @@ class Scope:
         if self.depth > 1:
             return
         self._saved_random = random.getstate()
-        self._saved_time = {name: getattr(time, name) for name in _TIME_NAMES}
-        self._saved_urandom = os.urandom
         self._gc_was_enabled = gc.isenabled()
         try:
             for name in _TIME_NAMES:
-                setattr(time, name, getattr(_virtual, name))
-            os.urandom = _virtual.urandom
-            threading.Thread.start = _refusing_start  # type: ignore[method-assign]
+                self._names.set(time, name, getattr(_virtual, name))
+            self._names.set(os, "urandom", _virtual.urandom)
+            self._names.set(threading.Thread, "start", _refusing_start)
             gc.disable()
         except BaseException:
             self.depth = 1
@@ -77,17 +92,12 @@ class Scope:
         self.depth -= 1
         if self.depth > 0:
             return
-        for name, fn in self._saved_time.items():
-            setattr(time, name, fn)
-        if self._saved_urandom is not None:
-            os.urandom = self._saved_urandom
-        threading.Thread.start = _original_start  # type: ignore[method-assign]
+        self._names.undo()
         if self._saved_random is not None:
             random.setstate(self._saved_random)
         if self._gc_was_enabled:
             gc.enable()
-        self._saved_time = {}
-        self._saved_urandom = self._saved_random = None
+        self._saved_random = None
 
     @staticmethod
     def reseed(seed: int) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from . import _core
 from ._config import RunConfig, check_seed
+from ._determinism import NameSwap
 from ._loop import SimLoop
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
@@ -107,23 +108,19 @@ class _Patches:
     def __init__(self) -> None:
         self.run: WrappedRun | None = None
         self._depth = 0
-        self._saved: list[tuple[Any, str, Any]] = []
-
-    def _set(self, owner: Any, name: str, value: Any) -> None:
-        self._saved.append((owner, name, vars(owner)[name]))
-        setattr(owner, name, value)
+        self._names = NameSwap()
 
     def install(self) -> None:
         self._depth += 1
         if self._depth > 1:
             return
         try:
-            self._set(events, "new_event_loop", self._new_event_loop)
-            self._set(asyncio, "new_event_loop", self._new_event_loop)
+            self._names.set(events, "new_event_loop", self._new_event_loop)
+            self._names.set(asyncio, "new_event_loop", self._new_event_loop)
             policy = _policy_base()
             if policy is not None:
-                self._set(policy, "new_event_loop", _policy_new_event_loop)
-            self._set(runners.Runner, "__init__", self._runner_init())
+                self._names.set(policy, "new_event_loop", _policy_new_event_loop)
+            self._names.set(runners.Runner, "__init__", self._runner_init())
         except BaseException:
             self._depth = 1
             self.restore()
@@ -135,9 +132,7 @@ class _Patches:
         self._depth -= 1
         if self._depth > 0:
             return
-        while self._saved:
-            owner, name, value = self._saved.pop()
-            setattr(owner, name, value)
+        self._names.undo()
 
     def _loop(self) -> SimLoop:
         run = self.run
