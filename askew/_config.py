@@ -27,14 +27,16 @@ def check_seed(seed: object, what: str = "seed") -> int:
     return seed
 
 
+def check_positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be a positive int, not {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be >= 1, got {value!r}")
+    return value
+
+
 def check_iterations(iterations: object, what: str = "iterations") -> int:
-    if isinstance(iterations, bool) or not isinstance(iterations, int):
-        raise TypeError(
-            f"{what} must be a positive int, not {type(iterations).__name__} {iterations!r}"
-        )
-    if iterations < 1:
-        raise ValueError(f"{what} must be >= 1, got {iterations!r}")
-    return iterations
+    return check_positive_int(iterations, what)
 
 
 def check_strategy(strategy: object) -> str:
@@ -54,13 +56,7 @@ def check_executor(executor: object) -> str:
 
 
 def check_max_steps(max_steps: object) -> int:
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int):
-        raise TypeError(
-            f"max_steps must be a positive int, not {type(max_steps).__name__} {max_steps!r}"
-        )
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
-    return max_steps
+    return check_positive_int(max_steps, "max_steps")
 
 
 def check_seconds(value: object, what: str, *, allow_zero: bool = True) -> float:
