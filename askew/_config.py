@@ -12,9 +12,20 @@ import os
 from dataclasses import dataclass
 
 SEED_LIMIT = 2**64
-STRATEGIES = ("random", "fifo", "shuffle")
+STRATEGIES = ("faithful", "fifo", "interleave", "shuffle")
+# The strategies whose every schedule stock asyncio could produce on some
+# machine (DESIGN §2, "Faithful schedules"); the others hunt harder but may
+# not, and their failure reports say so.
+FAITHFUL_STRATEGIES = ("faithful", "fifo")
 EXECUTORS = ("refuse", "inline")
 DEFAULT_MAX_STEPS = 10_000_000
+# Seeded virtual CPU time per callback and timer overshoot under "faithful",
+# seconds, uniform in [lo, hi] (docs/design.md says why these numbers).
+DEFAULT_CPU = (0.0, 20e-6)
+DEFAULT_OVERSHOOT = (0.0, 100e-6)
+# The largest span one knob may take: far beyond any real callback or timer
+# lateness, far below where nanoseconds overflow.
+MAX_SPAN_S = 3600.0
 DEFAULT_MAX_TIME = 365 * 24 * 3600.0  # one virtual year
 GC_EVERY_STEPS = 10_007  # a fixed count, so collections fall on the same steps
 
@@ -70,20 +81,50 @@ def check_seconds(value: object, what: str, *, allow_zero: bool = True) -> float
     return seconds
 
 
+def check_span(value: object, what: str) -> tuple[float, float]:
+    """A (lo, hi) pair of seconds with 0 <= lo <= hi <= MAX_SPAN_S."""
+    if (
+        not isinstance(value, (tuple, list))
+        or len(value) != 2
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
+    ):
+        raise TypeError(f"{what} must be a pair (lo, hi) of seconds, not {value!r}")
+    lo, hi = (float(v) for v in value)
+    if not (0.0 <= lo <= hi <= MAX_SPAN_S):  # also false for NaN
+        raise ValueError(
+            f"{what} must satisfy 0 <= lo <= hi <= {MAX_SPAN_S:g} seconds, got {value!r}"
+        )
+    return lo, hi
+
+
+def span_ns(span: tuple[float, float]) -> tuple[int, int]:
+    return round(span[0] * 1e9), round(span[1] * 1e9)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """How each run of a simulation is set up; validated on construction."""
 
-    strategy: str = "random"
+    strategy: str = "faithful"
+    cpu: tuple[float, float] = DEFAULT_CPU
+    overshoot: tuple[float, float] = DEFAULT_OVERSHOOT
     max_steps: int = DEFAULT_MAX_STEPS
     max_time: float = DEFAULT_MAX_TIME
     executor: str = "refuse"
 
     def __post_init__(self) -> None:
         check_strategy(self.strategy)
+        # Normalised to float pairs, so a list or ints compare and print alike.
+        object.__setattr__(self, "cpu", check_span(self.cpu, "cpu"))
+        object.__setattr__(self, "overshoot", check_span(self.overshoot, "overshoot"))
         check_max_steps(self.max_steps)
         check_seconds(self.max_time, "max_time", allow_zero=False)
         check_executor(self.executor)
+
+    @property
+    def faithful(self) -> bool:
+        """Whether every schedule of this strategy is one asyncio could produce."""
+        return self.strategy in FAITHFUL_STRATEGIES
 
     @property
     def max_time_ns(self) -> int:

@@ -513,18 +513,25 @@ def _short(obj: Any) -> str:
 def new_event_loop(
     seed: int = 0,
     *,
-    strategy: str = "random",
+    strategy: str = "faithful",
+    cpu: tuple[float, float] | None = None,
+    overshoot: tuple[float, float] | None = None,
     max_steps: int | None = None,
     max_time: float | None = None,
     executor: str = "refuse",
 ) -> SimLoop:
     """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
-    loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio."""
+    loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
+    The keywords are simulate()'s; None keeps a knob's default."""
     kwargs: dict[str, Any] = {"strategy": strategy, "executor": executor}
-    if max_steps is not None:
-        kwargs["max_steps"] = max_steps
-    if max_time is not None:
-        kwargs["max_time"] = max_time
+    for name, value in (
+        ("cpu", cpu),
+        ("overshoot", overshoot),
+        ("max_steps", max_steps),
+        ("max_time", max_time),
+    ):
+        if value is not None:
+            kwargs[name] = value
     return SimLoop(check_seed(seed), RunConfig(**kwargs))
 
 

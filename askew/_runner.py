@@ -23,8 +23,10 @@ from typing import Any, TypeVar
 
 from . import _core
 from ._config import (
+    DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TIME,
+    DEFAULT_OVERSHOOT,
     GC_EVERY_STEPS,
     RunConfig,
     check_iterations,
@@ -67,7 +69,9 @@ def simulate(
     seed: int | Callable[..., Any] | None = None,
     iterations: int = 100,
     *,
-    strategy: str = "random",
+    strategy: str = "faithful",
+    cpu: tuple[float, float] = DEFAULT_CPU,
+    overshoot: tuple[float, float] = DEFAULT_OVERSHOOT,
     max_steps: int = DEFAULT_MAX_STEPS,
     max_time: float = DEFAULT_MAX_TIME,
     executor: str = "refuse",
@@ -77,8 +81,10 @@ def simulate(
 
     seed: the base seed (0 <= seed < 2**64); None draws a fresh one per run
     of the test, printed on failure. ASKEW_SEED and ASKEW_ITERATIONS in the
-    environment override both. strategy: "random" (default), "fifo" or
-    "shuffle". max_steps / max_time: per-run budgets (callbacks, virtual
+    environment override both. strategy: "faithful" (default: only
+    schedules asyncio could produce), "fifo", "interleave" or "shuffle".
+    cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
+    and of timer lateness under "faithful". max_steps / max_time: per-run budgets (callbacks, virtual
     seconds). executor="inline" runs run_in_executor work at a seeded step
     instead of refusing it. check_determinism runs every seed twice.
     """
@@ -92,7 +98,14 @@ def simulate(
     spec = _Spec(
         seed,
         iterations,
-        RunConfig(strategy=strategy, max_steps=max_steps, max_time=max_time, executor=executor),
+        RunConfig(
+            strategy=strategy,
+            cpu=cpu,
+            overshoot=overshoot,
+            max_steps=max_steps,
+            max_time=max_time,
+            executor=executor,
+        ),
         check_determinism,
     )
 

@@ -633,22 +633,26 @@ static PyObject *loop_mark_closed(struct askew_loop_state *self,
 
 static int strategy_from_name(PyObject *name, enum askew_strategy *out)
 {
+    static const struct {
+        const char *name;
+        enum askew_strategy strategy;
+    } names[] = {
+        {"faithful", ASKEW_STRATEGY_FIFO},
+        {"fifo", ASKEW_STRATEGY_FIFO},
+        {"interleave", ASKEW_STRATEGY_RANDOM},
+        {"shuffle", ASKEW_STRATEGY_SHUFFLE},
+    };
     if (PyUnicode_Check(name)) {
-        if (PyUnicode_CompareWithASCIIString(name, "random") == 0) {
-            *out = ASKEW_STRATEGY_RANDOM;
-            return 0;
-        }
-        if (PyUnicode_CompareWithASCIIString(name, "fifo") == 0) {
-            *out = ASKEW_STRATEGY_FIFO;
-            return 0;
-        }
-        if (PyUnicode_CompareWithASCIIString(name, "shuffle") == 0) {
-            *out = ASKEW_STRATEGY_SHUFFLE;
-            return 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            if (PyUnicode_CompareWithASCIIString(name, names[i].name) == 0) {
+                *out = names[i].strategy;
+                return 0;
+            }
         }
     }
     PyErr_Format(PyExc_ValueError,
-                 "strategy must be 'random', 'fifo' or 'shuffle', not %R", name);
+                 "strategy must be 'faithful', 'fifo', 'interleave' or 'shuffle', not %R",
+                 name);
     return -1;
 }
 
@@ -829,7 +833,7 @@ static int loop_set_node(struct askew_loop_state *self, PyObject *v, void *Py_UN
 
 static PyObject *loop_get_strategy(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
-    static const char *names[] = {"random", "fifo", "shuffle"};
+    static const char *names[] = {"interleave", "fifo", "shuffle"};
     return PyUnicode_FromString(names[self->sched.strategy]);
 }
 
