@@ -17,7 +17,7 @@ import sys
 import threading
 import types
 import weakref
-from asyncio import base_events, events, futures, tasks
+from asyncio import base_events, coroutines, events, futures, tasks
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
@@ -26,6 +26,7 @@ from ._config import (
     GC_EVERY_STEPS,
     RunConfig,
     check_seed,
+    span_ns,
 )
 from ._determinism import scope
 from .errors import BudgetExceeded, DeadlockError, NondeterminismError
@@ -66,12 +67,35 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self._own_scope = False
         self._random_state: Any = None
         self.slow_callback_duration = 0.1
+        # As asyncio's loops: PYTHONASYNCIODEBUG and -X dev turn debug on.
+        self.set_debug(coroutines._is_debug_mode())
         self._apply_config()
         self.reset(seed)
 
-    def _apply_config(self) -> None:
+    def _apply_config(self, *, budgets: bool = True) -> None:
+        """Hand the config to C; budgets=False lifts the step and time
+        budgets (teardown after a run that spent them)."""
         cfg = self._config
-        self._configure(cfg.strategy, cfg.max_steps, cfg.max_time_ns, GC_EVERY_STEPS)
+        self._configure(
+            cfg.strategy,
+            cfg.max_steps if budgets else 0,
+            cfg.max_time_ns if budgets else 0,
+            GC_EVERY_STEPS,
+            span_ns(cfg.cpu),
+            span_ns(cfg.overshoot),
+        )
+
+    # A test may replace loop.time on the instance (a mock clock), as it can
+    # on asyncio's loop, whose scheduler then obeys it: so does this one.
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "time":
+            self._set_time_view(value)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        object.__delattr__(self, name)
+        if name == "time":
+            self._set_time_view(None)
 
     def reset(self, seed: int) -> None:
         """Start a new run on this loop: clock at zero, streams from `seed`."""

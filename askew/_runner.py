@@ -27,7 +27,6 @@ from ._config import (
     DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TIME,
     DEFAULT_OVERSHOOT,
-    GC_EVERY_STEPS,
     RunConfig,
     check_iterations,
     check_seed,
@@ -84,9 +83,9 @@ def simulate(
     environment override both. strategy: "faithful" (default: only
     schedules asyncio could produce), "fifo", "interleave" or "shuffle".
     cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
-    and of timer lateness under "faithful". max_steps / max_time: per-run budgets (callbacks, virtual
-    seconds). executor="inline" runs run_in_executor work at a seeded step
-    instead of refusing it. check_determinism runs every seed twice.
+    and of timer lateness under "faithful". max_steps / max_time: per-run
+    budgets (callbacks, virtual seconds). executor="inline" runs
+    run_in_executor work at a seeded step instead of refusing it. check_determinism runs every seed twice.
     """
     if callable(seed) and not isinstance(seed, int):
         return simulate()(seed)  # used bare: @askew.simulate
@@ -287,7 +286,7 @@ def _teardown(loop: SimLoop, world: World) -> BaseException | None:
 
         # A run that failed on its step or time budget has spent it: lift both
         # while the cancelled tasks finish (settle() is bounded on its own).
-        loop._configure(loop._config.strategy, 0, 0, GC_EVERY_STEPS)
+        loop._apply_config(budgets=False)
         try:
             loop.run_until_complete(settle())
         except (KeyboardInterrupt, SystemExit):

@@ -61,6 +61,7 @@ askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *ca
     }
     h->seq = 0;
     h->node = -1;
+    h->incarnation = 0;
     h->cancelled = 0;
     h->is_timer = type == askew__TimerHandleType;
     h->queued = 0;
@@ -78,18 +79,12 @@ void askew__handle_clear_call(askew_handle *h)
     h->nargs = 0;
 }
 
-int askew__handle_run(askew_handle *h, askew_gate_fn gate, void *gate_ctx)
+int askew__handle_run(askew_handle *h)
 {
     if (h->callback == NULL)
         return 0; /* cancelled while queued */
     if (PyContext_Enter(h->context) < 0)
         return -1;
-    const int open = gate == NULL ? 1 : gate(gate_ctx);
-    if (open <= 0) {
-        if (PyContext_Exit(h->context) < 0 && open == 0)
-            return -1;
-        return open;
-    }
     /* A handle runs once: take its arguments out (and hold the callback), so
      * that the callback cancelling its own handle frees nothing in use. */
     PyObject *callback = Py_NewRef(h->callback);
@@ -268,7 +263,18 @@ static PyMethodDef timer_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* asyncio.Handle and asyncio.TimerHandle: what `__class__` reports, so that
+ * isinstance(h, asyncio.TimerHandle) holds as on asyncio's own loops (code
+ * checks it) while type(h) stays the C type that makes a step cheap. */
+static PyObject *asyncio_handle_classes[2];
+
+static PyObject *handle_get_class(askew_handle *h, void *Py_UNUSED(c))
+{
+    return Py_NewRef(asyncio_handle_classes[h->is_timer ? 1 : 0]);
+}
+
 static PyGetSetDef handle_getset[] = {
+    {"__class__", (getter)handle_get_class, NULL, NULL, NULL},
     {"_callback", (getter)handle_get_callback, NULL, NULL, NULL},
     {"_args", (getter)handle_get_args, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -319,6 +325,14 @@ static PyType_Spec timer_spec = {
 
 int askew__handle_types_init(PyObject *module)
 {
+    PyObject *events = PyImport_ImportModule("asyncio.events"); // new reference
+    if (events == NULL)
+        return -1;
+    asyncio_handle_classes[0] = PyObject_GetAttrString(events, "Handle");
+    asyncio_handle_classes[1] = PyObject_GetAttrString(events, "TimerHandle");
+    Py_DECREF(events);
+    if (asyncio_handle_classes[0] == NULL || asyncio_handle_classes[1] == NULL)
+        return -1;
     askew__HandleType =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &handle_spec, NULL);
     if (askew__HandleType == NULL)

@@ -22,7 +22,8 @@ typedef struct askew_handle {
     PyObject *args_tuple; /* when there are more args than fit inline */
     Py_ssize_t nargs;
     uint64_t seq;
-    int64_t node; /* the node that scheduled it, -1 for the world */
+    int64_t node; /* the node its context runs as, -1 for the world */
+    uint32_t incarnation;
     char cancelled;
     char is_timer;
     char queued; /* in the ready queue or the timer heap: holds a reference */
@@ -37,11 +38,8 @@ int askew__handle_types_init(PyObject *module);
 askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *callback,
                                 PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *context);
-/* Run it in its context: 0, or -1 with the callback's exception set. Once
- * inside the context, `gate` (if any) may veto the call: it returns 1 to
- * run, 0 to skip (a crashed node's work), -1 with an exception. */
-typedef int (*askew_gate_fn)(void *ctx);
-int askew__handle_run(askew_handle *h, askew_gate_fn gate, void *gate_ctx);
+/* Run it in its context: 0, or -1 with the callback's exception set. */
+int askew__handle_run(askew_handle *h);
 /* handle.cancel() from C. */
 void askew__handle_cancel(askew_handle *h);
 /* Drop the callback and arguments (cancel, or after running). */

@@ -35,6 +35,33 @@ static inline double ns_to_s(int64_t ns)
     return (double)ns / 1e9;
 }
 
+static int seconds_to_ns(double when, int64_t *out);
+
+/* loop.time() as the loop's own code must see it: the user's replacement
+ * when there is one. */
+static int loop_now(struct askew_loop_state *self, double *out)
+{
+    if (self->time_view == NULL) {
+        *out = ns_to_s(askew__loop_local_ns(self));
+        return 0;
+    }
+    PyObject *res = PyObject_CallNoArgs(self->time_view);
+    if (res == NULL)
+        return -1;
+    *out = PyFloat_AsDouble(res);
+    Py_DECREF(res);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Before a tick: where the user's clock says timers fall due. */
+static int update_view(struct askew_loop_state *self)
+{
+    double now;
+    if (self->time_view == NULL || loop_now(self, &now) < 0)
+        return self->time_view == NULL ? 0 : -1;
+    return seconds_to_ns(now, &self->sched.view_ns);
+}
+
 /* Loop seconds to a deadline in ns, rounded up so that when the timer fires
  * loop.time() >= when holds in float (asyncio.timeout relies on it). */
 static int seconds_to_ns(double when, int64_t *out)
@@ -192,14 +219,25 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
     if (h == NULL)
         return NULL;
     h->seq = ++self->handle_seq;
-    h->node = self->node_current;
+    /* The loop a callback belongs to is the node its context runs as: a
+     * future one node resolves wakes the waiting task in the waiter's loop. */
+    if (askew__net_context_node(self, context, &h->node, &h->incarnation) < 0) {
+        Py_DECREF(h);
+        return NULL;
+    }
     return h;
+}
+
+/* The scheduler's key for a handle's loop: 0 for the world, node + 1. */
+static inline uint64_t loop_key(const askew_handle *h)
+{
+    return (uint64_t)(h->node + 1);
 }
 
 /* Queue a handle to run in a later tick; the queue holds a reference. */
 static int push_ready(struct askew_loop_state *self, askew_handle *h)
 {
-    const int rc = askew_sched_push(&self->sched, h, h->seq);
+    const int rc = askew_sched_push(&self->sched, h, h->seq, loop_key(h));
     if (rc < 0) {
         askew__raise_engine(rc, "queueing a callback");
         return -1;
@@ -323,7 +361,10 @@ static PyObject *loop_call_later(struct askew_loop_state *self, PyObject *const 
     if (delay == -1.0 && PyErr_Occurred())
         return NULL;
     /* As asyncio: call_at(time() + delay), in float, in the node's clock. */
-    const double when = ns_to_s(askew__loop_local_ns(self)) + delay;
+    double now;
+    if (loop_now(self, &now) < 0)
+        return NULL;
+    const double when = now + delay;
     int64_t deadline_ns;
     if (askew__loop_local_when_to_ns(self, when, &deadline_ns) < 0)
         return NULL;
@@ -344,6 +385,21 @@ void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h)
 static PyObject *loop_time(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
 {
     return PyFloat_FromDouble(ns_to_s(askew__loop_local_ns(self)));
+}
+
+/* _set_time_view(fn or None): the user replaced loop.time on this loop (a
+ * test's mock clock). As on asyncio's loop, call_later then counts from it
+ * and timers fall due when it reaches them; the world's clock moves on as
+ * before. */
+static PyObject *loop_set_time_view(struct askew_loop_state *self, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "loop.time must be callable, not %R", fn);
+        return NULL;
+    }
+    Py_XSETREF(self->time_view, fn == Py_None ? NULL : Py_NewRef(fn));
+    self->sched.view_ns = INT64_MIN;
+    Py_RETURN_NONE;
 }
 
 static PyObject *loop_get_debug(struct askew_loop_state *self,
@@ -475,7 +531,7 @@ static int fire_timer(void *ctx, struct askew_timer *timer)
     case ASKEW_TIMER_KIND_HANDLE: {
         askew_handle *h = HANDLE_OF(timer);
         /* The heap's reference moves to the ready queue. */
-        const int rc = askew_sched_push(&self->sched, h, h->seq);
+        const int rc = askew_sched_push(&self->sched, h, h->seq, loop_key(h));
         if (rc < 0)
             Py_DECREF(h);
         return rc;
@@ -536,12 +592,17 @@ static int collect_garbage(struct askew_loop_state *self)
 
 /* Run until stop() or until the run cannot go on. Returns a status for
  * _loop.py to turn into an outcome: 0 stopped, 1 idle (nothing ready, no
- * timer), 2 the time budget, 3 the step budget. */
+ * timer), 2 the time budget, 3 the step budget. The step budget counts the
+ * steps of this call, so that the cleanup after a run that used it up (a
+ * Runner closing, tasks cancelled) gets a budget of its own. */
 static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
 {
     struct askew_sched *sched = &self->sched;
+    const uint64_t steps_end = sched->steps_max ? sched->steps + sched->steps_max : 0;
+    const int gated = askew__net_gated(self);
     for (;;) {
-        const askew_gate_fn gate = askew__net_gated(self) ? askew__net_gate : NULL;
+        if (update_view(self) < 0)
+            return NULL;
         const int rc = askew_sched_tick(sched, fire_timer, self);
         if (rc < 0) {
             if (!PyErr_Occurred())
@@ -558,10 +619,12 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
         while ((item = askew_sched_next(sched)) != NULL) {
             askew_handle *h = item;
             h->queued = 0;
-            if (h->callback != NULL) {
+            /* A crashed incarnation's work is skipped: a power cut runs
+             * nothing. */
+            if (h->callback != NULL &&
+                (!gated || askew__net_alive(self, h->node, h->incarnation))) {
                 self->node_current = h->node;
-                if (askew__handle_run(h, gate, self) < 0 &&
-                    callback_failed(self, h) < 0) {
+                if (askew__handle_run(h) < 0 && callback_failed(self, h) < 0) {
                     Py_DECREF(h);
                     self->node_current = -1;
                     return NULL;
@@ -572,7 +635,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
                 self->node_current = -1;
                 return NULL;
             }
-            if (sched->steps_max && sched->steps >= sched->steps_max) {
+            if (steps_end && sched->steps >= steps_end) {
                 self->node_current = -1;
                 return PyLong_FromLong(3);
             }
@@ -637,9 +700,9 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
         const char *name;
         enum askew_strategy strategy;
     } names[] = {
-        {"faithful", ASKEW_STRATEGY_FIFO},
+        {"faithful", ASKEW_STRATEGY_FAITHFUL},
         {"fifo", ASKEW_STRATEGY_FIFO},
-        {"interleave", ASKEW_STRATEGY_RANDOM},
+        {"interleave", ASKEW_STRATEGY_INTERLEAVE},
         {"shuffle", ASKEW_STRATEGY_SHUFFLE},
     };
     if (PyUnicode_Check(name)) {
@@ -650,20 +713,22 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
             }
         }
     }
-    PyErr_Format(PyExc_ValueError,
-                 "strategy must be 'faithful', 'fifo', 'interleave' or 'shuffle', not %R",
-                 name);
+    PyErr_Format(
+        PyExc_ValueError,
+        "strategy must be 'faithful', 'fifo', 'interleave' or 'shuffle', not %R", name);
     return -1;
 }
 
-/* _configure(strategy, steps_max, time_max_ns, gc_every): validated in
- * _config.py; only the strategy name is checked again here. */
+/* _configure(strategy, steps_max, time_max_ns, gc_every, cpu_ns, overshoot_ns),
+ * the last two (lo, hi) pairs: validated in _config.py; only the strategy
+ * name is checked again here. */
 static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 {
     PyObject *strategy;
     unsigned long long steps_max, gc_every;
-    long long time_max_ns;
-    if (!PyArg_ParseTuple(args, "OKLK", &strategy, &steps_max, &time_max_ns, &gc_every))
+    long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi;
+    if (!PyArg_ParseTuple(args, "OKLK(LL)(LL)", &strategy, &steps_max, &time_max_ns,
+                          &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi))
         return NULL;
     enum askew_strategy s;
     if (strategy_from_name(strategy, &s) < 0)
@@ -674,6 +739,10 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
         return NULL;
     }
     self->sched.strategy = s;
+    self->sched.cpu_ns_lo = cpu_lo;
+    self->sched.cpu_ns_hi = cpu_hi;
+    self->sched.overshoot_ns_lo = os_lo;
+    self->sched.overshoot_ns_hi = os_hi;
     self->sched.steps_max = steps_max;
     self->sched.time_max_ns = time_max_ns;
     self->gc_every = gc_every;
@@ -753,6 +822,7 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     Py_VISIT(self->task_factory);
     Py_VISIT(self->gc_collect);
     Py_VISIT(self->future_kwargs);
+    Py_VISIT(self->time_view);
     return askew__net_traverse(self, visit, arg);
 }
 
@@ -762,6 +832,7 @@ static int loop_clear_refs(struct askew_loop_state *self)
     Py_CLEAR(self->task_factory);
     Py_CLEAR(self->gc_collect);
     Py_CLEAR(self->future_kwargs);
+    Py_CLEAR(self->time_view);
     return 0;
 }
 
@@ -833,7 +904,7 @@ static int loop_set_node(struct askew_loop_state *self, PyObject *v, void *Py_UN
 
 static PyObject *loop_get_strategy(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
-    static const char *names[] = {"interleave", "fifo", "shuffle"};
+    static const char *names[] = {"faithful", "fifo", "interleave", "shuffle"};
     return PyUnicode_FromString(names[self->sched.strategy]);
 }
 
@@ -860,6 +931,7 @@ static PyMethodDef loop_methods[] = {
     {"_next_task_seq", (PyCFunction)loop_next_task_seq, METH_O, NULL},
     {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
     {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
+    {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
     {"_reset", (PyCFunction)loop_reset, METH_O, NULL},
     {"_clear", (PyCFunction)loop_clear, METH_NOARGS, NULL},
     {"_mark_closed", (PyCFunction)loop_mark_closed, METH_NOARGS, NULL},

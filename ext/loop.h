@@ -28,6 +28,7 @@ struct askew_loop_state {
     PyObject *task_factory;
     PyObject *gc_collect;
     PyObject *future_kwargs; /* {"loop": self}, for create_future */
+    PyObject *time_view;     /* a user's replacement of loop.time, or NULL */
     struct askew_skew *skews;
     size_t skews_len;
     struct askew_network *net;
@@ -72,7 +73,12 @@ void askew__net_drop_timer(struct askew_timer *timer);
 void askew__net_clear(struct askew_loop_state *self);
 /* Whether callbacks carry a node (the world set its context variable). */
 int askew__net_gated(struct askew_loop_state *self);
-int askew__net_gate(void *ctx);
+/* The node (-1 for the world) and incarnation a context runs as; NULL is
+ * the running context. 0, or -1 with an exception. */
+int askew__net_context_node(struct askew_loop_state *self, PyObject *context,
+                            int64_t *node, uint32_t *incarnation);
+/* Whether that incarnation is the live one (the world always is). */
+int askew__net_alive(struct askew_loop_state *self, int64_t node, uint32_t incarnation);
 int askew__net_types_init(PyObject *module);
 extern PyMethodDef askew__net_methods[];
 

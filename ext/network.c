@@ -336,10 +336,8 @@ void askew__net_drop_timer(struct askew_timer *timer)
     ASKEW_ASSERT(timer->kind != ASKEW_TIMER_KIND_MESSAGE);
 }
 
-/* The node running a callback, from its context: 1 to run, 0 when it
- * belongs to a crashed incarnation (a power cut runs nothing), -1 on error. */
-/* The node a token (id << 32 | incarnation) names, and whether that
- * incarnation is the live one: a crashed one runs nothing, sends nothing. */
+/* A node's token is id << 32 | incarnation; a crashed incarnation runs
+ * nothing and sends nothing. */
 static int token_alive(struct askew_loop_state *self, long long token, uint32_t *node)
 {
     *node = (uint32_t)(token >> 32);
@@ -350,24 +348,42 @@ static int token_alive(struct askew_loop_state *self, long long token, uint32_t 
     return alive && incarnation == (uint32_t)token;
 }
 
-int askew__net_gate(void *ctx)
+int askew__net_context_node(struct askew_loop_state *self, PyObject *context,
+                            int64_t *node, uint32_t *incarnation)
 {
-    struct askew_loop_state *self = ctx;
-    PyObject *value;
-    if (PyContextVar_Get(self->net->node_var, NULL, &value) < 0)
-        return -1;
-    self->node_current = -1;
+    *node = -1;
+    *incarnation = 0;
+    if (!askew__net_gated(self))
+        return 0;
+    PyObject *var = self->net->node_var, *value = NULL;
+    /* The running context answers from the variable's cache; any other is a
+     * lookup in its mapping (a future resolved for another task). */
+    if (context == NULL || context == PyThreadState_Get()->context) {
+        if (PyContextVar_Get(var, NULL, &value) < 0)
+            return -1;
+    } else {
+        const int has = PySequence_Contains(context, var);
+        if (has < 0)
+            return -1;
+        if (has && (value = PyObject_GetItem(context, var)) == NULL)
+            return -1;
+    }
     if (value == NULL)
-        return 1; /* the world's own code */
+        return 0; /* the world's own code */
     const long long token = PyLong_AsLongLong(value);
     Py_DECREF(value);
     if (token == -1 && PyErr_Occurred())
         return -1;
-    uint32_t node;
-    if (!token_alive(self, token, &node))
-        return 0;
-    self->node_current = node;
-    return 1;
+    *node = (int64_t)(token >> 32);
+    *incarnation = (uint32_t)token;
+    return 0;
+}
+
+int askew__net_alive(struct askew_loop_state *self, int64_t node, uint32_t incarnation)
+{
+    uint32_t id;
+    return node < 0 ||
+           token_alive(self, (long long)((uint64_t)node << 32 | incarnation), &id);
 }
 
 int askew__net_gated(struct askew_loop_state *self)

@@ -25,8 +25,11 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
+
+from askew._config import DEFAULT_CPU, DEFAULT_OVERSHOOT
 
 PY312 = sys.version_info >= (3, 12)
 PY313 = sys.version_info >= (3, 13)
@@ -166,17 +169,11 @@ class _LoopBehaviour:
         with pytest.raises(RuntimeError, match="no running event loop"):
             asyncio.get_running_loop()
 
-    # The one allowed difference: askew's handles are C types that duck-type
-    # asyncio.Handle and asyncio.TimerHandle (as uvloop's do) rather than
-    # subclass them, so the stock loop checks the classes and SimLoop the API.
-    handles_are_asyncio_subclasses = True
-
     def test_call_soon_returns_a_handle_and_call_later_a_timer_handle(self) -> None:
         h = self.loop.call_soon(lambda: None)
         th = self.loop.call_later(1, lambda: None)
-        if self.handles_are_asyncio_subclasses:
-            assert isinstance(h, asyncio.Handle)
-            assert isinstance(th, asyncio.TimerHandle)
+        assert isinstance(h, asyncio.Handle) and not isinstance(h, asyncio.TimerHandle)
+        assert isinstance(th, asyncio.TimerHandle) and isinstance(th, asyncio.Handle)
         for attr in ("cancel", "cancelled"):
             assert callable(getattr(h, attr)) and callable(getattr(th, attr))
         assert isinstance(th.when(), float)
@@ -2127,22 +2124,78 @@ class TestStockLoop(_LoopBehaviour):
         return asyncio.new_event_loop()
 
 
-def _new_sim_loop() -> asyncio.AbstractEventLoop:
+def _new_sim_loop(strategy: str = "faithful") -> asyncio.AbstractEventLoop:
     import askew
 
-    loop: asyncio.AbstractEventLoop = askew.new_event_loop(seed=12345)
+    loop: asyncio.AbstractEventLoop = askew.new_event_loop(seed=12345, strategy=strategy)
     return loop
 
 
-class TestSimLoop(_LoopBehaviour):
-    clock_slack = 0.0  # virtual time: a timer fires exactly at its deadline, never before
-    handles_are_asyncio_subclasses = False
+class _SimLoopBehaviour(_LoopBehaviour):
+    """What every strategy of SimLoop adds to the conformance body."""
+
+    clock_slack = 0.0  # virtual time: a timer never fires before its deadline
+
+    def test_virtual_time_starts_at_zero(self) -> None:
+        assert self.loop.time() == 0.0
+
+    def test_a_patched_time_on_the_loop_instance_drives_its_timers(self) -> None:
+        # As on asyncio's loop (aiolimiter's tests do this): call_later counts
+        # from the replacement, and timers fall due when it reaches them.
+        mock_now = [100.0]
+        fired: list[float] = []
+
+        async def main() -> None:
+            with mock.patch.object(self.loop, "time", lambda: mock_now[0]):
+                self.loop.call_later(2, lambda: fired.append(self.loop.time()))
+                await asyncio.sleep(0)
+                assert fired == []
+                mock_now[0] = 103.0
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                assert fired == [103.0]
+            assert self.loop.time() < 1.0  # the replacement is gone
+
+        self.run(main())
+
+    def test_pythonasynciodebug_turns_debug_on(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("PYTHONASYNCIODEBUG", "1")
+        loop = self.new_loop()
+        try:
+            assert loop.get_debug()
+        finally:
+            loop.close()
+
+
+class TestSimLoop(_SimLoopBehaviour):
+    """The default, faithful strategy: asyncio's order, with time passing as
+    code runs and timers firing a little after their deadline."""
 
     def new_loop(self) -> asyncio.AbstractEventLoop:
         return _new_sim_loop()
 
-    def test_virtual_time_starts_at_zero(self) -> None:
-        assert self.loop.time() == 0.0
+    def test_sleep_advances_virtual_time_by_the_delay_and_at_most_a_wake_up_later(
+        self,
+    ) -> None:
+        async def main() -> float:
+            await asyncio.sleep(3600)
+            return self.loop.time()
+
+        overshoot_max, cpu_max = DEFAULT_OVERSHOOT[1], DEFAULT_CPU[1]
+        assert 3600.0 < self.run(main()) <= 3600.0 + overshoot_max + 3 * cpu_max
+
+    def test_a_timer_fires_after_its_deadline_never_before(self) -> None:
+        fired: list[float] = []
+        self.loop.call_at(12.5, lambda: fired.append(self.loop.time()))
+        self.run(asyncio.sleep(20))
+        assert len(fired) == 1 and 12.5 <= fired[0] <= 12.5 + DEFAULT_OVERSHOOT[1]
+
+
+class TestFifoSimLoop(_SimLoopBehaviour):
+    """strategy="fifo": asyncio's order with no CPU time and no overshoot."""
+
+    def new_loop(self) -> asyncio.AbstractEventLoop:
+        return _new_sim_loop(strategy="fifo")
 
     def test_sleep_advances_virtual_time_by_exactly_the_delay(self) -> None:
         async def main() -> float:

@@ -98,16 +98,26 @@ void askew_heap_remove(struct askew_heap *heap, struct askew_timer *timer);
 
 /* ---- sched.c: the ready queue, strategies, budgets ---------------------- */
 
+/* How a tick's batch is ordered (DESIGN §2, "Strategies"). */
 enum askew_strategy {
-    ASKEW_STRATEGY_RANDOM = 0, /* independent steps interleave by PRNG */
-    ASKEW_STRATEGY_FIFO = 1,   /* asyncio's order */
-    ASKEW_STRATEGY_SHUFFLE = 2 /* the whole batch permuted */
+    /* Each loop (key) runs asyncio's order exactly; across keys, steps
+     * interleave by the PRNG; every step costs seeded CPU time and the clock
+     * wakes a seeded overshoot after a deadline. Only schedules asyncio can
+     * produce. */
+    ASKEW_STRATEGY_FAITHFUL = 0,
+    ASKEW_STRATEGY_FIFO = 1,       /* asyncio's order, no cost, no overshoot */
+    ASKEW_STRATEGY_INTERLEAVE = 2, /* independent steps interleave by PRNG */
+    ASKEW_STRATEGY_SHUFFLE = 3     /* the whole batch permuted */
 };
 
+/* A queued item. Its key names the event loop it belongs to (under askew's
+ * world, a node + 1; 0 for the world or a bare loop). `group` is what a
+ * batch is grouped by, FIFO within a group: the key under faithful, the step
+ * that pushed it under interleave. */
 struct askew_ready {
     void *item;
-    uint64_t seq;   /* the item's creation number, fed to the trace */
-    uint64_t group; /* the step that scheduled it: FIFO holds within one */
+    uint64_t seq; /* the item's creation number, fed to the trace */
+    uint64_t group;
 };
 
 struct askew_run_group {
@@ -150,17 +160,35 @@ void askew_trace_mix(struct askew_trace *trace, uint64_t value);
 /* The i-th most recent event, 0 = newest; NULL when there is none. */
 const struct askew_event *askew_trace_recent(const struct askew_trace *trace, size_t i);
 
+/* Where each key's run of items starts while a faithful batch is built;
+ * `stamp` says which batch the entry belongs to, so the table is never
+ * cleared. */
+struct askew_key_slot {
+    uint64_t stamp;
+    size_t group;
+};
+
 struct askew_sched {
     uint64_t seed;
     struct askew_rng rng; /* the scheduling stream */
     enum askew_strategy strategy;
     int64_t now_ns;
+    /* Timers with deadline_ns <= max(now_ns, view_ns) are due: a loop whose
+     * time() the user replaced sets it to that clock (INT64_MIN when not). */
+    int64_t view_ns;
     uint64_t steps;
     uint64_t steps_max;  /* 0 = unbounded */
     int64_t time_max_ns; /* 0 = unbounded */
+    /* Faithful only: virtual CPU time per step and clock overshoot after a
+     * deadline, uniform in [lo, hi] ns; hi == 0 draws nothing. */
+    int64_t cpu_ns_lo;
+    int64_t cpu_ns_hi;
+    int64_t overshoot_ns_lo;
+    int64_t overshoot_ns_hi;
     uint64_t timer_seq;  /* next timer seq */
-    uint64_t group_now;  /* group of the step running now */
+    uint64_t group_now;  /* group of the step running now (interleave) */
     uint64_t group_next; /* next fresh group id */
+    uint64_t batches;    /* batches built: the stamp of key_slots */
     struct askew_heap timers;
     /* pending: a ring of items waiting for the next tick */
     struct askew_ready *ring;
@@ -171,10 +199,14 @@ struct askew_sched {
     struct askew_ready *batch;
     size_t batch_len;
     size_t batch_cap;
-    size_t batch_pos; /* fifo/shuffle cursor */
+    size_t batch_pos;           /* fifo/shuffle cursor */
+    struct askew_ready *sorted; /* scratch: a faithful batch grouped by key */
+    size_t sorted_cap;
     struct askew_run_group *groups;
     size_t groups_len;
     size_t groups_cap;
+    struct askew_key_slot *key_slots; /* indexed by key */
+    size_t key_slots_cap;
     struct askew_timer **fired; /* scratch for the timers of one tick */
     size_t fired_cap;
     struct askew_trace trace;
@@ -184,9 +216,9 @@ int askew_sched_init(struct askew_sched *sched);
 void askew_sched_free(struct askew_sched *sched);
 /* Start a run: clock at 0, streams from `seed`, queues must be empty. */
 void askew_sched_reset(struct askew_sched *sched, uint64_t seed);
-/* Queue an item (never NULL) for a later tick; FIFO with its siblings of the
- * same step. */
-int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq);
+/* Queue an item (never NULL) of loop `key` for a later tick. Keys are small
+ * (the scheduler keeps a table indexed by them). */
+int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq, uint64_t key);
 /* Schedule a timer (deadline_ns must be set); assigns its seq. */
 int askew_sched_timer_add(struct askew_sched *sched, struct askew_timer *timer);
 void askew_sched_timer_cancel(struct askew_sched *sched, struct askew_timer *timer);
@@ -198,13 +230,16 @@ enum askew_tick {
 };
 
 /* Begin a tick: fire the timers that are due (advancing the clock to the
- * earliest one when nothing is ready), then fix the batch. Fired timers are
- * handed to `fire` in PRNG order; `fire` usually pushes its owner's work.
+ * earliest one, plus the overshoot under faithful, when nothing is ready),
+ * then fix the batch, as asyncio's _run_once does. Fired timers are handed
+ * to `fire` in (deadline, seq) order (under interleave and shuffle, equal
+ * deadlines in PRNG order); `fire` usually pushes its owner's work.
  * Returns an `enum askew_tick` or a negative errno. */
 typedef int (*askew_fire_fn)(void *ctx, struct askew_timer *timer);
 int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx);
 /* The next item of the current batch by the strategy, or NULL when the
- * batch is done. Counts one step and makes it the group of later pushes. */
+ * batch is done. Counts one step, charges its CPU time under faithful, and
+ * makes it the group of later pushes under interleave. */
 void *askew_sched_next(struct askew_sched *sched);
 /* Items still queued for the current tick plus later ones. */
 size_t askew_sched_pending(const struct askew_sched *sched);

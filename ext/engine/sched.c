@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The scheduler: the ready queue, the strategies that order a tick's batch,
  * and the tick itself (fire due timers, move the clock to the next timer
- * when nothing is ready). As in asyncio, work queued during a tick runs in a
- * later tick; under the "random" strategy the items queued by one step keep
- * their order and independent steps interleave by the scheduling stream.
- * Never reads the host clock, never calls back into Python itself. */
+ * when nothing is ready). A tick is asyncio's _run_once: work queued while a
+ * batch runs waits for the next tick. Under "faithful" the batch is grouped
+ * by event loop (key), each group runs in FIFO order, the group of each step
+ * is drawn from the scheduling stream, every step costs seeded virtual CPU
+ * time and the clock wakes a seeded overshoot after a deadline: only
+ * schedules that asyncio processes on some machine could produce. Never
+ * reads the host clock, never calls back into Python itself. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +42,9 @@ void askew_sched_free(struct askew_sched *sched)
     askew_heap_free(&sched->timers);
     free(sched->ring);
     free(sched->batch);
+    free(sched->sorted);
     free(sched->groups);
+    free(sched->key_slots);
     free(sched->fired);
     memset(sched, 0, sizeof *sched);
 }
@@ -50,6 +55,7 @@ void askew_sched_reset(struct askew_sched *sched, uint64_t seed)
     sched->seed = seed;
     askew_rng_seed(&sched->rng, askew_seed_stream(seed, ASKEW_STREAM_SCHED));
     sched->now_ns = 0;
+    sched->view_ns = INT64_MIN;
     sched->steps = 0;
     sched->timer_seq = 0;
     sched->group_now = 0;
@@ -59,7 +65,7 @@ void askew_sched_reset(struct askew_sched *sched, uint64_t seed)
     askew_trace_reset(&sched->trace);
 }
 
-int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq)
+int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq, uint64_t key)
 {
     if (sched->ring_len == sched->ring_cap) {
         /* Unroll the ring into a larger array, oldest first. */
@@ -78,7 +84,7 @@ int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq)
         &sched->ring[(sched->ring_head + sched->ring_len) % sched->ring_cap];
     slot->item = item;
     slot->seq = seq;
-    slot->group = sched->group_now;
+    slot->group = sched->strategy == ASKEW_STRATEGY_INTERLEAVE ? sched->group_now : key;
     sched->ring_len++;
     return 0;
 }
@@ -94,16 +100,33 @@ void askew_sched_timer_cancel(struct askew_sched *sched, struct askew_timer *tim
     askew_heap_remove(&sched->timers, timer);
 }
 
+static int grouped(const struct askew_sched *sched)
+{
+    return sched->strategy == ASKEW_STRATEGY_FAITHFUL ||
+           sched->strategy == ASKEW_STRATEGY_INTERLEAVE;
+}
+
 size_t askew_sched_pending(const struct askew_sched *sched)
 {
     size_t left = sched->ring_len;
-    if (sched->strategy == ASKEW_STRATEGY_RANDOM) {
+    if (grouped(sched)) {
         for (size_t g = 0; g < sched->groups_len; g++)
             left += sched->groups[g].end - sched->groups[g].pos;
     } else {
         left += sched->batch_len - sched->batch_pos;
     }
     return left;
+}
+
+/* Uniform in [lo, hi] ns from the scheduling stream, folded into the trace;
+ * nothing drawn when the span is empty. */
+static int64_t draw_span(struct askew_sched *sched, int64_t lo, int64_t hi)
+{
+    if (hi <= lo)
+        return lo;
+    const int64_t v = askew_rng_range(&sched->rng, lo, hi);
+    askew_trace_mix(&sched->trace, (uint64_t)v);
+    return v;
 }
 
 static void shuffle_timers(struct askew_sched *sched, struct askew_timer **t, size_t n)
@@ -116,28 +139,34 @@ static void shuffle_timers(struct askew_sched *sched, struct askew_timer **t, si
     }
 }
 
-/* Pop every due timer; those sharing a deadline fire in PRNG order (asyncio
- * leaves their order undefined), earlier deadlines first. */
+/* Pop every due timer, earlier deadlines first and equal deadlines in
+ * registration order, as asyncio's heap of (when, ...) gives them. The
+ * strategies that may leave asyncio's orders draw the order of ties. */
 static int fire_due(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
 {
+    const int64_t due_ns =
+        sched->view_ns > sched->now_ns ? sched->view_ns : sched->now_ns;
     size_t n = 0;
     struct askew_timer *top;
     while ((top = askew_heap_peek(&sched->timers)) != NULL &&
-           top->deadline_ns <= sched->now_ns) {
+           top->deadline_ns <= due_ns) {
         int rc = grow((void **)&sched->fired, &sched->fired_cap, n + 1,
                       sizeof *sched->fired);
         if (rc < 0)
             return rc;
         sched->fired[n++] = askew_heap_pop(&sched->timers);
     }
-    for (size_t start = 0; start < n;) {
-        size_t end = start + 1;
-        while (end < n &&
-               sched->fired[end]->deadline_ns == sched->fired[start]->deadline_ns)
-            end++;
-        if (end - start > 1)
-            shuffle_timers(sched, sched->fired + start, end - start);
-        start = end;
+    if (sched->strategy == ASKEW_STRATEGY_INTERLEAVE ||
+        sched->strategy == ASKEW_STRATEGY_SHUFFLE) {
+        for (size_t start = 0; start < n;) {
+            size_t end = start + 1;
+            while (end < n &&
+                   sched->fired[end]->deadline_ns == sched->fired[start]->deadline_ns)
+                end++;
+            if (end - start > 1)
+                shuffle_timers(sched, sched->fired + start, end - start);
+            start = end;
+        }
     }
     for (size_t i = 0; i < n; i++) {
         struct askew_timer *t = sched->fired[i];
@@ -156,6 +185,92 @@ static int fire_due(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
     return 0;
 }
 
+static int add_group(struct askew_sched *sched, size_t pos, size_t end)
+{
+    const int rc = grow((void **)&sched->groups, &sched->groups_cap,
+                        sched->groups_len + 1, sizeof *sched->groups);
+    if (rc < 0)
+        return rc;
+    sched->groups[sched->groups_len].pos = pos;
+    sched->groups[sched->groups_len].end = end;
+    sched->groups_len++;
+    return 0;
+}
+
+/* Items pushed by one step are contiguous: each run is a group. */
+static int group_runs(struct askew_sched *sched)
+{
+    for (size_t i = 0; i < sched->batch_len; i++) {
+        if (i > 0 && sched->batch[i].group == sched->batch[i - 1].group) {
+            sched->groups[sched->groups_len - 1].end = i + 1;
+            continue;
+        }
+        const int rc = add_group(sched, i, i + 1);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Group the batch by key, keeping FIFO order within each key (a stable
+ * counting sort): groups come in the order their keys first appear. One
+ * key, the common case of a bare loop, costs one pass. */
+static int group_keys(struct askew_sched *sched)
+{
+    const size_t n = sched->batch_len;
+    struct askew_ready *batch = sched->batch;
+    size_t i = 1;
+    while (i < n && batch[i].group == batch[0].group)
+        i++;
+    if (i == n)
+        return add_group(sched, 0, n);
+    uint64_t key_max = 0;
+    for (i = 0; i < n; i++)
+        key_max = batch[i].group > key_max ? batch[i].group : key_max;
+    const size_t slots_had = sched->key_slots_cap;
+    int rc = grow((void **)&sched->key_slots, &sched->key_slots_cap,
+                  (size_t)key_max + 1, sizeof *sched->key_slots);
+    if (rc == 0 && sched->key_slots_cap > slots_had) /* stamp 0: never used */
+        memset(sched->key_slots + slots_had, 0,
+               (sched->key_slots_cap - slots_had) * sizeof *sched->key_slots);
+    if (rc == 0)
+        rc =
+            grow((void **)&sched->sorted, &sched->sorted_cap, n, sizeof *sched->sorted);
+    if (rc < 0)
+        return rc;
+    const uint64_t stamp = ++sched->batches;
+    /* Count each key's items into its group's `end`. */
+    for (i = 0; i < n; i++) {
+        struct askew_key_slot *slot = &sched->key_slots[batch[i].group];
+        if (slot->stamp != stamp) {
+            slot->stamp = stamp;
+            slot->group = sched->groups_len;
+            rc = add_group(sched, 0, 0);
+            if (rc < 0)
+                return rc;
+        }
+        sched->groups[slot->group].end++;
+    }
+    /* Counts to extents, then place each item at its group's cursor. */
+    size_t at = 0;
+    for (size_t g = 0; g < sched->groups_len; g++) {
+        const size_t count = sched->groups[g].end;
+        sched->groups[g].pos = sched->groups[g].end = at;
+        at += count;
+    }
+    for (i = 0; i < n; i++)
+        sched->sorted[sched->groups[sched->key_slots[batch[i].group].group].end++] =
+            batch[i];
+    /* The sorted copy becomes the batch; the old array is the next scratch. */
+    struct askew_ready *sorted = sched->sorted;
+    const size_t sorted_cap = sched->sorted_cap;
+    sched->sorted = sched->batch;
+    sched->sorted_cap = sched->batch_cap;
+    sched->batch = sorted;
+    sched->batch_cap = sorted_cap;
+    return 0;
+}
+
 static int build_batch(struct askew_sched *sched)
 {
     const size_t n = sched->ring_len;
@@ -170,22 +285,10 @@ static int build_batch(struct askew_sched *sched)
     sched->batch_pos = 0;
     sched->groups_len = 0;
     switch (sched->strategy) {
-    case ASKEW_STRATEGY_RANDOM:
-        /* Items pushed by one step are contiguous: each run is a group. */
-        for (size_t i = 0; i < n; i++) {
-            if (i > 0 && sched->batch[i].group == sched->batch[i - 1].group) {
-                sched->groups[sched->groups_len - 1].end = i + 1;
-                continue;
-            }
-            rc = grow((void **)&sched->groups, &sched->groups_cap,
-                      sched->groups_len + 1, sizeof *sched->groups);
-            if (rc < 0)
-                return rc;
-            sched->groups[sched->groups_len].pos = i;
-            sched->groups[sched->groups_len].end = i + 1;
-            sched->groups_len++;
-        }
-        break;
+    case ASKEW_STRATEGY_FAITHFUL:
+        return group_keys(sched);
+    case ASKEW_STRATEGY_INTERLEAVE:
+        return group_runs(sched);
     case ASKEW_STRATEGY_SHUFFLE:
         for (size_t i = n; i > 1; i--) {
             const size_t j = (size_t)askew_rng_below(&sched->rng, i);
@@ -217,7 +320,13 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
             return ASKEW_TICK_IDLE;
         if (sched->time_max_ns > 0 && next->deadline_ns > sched->time_max_ns)
             return ASKEW_TICK_TIME_MAX;
-        sched->now_ns = next->deadline_ns;
+        /* A loop that slept until a deadline wakes a little after it, never
+         * before: the overshoot of a real select() or epoll_wait(). */
+        int64_t wake_ns = next->deadline_ns;
+        if (sched->strategy == ASKEW_STRATEGY_FAITHFUL && wake_ns < INT64_MAX / 2)
+            wake_ns += draw_span(sched, sched->overshoot_ns_lo, sched->overshoot_ns_hi);
+        if (wake_ns > sched->now_ns)
+            sched->now_ns = wake_ns;
         askew_trace_mix(&sched->trace, (uint64_t)sched->now_ns);
         rc = fire_due(sched, fire, ctx);
         if (rc < 0)
@@ -230,7 +339,7 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
 void *askew_sched_next(struct askew_sched *sched)
 {
     struct askew_ready *r;
-    if (sched->strategy == ASKEW_STRATEGY_RANDOM) {
+    if (grouped(sched)) {
         if (sched->groups_len == 0)
             goto done;
         size_t g = 0;
@@ -250,6 +359,9 @@ void *askew_sched_next(struct askew_sched *sched)
     sched->steps++;
     sched->group_now = ++sched->group_next;
     askew_trace_mix(&sched->trace, r->seq);
+    /* Code takes time to run: the step's CPU time passes before the next. */
+    if (sched->strategy == ASKEW_STRATEGY_FAITHFUL && sched->cpu_ns_hi > 0)
+        sched->now_ns += draw_span(sched, sched->cpu_ns_lo, sched->cpu_ns_hi);
     return r->item;
 done:
     sched->group_now = 0;
@@ -259,15 +371,31 @@ done:
 void askew_sched_clear(struct askew_sched *sched, void (*drop)(void *item),
                        void (*drop_timer)(struct askew_timer *timer))
 {
-    void *item;
-    while ((item = askew_sched_next(sched)) != NULL)
-        drop(item);
-    for (size_t i = 0; i < sched->ring_len; i++)
-        drop(sched->ring[(sched->ring_head + i) % sched->ring_cap].item);
-    sched->ring_len = 0;
+    /* One item at a time, each taken off its queue before it is dropped: a
+     * drop may run code (a finalizer) that queues more, which must find the
+     * queues consistent, and which is dropped in turn. Nothing is drawn. */
+    for (;;) {
+        if (grouped(sched) && sched->groups_len > 0) {
+            struct askew_run_group *grp = &sched->groups[sched->groups_len - 1];
+            void *item = sched->batch[grp->pos++].item;
+            if (grp->pos == grp->end)
+                sched->groups_len--;
+            drop(item);
+        } else if (!grouped(sched) && sched->batch_pos < sched->batch_len) {
+            drop(sched->batch[sched->batch_pos++].item);
+        } else if (sched->ring_len > 0) {
+            void *item = sched->ring[sched->ring_head].item;
+            sched->ring_head = (sched->ring_head + 1) % sched->ring_cap;
+            sched->ring_len--;
+            drop(item);
+        } else {
+            struct askew_timer *t = askew_heap_pop(&sched->timers);
+            if (t == NULL)
+                break;
+            drop_timer(t);
+        }
+    }
+    sched->batch_len = sched->batch_pos = sched->groups_len = 0;
     sched->ring_head = 0;
-    struct askew_timer *t;
-    while ((t = askew_heap_pop(&sched->timers)) != NULL)
-        drop_timer(t);
     sched->group_now = 0;
 }

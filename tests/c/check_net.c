@@ -682,7 +682,7 @@ static int fire_message(void *ctx, struct askew_timer *timer)
     if (err < 0 || d.outcome != ASKEW_NET_DELIVERED)
         return err;
     /* The item is never dereferenced; ids start at 1, so it is not NULL. */
-    return askew_sched_push(&h.sched, (void *)(uintptr_t)d.id, d.id);
+    return askew_sched_push(&h.sched, (void *)(uintptr_t)d.id, d.id, 0);
 }
 
 static uint64_t ticked_run_hash(uint64_t seed)
