@@ -68,7 +68,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self._random_state: Any = None
         self.slow_callback_duration = 0.1
         # As asyncio's loops: PYTHONASYNCIODEBUG and -X dev turn debug on.
-        self.set_debug(coroutines._is_debug_mode())
+        self.set_debug(coroutines._is_debug_mode())  # type: ignore[attr-defined]
         self._apply_config()
         self.reset(seed)
 

@@ -85,7 +85,8 @@ def simulate(
     cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
     and of timer lateness under "faithful". max_steps / max_time: per-run
     budgets (callbacks, virtual seconds). executor="inline" runs
-    run_in_executor work at a seeded step instead of refusing it. check_determinism runs every seed twice.
+    run_in_executor work at a seeded step instead of refusing it.
+    check_determinism runs every seed twice.
     """
     if callable(seed) and not isinstance(seed, int):
         return simulate()(seed)  # used bare: @askew.simulate
