@@ -39,7 +39,7 @@ async def client(node, primary_id, delays):
             node.acked.append(key)
 
 
-@askew.simulate(seed=2024, iterations=500)
+@askew.simulate(seed=2024, iterations=1_000)
 async def test_acked_writes_survive_failover(world):
     b = world.spawn(backup)
     p = world.spawn(primary, b.id)

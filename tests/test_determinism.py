@@ -84,9 +84,13 @@ def test_the_same_seed_gives_an_identical_trace_hash_and_log() -> None:
 def test_thirty_seeds_give_many_distinct_runs() -> None:
     traces = [trace_of(seed) for seed in range(30)]
     hashes = {h for h, _ in traces}
-    orders = {next(t for t in log if "order" in t) for _, log in traces}
+    # The test body is one loop: its own order is asyncio's whatever the
+    # seed; what the nodes heard varies with interleaving, latency and loss.
+    orders = {next(t for t in log if "order" in t).split("order ")[1] for _, log in traces}
+    heard = {next(t for t in log if "heard" in t) for _, log in traces}
     assert len(hashes) == 30
-    assert len(orders) >= 10
+    assert len(orders) == 1
+    assert len(heard) >= 10
 
 
 _CHILD = textwrap.dedent(
@@ -182,9 +186,14 @@ def test_fifo_keeps_asyncios_order_for_every_seed() -> None:
     assert all(_order(seed, "fifo") == stock for seed in range(10))
 
 
-def test_random_interleaves_but_keeps_the_order_of_callbacks_from_one_step() -> None:
+def test_faithful_keeps_asyncios_order_within_one_loop_for_every_seed() -> None:
     stock = _stock_order()
-    orders = [_order(seed, "random") for seed in range(10)]
+    assert all(_order(seed, "faithful") == stock for seed in range(10))
+
+
+def test_interleave_interleaves_but_keeps_the_order_of_callbacks_from_one_step() -> None:
+    stock = _stock_order()
+    orders = [_order(seed, "interleave") for seed in range(10)]
     assert any(o != stock for o in orders)
     for o in orders:
         # gather() starts all six tasks from one step: their first steps keep FIFO order
@@ -195,9 +204,9 @@ def test_random_interleaves_but_keeps_the_order_of_callbacks_from_one_step() -> 
 def test_shuffle_permutes_even_callbacks_from_one_step() -> None:
     firsts = {tuple(i for i, r in _order(seed, "shuffle") if r == 0) for seed in range(10)}
     assert len(firsts) > 1
-    randoms = [_order(seed, "random") for seed in range(10)]
+    interleaves = [_order(seed, "interleave") for seed in range(10)]
     shuffles = [_order(seed, "shuffle") for seed in range(10)]
-    assert randoms != shuffles
+    assert interleaves != shuffles
 
 
 # ---- time, entropy and the global random module inside a run -------------------------
@@ -216,7 +225,7 @@ def test_time_reads_inside_a_run_are_virtual() -> None:
             assert time.perf_counter_ns() == round(now * 1e9)
         assert world.now == 25.0
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def _entropy(seed: int) -> tuple[bytes, float, int]:

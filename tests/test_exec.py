@@ -234,7 +234,7 @@ def test_simulation_under_a_watchdog_thread():
     import askew
     async def main():
         return time.time()
-    assert askew.run(main(), seed=3) == askew._core.WALL_EPOCH
+    assert askew.run(main(), seed=3, strategy="fifo") == askew._core.WALL_EPOCH
     assert threading.active_count() >= 1
 """
 

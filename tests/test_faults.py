@@ -161,7 +161,7 @@ def test_restart_runs_the_target_again_under_the_same_id_with_fresh_state() -> N
         kinds = [(e.kind, e.text) for e in world.log]
         assert kinds.index(("crash", "crash 0")) < kinds.index(("restart", "restart 0"))
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def test_restarting_a_live_node_crashes_it_first() -> None:
@@ -273,7 +273,7 @@ def test_skew_offset_shifts_every_clock_inside_that_node_only() -> None:
             (e.kind, e.node, e.text) for e in world.log
         ]
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def test_a_skewed_nodes_monotonic_clock_never_goes_backwards_when_offset_is_reduced() -> None:
@@ -336,9 +336,9 @@ def test_a_reduced_offset_holds_the_nodes_clock_until_the_world_catches_up() -> 
         assert local == pytest.approx([11, 12, 13, 14])
         assert [w for _, w in n.ticks] == pytest.approx([1, 2, 13, 14])
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def test_skew_applies_to_tasks_the_node_creates() -> None:

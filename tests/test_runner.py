@@ -72,7 +72,7 @@ def test_pytest_collects_simulated_tests_and_passes_them_their_other_fixtures(
 
         @askew.simulate()
         async def test_called_without_arguments(world):
-            assert world.now == 0
+            assert world.now < 0.001  # a step or two of CPU time
         """,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -290,7 +290,7 @@ async def split_brain(world: askew.World) -> None:
 
 _REPORT = re.compile(
     r"""assert len\(\{n\.leader for n in nodes\}\) == 1
-  \(seed=8, iteration=0, t=12\.000000s, steps=\d+\)
+  \(seed=8, iteration=0, t=12\.0000\d\ds, steps=\d+\)
 
   recent events
 (?P<events>(    {0,4}\d+\.\d{3}s  \S+\s+.*\n)+)
@@ -312,7 +312,8 @@ def test_the_failure_report_has_the_shape_of_design_section_5() -> None:
     assert any("dropped: partitioned" in line and "  net     " in line for line in events)
     assert any("  node    " in line and "timed out, claiming leadership" in line for line in events)
     assert events[-1].split("s  ", 1)[1].startswith("assert  ")
-    assert (exc.seed, exc.iteration, exc.time) == (8, 0, 12.0)
+    assert (exc.seed, exc.iteration) == (8, 0)
+    assert exc.time is not None and 12.0 <= exc.time < 12.001
     assert exc.steps is not None and f"steps={exc.steps})" in exc.report
     assert exc.replay == f"ASKEW_SEED=8 ASKEW_ITERATIONS=1 pytest '{this_nodeid()}'"
 
@@ -374,7 +375,7 @@ def test_a_deadlock_raises_deadlock_error_listing_every_pending_task_and_its_lin
     assert f"Task-1 waits at {HERE}:{body_line} in body()" in text
     assert re.search(r"node-0 waits at .*locks\.py:\d+ in wait\(\)", text)
     assert re.search(r"node-1 waits at .*locks\.py:\d+ in wait\(\)", text)
-    assert "(seed=4, iteration=0, t=0.000000s" in text
+    assert re.search(r"\(seed=4, iteration=0, t=0\.0000\d\ds", text)  # a few steps' CPU time
 
 
 def test_the_step_budget_turns_a_livelock_into_budget_exceeded_with_the_seed() -> None:
@@ -418,7 +419,7 @@ def test_an_exception_in_a_node_task_fails_the_run_naming_the_node() -> None:
         run_sim(body)
     assert info.value.report.startswith("node 1 raised KeyError: 'missing'\n")
     assert isinstance(info.value.__cause__, KeyError)
-    assert info.value.time == 1.0
+    assert info.value.time is not None and 1.0 <= info.value.time < 1.001
 
 
 def test_an_unhandled_exception_in_a_stray_task_fails_the_run() -> None:

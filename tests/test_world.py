@@ -157,7 +157,7 @@ def test_recv_returns_a_message_with_src_dst_payload_and_sent_at_or_none_on_time
         assert r.second is None
         assert msg.sent_at + 5 <= r.timed_out_at < msg.sent_at + 6
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def test_messages_sent_before_recv_wait_in_the_inbox() -> None:
@@ -261,7 +261,7 @@ def test_world_now_is_virtual_seconds_and_clock_advance_moves_it_exactly() -> No
         assert world.now == 31.25
         assert asyncio.get_running_loop().time() == world.now
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def test_clock_advance_runs_everything_due_within_it() -> None:
@@ -273,7 +273,7 @@ def test_clock_advance_runs_everything_due_within_it() -> None:
         await world.clock.advance(10)
         assert sorted(fired) == [1, 3, 5, 10]
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def _draws(seed: int, busy: bool) -> list[float]:
@@ -442,7 +442,7 @@ def test_a_per_link_model_applies_to_that_directed_link_only() -> None:
         ((t, m),) = c.got
         assert m.payload == ("slow",) and t - m.sent_at == pytest.approx(3.0)
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 def test_configure_keeps_what_it_is_not_given() -> None:
@@ -454,7 +454,7 @@ def test_configure_keeps_what_it_is_not_given() -> None:
         await world.clock.advance(2)
         assert [t - m.sent_at for t, m in b.got] == [pytest.approx(1.0)] * 2
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot
 
 
 # ---- the log and stats -----------------------------------------------------------

@@ -37,7 +37,7 @@ ESCAPES = {
     "test_escapes.test_subprocess_exit_code": "subprocess_exec(",
 }
 DEADLOCK = "test_deadlock.test_transfer_in_both_directions"
-FLAKY = "test_flaky.test_workers_alternate"
+FLAKY = "test_flaky.test_work_beats_its_deadline"
 LONG_SLEEPS = {
     "test_sleeps.test_sleeping_an_hour_finishes": 3600,
     "test_sleeps.test_a_day_of_periodic_ticks": 24 * 3600,
@@ -100,8 +100,8 @@ def wrapped(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 def test_the_stock_run_passes_every_test_it_can_finish(stock: Run) -> None:
     assert stock.cases, stock.output
-    assert stock.outcomes("failed", "error") == set(), stock.output
-    assert FLAKY in stock.outcomes("passed")
+    # FLAKY races real time on the stock loop: a loaded machine may fail it.
+    assert stock.outcomes("failed", "error") - {FLAKY} == set(), stock.output
     assert set(ESCAPES) <= stock.outcomes("passed")
 
 
@@ -148,7 +148,9 @@ def test_a_deadlock_is_reported_with_the_waiting_tasks(wrapped: Run) -> None:
 def test_every_wrapped_failure_report_ends_with_its_replay_command(wrapped: Run) -> None:
     failed = wrapped.outcomes("failed", "error")
     assert failed
-    sections = re.findall(r"-+ askew replay -+\n(.*?)\n(?=_{3,}|={3,}|-{3,})", wrapped.output, re.S)
+    sections = re.findall(
+        r"-+ askew replay -+\n(.*?)\n(?=_{3,}|={3,}|-{3,}|- generated xml)", wrapped.output, re.S
+    )
     assert len(sections) == len(failed)
     for section in sections:
         last = section.strip().splitlines()[-1]
@@ -159,7 +161,7 @@ def test_every_wrapped_failure_report_ends_with_its_replay_command(wrapped: Run)
 
 
 def test_a_seed_sweep_reports_each_failing_seed_and_each_replays_alone(tmp_path: Path) -> None:
-    nodeid = "test_flaky.py::test_workers_alternate"
+    nodeid = "test_flaky.py::test_work_beats_its_deadline"
     sweep = run_fixtures(tmp_path, "--askew-wrap", "--askew-seed=11", "--askew-seeds=16", nodeid)
     match = re.search(r"(\d+) of 16 seeds fail this test:", sweep.output)
     assert match, sweep.output
