@@ -16,11 +16,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from conftest import run_sim
 
 import askew
 from askew.errors import BudgetExceeded
-
-from conftest import run_sim
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
