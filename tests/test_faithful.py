@@ -65,6 +65,7 @@ def program_main(program: list[list[tuple[str, int]]], log: list[Any]) -> Callab
         events = [asyncio.Event() for _ in range(3)]
         queues: list[asyncio.Queue[int]] = [asyncio.Queue() for _ in range(3)]
         tasks: list[asyncio.Task[None]] = []
+        children: list[asyncio.Task[None]] = []
 
         async def child(name: str) -> None:
             log.append((name, "child"))
@@ -89,7 +90,7 @@ def program_main(program: list[list[tuple[str, int]]], log: list[Any]) -> Callab
                 elif op == "cancel" and k < len(tasks):
                     tasks[k].cancel()
                 elif op == "child":
-                    loop.create_task(child(f"{name}.{i}"))
+                    children.append(loop.create_task(child(f"{name}.{i}")))
                 elif op == "done_cb":
                     t = loop.create_task(child(f"{name}.{i}"))
                     t.add_done_callback(lambda t, n=name, i=i: log.append((n, i, "done cb")))
@@ -289,7 +290,7 @@ def test_node_interleaving_still_varies_with_the_seed() -> None:
     for seed in range(30):
         seen: list[int] = []
 
-        async def worker(node: Any) -> None:
+        async def worker(node: Any, seen: list[int] = seen) -> None:
             for _ in range(3):
                 seen.append(node.id)
                 await asyncio.sleep(0)
@@ -312,7 +313,7 @@ def test_within_a_node_the_order_is_asyncios_for_every_seed() -> None:
     for seed in range(50):
         logs: dict[int, list[Any]] = {0: [], 1: []}
 
-        async def node_main(node: Any) -> None:
+        async def node_main(node: Any, logs: dict[int, list[Any]] = logs) -> None:
             await program_main(program, logs[node.id])()
 
         async def body(world: askew.World) -> None:
