@@ -14,9 +14,11 @@ parsed by askew._config; a bad one is a usage error naming it.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
@@ -34,6 +36,7 @@ from ._config import (
     parse_positive_int,
     wrap_config,
 )
+from ._determinism import NameSwap
 from ._wrap import WrappedRun
 
 _PLUGIN_NAME = "askew-wrap"
@@ -154,6 +157,7 @@ class WrapPlugin:
         self.run: WrappedRun | None = None
         self.failures: list[tuple[str, int, int]] = []  # (nodeid, base, seed)
         self.kept: dict[str, int] = {}  # a suite's own loop class -> tests that used it
+        self._ast_cache = _SessionAstCache()
 
     def _begin(self, item: pytest.Item, base: int) -> WrappedRun:
         self.run = WrappedRun(item.nodeid, base, self.config)
@@ -170,6 +174,12 @@ class WrapPlugin:
             f"{' (' + knobs + ')' if knobs else ''} "
             "(test seed = seed_stream(base, crc32(nodeid)))"
         )
+
+    def pytest_sessionstart(self) -> None:
+        self._ast_cache.install()
+
+    def pytest_unconfigure(self) -> None:
+        self._ast_cache.uninstall()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -407,3 +417,65 @@ def _replay_text(run: WrappedRun) -> str:
         )
     lines.append(f"replay: {run.replay}")
     return "\n".join(lines)
+
+
+class _SessionAstCache:
+    """Parse each source file once per session while formatting failures.
+
+    pytest re-parses and walks the whole module of every traceback entry
+    for every failure report (its AST cache lives for one report); a
+    wrapped suite that fails hundreds of tests through anyio's or
+    asyncio's large modules spent most of its time there. The cache is
+    keyed by the source text itself, so a changed file is parsed anew, and
+    it is installed only if pytest's function still has the signature it
+    is written against: otherwise failures format as slowly as stock.
+    """
+
+    _MAX_FILES = 64  # an AST of a 3,000-line module is a few MB
+
+    def __init__(self) -> None:
+        self._names = NameSwap()
+        self._asts: dict[str, ast.AST] = {}
+        self.parsed = 0  # sources parsed since install (for the tests)
+
+    def install(self) -> None:
+        try:
+            from _pytest._code import code, source
+        except ImportError:
+            return
+        original = vars(source).get("getstatementrange_ast")
+        if original is None or list(inspect.signature(original).parameters) != [
+            "lineno",
+            "source",
+            "assertion",
+            "astnode",
+        ]:
+            return
+        cached = self._wrap(original)
+        for module in (source, code):
+            if vars(module).get("getstatementrange_ast") is original:
+                self._names.set(module, "getstatementrange_ast", cached)
+
+    def uninstall(self) -> None:
+        self._names.undo()
+        self._asts.clear()
+
+    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        asts = self._asts
+
+        def getstatementrange_ast(
+            lineno: int, source: Any, assertion: bool = False, astnode: ast.AST | None = None
+        ) -> Any:
+            if astnode is None:
+                text = "\n".join(source.lines)  # what pytest parses: str(source)
+                astnode = asts.get(text)
+                if astnode is None:
+                    result = original(lineno, source, assertion)
+                    self.parsed += 1
+                    if len(asts) >= self._MAX_FILES:
+                        del asts[next(iter(asts))]
+                    asts[text] = result[0]
+                    return result
+            return original(lineno, source, assertion, astnode)
+
+        return getstatementrange_ast

@@ -491,3 +491,39 @@ def test_a_wait_on_the_loop_in_inline_work_raises_and_leaves_condition_wait_as_i
     with pytest.raises(askew.NondeterminismError, match=r"(?s)in Future.result\(\).*5"):
         askew.run(main(), seed=1, executor="inline")
     assert threading.Condition.wait is wait
+
+
+# ---- failure reports ---------------------------------------------------------------
+
+
+def _error_through_asyncio() -> pytest.ExceptionInfo[ZeroDivisionError]:
+    async def divide() -> float:
+        await asyncio.sleep(0)
+        return 1 / 0
+
+    with pytest.raises(ZeroDivisionError) as excinfo:
+        asyncio.run(divide())
+    return excinfo
+
+
+def test_failure_reports_read_the_same_and_parse_each_source_once_per_session() -> None:
+    from _pytest._code import code, source
+
+    from askew._pytest_plugin import _SessionAstCache
+
+    original = source.getstatementrange_ast
+    errors = [_error_through_asyncio() for _ in range(3)]
+    plain = [str(e.getrepr()) for e in errors]
+    cache = _SessionAstCache()
+    cache.install()
+    try:
+        assert code.getstatementrange_ast is not original  # else pytest changed under us
+        first = str(errors[0].getrepr())
+        parsed = cache.parsed
+        rest = [str(e.getrepr()) for e in errors[1:]]
+    finally:
+        cache.uninstall()
+    assert [first, *rest] == plain
+    assert parsed >= 2  # this file and asyncio's
+    assert cache.parsed == parsed
+    assert source.getstatementrange_ast is code.getstatementrange_ast is original
