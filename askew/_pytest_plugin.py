@@ -408,7 +408,7 @@ def _replay_text(run: WrappedRun) -> str:
         lines.append(
             f"note: strategy {run.config.strategy!r} can run callbacks in an order asyncio "
             "cannot produce; if this fails only under it, the order may be impossible, "
-            "not a bug (check the seed under --askew-strategy=faithful)"
+            "not a bug (sweep the test under --askew-strategy=faithful to tell)"
         )
     if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
         lines.append(
