@@ -3,9 +3,10 @@
 
 Appends the packaged preload to LD_PRELOAD (after any existing entry, so a
 sanitizer runtime stays first), fixes PYTHONHASHSEED unless the user set
-it, passes --seed/--iterations/--wrap on as ASKEW_* variables and execs the
-command, whose exit status becomes ours. It never runs a simulation itself
-and never touches the user's other environment variables.
+it, checks its options with askew._config's parsers and passes them on as
+ASKEW_* variables (which the pytest plugin reads), and execs the command,
+whose exit status becomes ours. It never runs a simulation itself and never
+touches the user's other environment variables.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ._config import KNOBS, knob_text, parse_positive_int
 from ._preload import PreloadPathError, ld_preload_with, library_path
 
 USAGE = """\
-usage: askew-exec [--seed S] [--iterations N] [--wrap] [--] command [arg ...]
+usage: askew-exec [--seed S] [--iterations N] [--wrap [wrap options]] [--] command [arg ...]
        askew-exec --check
 
 Run `command` with askew's LD_PRELOAD library, so C code inside a simulation
@@ -27,11 +29,21 @@ sees virtual time and seeded entropy and its threads, processes, sockets and
 sleeps are refused.
 
 options:
-  --seed S         base seed for every simulation, 0 <= S < 2**64 (ASKEW_SEED)
-  --iterations N   iterations per simulated test, N >= 1 (ASKEW_ITERATIONS)
-  --wrap           run unmodified asyncio tests on simulated loops (ASKEW_WRAP=1)
-  --check          report whether the preload is live in a child python; exit 0 or 1
-  -h, --help       show this help
+  --seed S           base seed for every simulation, 0 <= S < 2**64 (ASKEW_SEED)
+  --iterations N     iterations per simulated test, N >= 1 (ASKEW_ITERATIONS); under
+                     --wrap also the seeds per wrapped test, unless --seeds is given
+  --wrap             run unmodified asyncio tests on simulated loops (ASKEW_WRAP=1)
+  --check            report whether the preload is live in a child python; exit 0 or 1
+  -h, --help         show this help
+
+wrap options (each needs --wrap; pytest's --askew-NAME options are the same):
+  --seeds N          run every wrapped test under N base seeds (ASKEW_SEEDS)
+  --strategy S       faithful (default), fifo, interleave or shuffle (ASKEW_STRATEGY)
+  --cpu LO,HI        virtual CPU seconds per callback, uniform in [LO, HI] (ASKEW_CPU)
+  --overshoot LO,HI  seconds a timer fires late, uniform in [LO, HI] (ASKEW_OVERSHOOT)
+  --max-steps N      callbacks per loop run before BudgetExceeded (ASKEW_MAX_STEPS)
+  --max-time T       virtual seconds per loop run before BudgetExceeded (ASKEW_MAX_TIME)
+  --executor E       inline (default under --wrap) or refuse (ASKEW_EXECUTOR)
 """
 
 # Run in the child by --check: whatever happens, print one JSON object.
@@ -51,20 +63,32 @@ class UsageError(Exception):
     """A bad command line; the message names the bad value."""
 
 
-def _parse_int(option: str, text: str, *, low: int, high: int | None) -> int:
+def _parse_seed(text: str, what: str) -> int:
     try:
         value = int(text, 10)
     except ValueError:
-        raise UsageError(f"{option} needs an integer, got {text!r}") from None
-    if value < low or (high is not None and value >= high):
-        bounds = f"{low} <= value < 2**64" if high is not None else f">= {low}"
-        raise UsageError(f"{option} must be {bounds}, got {text!r}")
+        raise ValueError(f"{what} needs an integer, got {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise ValueError(f"{what} must be 0 <= value < 2**64, got {text!r}")
     return value
+
+
+# askew-exec's wrap options -> (the ASKEW_* variable, the parser that checks the value).
+_WRAP_OPTIONS: dict[str, tuple[str, Callable[[str, str], object]]] = {
+    "--seeds": ("ASKEW_SEEDS", parse_positive_int),
+    **{"--" + name.replace("_", "-"): knob for name, knob in KNOBS.items()},
+}
+_VALUE_OPTIONS = {
+    "--seed": ("ASKEW_SEED", _parse_seed),
+    "--iterations": ("ASKEW_ITERATIONS", parse_positive_int),
+    **_WRAP_OPTIONS,
+}
 
 
 def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
     """Return (the ASKEW_* settings, whether --check was given, the command)."""
     settings: dict[str, str] = {}
+    wrap_options: list[str] = []
     check = False
     args = list(argv)
     i = 0
@@ -76,7 +100,7 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
         if not arg.startswith("-") or arg == "-":
             break
         name, eq, inline = arg.partition("=")
-        if name in ("--seed", "--iterations"):
+        if name in _VALUE_OPTIONS:
             if eq:
                 value = inline
             elif i + 1 < len(args):
@@ -84,10 +108,13 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
                 value = args[i]
             else:
                 raise UsageError(f"{name} needs a value")
-            if name == "--seed":
-                settings["ASKEW_SEED"] = str(_parse_int(name, value, low=0, high=2**64))
-            else:
-                settings["ASKEW_ITERATIONS"] = str(_parse_int(name, value, low=1, high=None))
+            variable, parse = _VALUE_OPTIONS[name]
+            try:
+                settings[variable] = knob_text(parse(value, name))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            if name in _WRAP_OPTIONS:
+                wrap_options.append(name)
         elif arg == "--wrap":
             settings["ASKEW_WRAP"] = "1"
         elif arg == "--check":
@@ -98,6 +125,9 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
             raise UsageError(f"unknown option {arg!r}")
         i += 1
     command = args[i:]
+    if wrap_options and "ASKEW_WRAP" not in settings:
+        # Only wrap mode reads them: without --wrap they would change nothing.
+        raise UsageError(f"{wrap_options[0]} applies to wrapped tests: add --wrap")
     if check and command:
         raise UsageError(f"--check takes no command, got {command[0]!r}")
     if not check and not command:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 SEED_LIMIT = 2**64
@@ -160,3 +161,101 @@ def env_flag(name: str) -> bool:
     if raw in ("1", "true", "yes", "on"):
         return True
     raise ValueError(f"{name} must be 0 or 1, got {os.environ[name]!r}")
+
+
+# ---- wrap mode's knobs as text ------------------------------------------------------
+#
+# askew-exec's flags (--strategy ...), the plugin's options (--askew-strategy ...)
+# and the ASKEW_* variables that carry them to a child all go through the
+# parsers below, so one value means the same thing, and is refused with the
+# same words, wherever it is written. `what` names where the text came from.
+
+
+def parse_positive_int(text: str, what: str) -> int:
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        raise ValueError(f"{what} must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise ValueError(f"{what} must be >= 1, got {text!r}")
+    return value
+
+
+def parse_seconds(text: str, what: str) -> float:
+    try:
+        seconds = float(text.strip())
+    except ValueError:
+        seconds = math.nan
+    if not (0.0 < seconds < math.inf):  # also false for NaN
+        raise ValueError(f"{what} must be a number of seconds > 0, got {text!r}")
+    return seconds
+
+
+def parse_span(text: str, what: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        lo, hi = (float(p.strip()) for p in parts)
+    except ValueError:  # not two numbers
+        lo = hi = math.nan
+    if not (0.0 <= lo <= hi <= MAX_SPAN_S):  # also false for NaN
+        raise ValueError(
+            f"{what} must be LO,HI in seconds with 0 <= LO <= HI <= {MAX_SPAN_S:g} "
+            f"(say 0,20e-6), got {text!r}"
+        )
+    return lo, hi
+
+
+def parse_strategy(text: str, what: str) -> str:
+    if text.strip() not in STRATEGIES:
+        raise ValueError(f"{what} must be one of {', '.join(STRATEGIES)}, got {text!r}")
+    return text.strip()
+
+
+def parse_executor(text: str, what: str) -> str:
+    if text.strip() not in EXECUTORS:
+        raise ValueError(f"{what} must be one of {', '.join(EXECUTORS)}, got {text!r}")
+    return text.strip()
+
+
+# RunConfig's field -> the ASKEW_* variable that carries it and its parser.
+KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
+    "strategy": ("ASKEW_STRATEGY", parse_strategy),
+    "cpu": ("ASKEW_CPU", parse_span),
+    "overshoot": ("ASKEW_OVERSHOOT", parse_span),
+    "max_steps": ("ASKEW_MAX_STEPS", parse_positive_int),
+    "max_time": ("ASKEW_MAX_TIME", parse_seconds),
+    "executor": ("ASKEW_EXECUTOR", parse_executor),
+}
+# Wrap mode runs executor work inline unless told otherwise (docs/wrapping.md
+# says why); @askew.simulate and new_event_loop keep RunConfig's "refuse".
+WRAP_EXECUTOR = "inline"
+
+
+def env_seeds() -> int | None:
+    """ASKEW_SEEDS (base seeds per wrapped test), validated, or None."""
+    raw = os.environ.get("ASKEW_SEEDS", "")
+    return parse_positive_int(raw, "ASKEW_SEEDS") if raw.strip() else None
+
+
+def env_knobs() -> dict[str, object]:
+    """The RunConfig fields set by ASKEW_* variables, parsed; unset ones are absent."""
+    values: dict[str, object] = {}
+    for field_name, (variable, parse) in KNOBS.items():
+        raw = os.environ.get(variable, "")
+        if raw.strip():
+            values[field_name] = parse(raw, variable)
+    return values
+
+
+def wrap_config(options: dict[str, object]) -> RunConfig:
+    """A wrapped test's RunConfig: `options` (already parsed) over the ASKEW_*
+    variables over wrap mode's defaults."""
+    values = {"executor": WRAP_EXECUTOR, **env_knobs(), **options}
+    return RunConfig(**values)  # type: ignore[arg-type]
+
+
+def knob_text(value: object) -> str:
+    """A parsed knob as its ASKEW_* variable or option spells it (a span as LO,HI)."""
+    if isinstance(value, tuple):
+        return ",".join(map(repr, value))
+    return str(value)

@@ -333,6 +333,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
 
     # ---- threads and executors ------------------------------------------------
 
+    # While executor work runs inline (_run_inline_work): its name, and the
+    # last call_soon_threadsafe it made, which a wait that follows is named with.
+    _inline_work: str | None = None
+    _inline_threadsafe: str | None = None
+
     def call_soon_threadsafe(
         self, callback: Callable[..., object], *args: Any, context: Any = None
     ) -> Any:
@@ -341,6 +346,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
                 "call_soon_threadsafe() from another thread while a simulation runs: "
                 "that thread's timing is outside the seed's control. Do the work in a task."
             )
+        if self._inline_work is not None:
+            caller = sys._getframe(1)
+            self._inline_threadsafe = (
+                f"call_soon_threadsafe({self._work_name(callback)}) in {self._where(caller)}"
+            )
         handle: Any = self.call_soon(callback, *args, context=context)
         return handle
 
@@ -348,11 +358,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self._check_closed()
         if self._config.executor != "inline":
             raise NondeterminismError(
-                f"run_in_executor({getattr(func, '__qualname__', func)!r}) (and "
-                "asyncio.to_thread) inside a simulation would run the function on a real "
-                "thread, outside the seed's control. Use a coroutine, or "
-                "@askew.simulate(executor='inline') / askew.new_event_loop(executor='inline') "
-                "to run executor work inline at a seeded step."
+                f"run_in_executor({self._work_name(func)}) (and asyncio.to_thread) inside a "
+                "simulation would run the function on a real thread, outside the seed's "
+                "control. Use a coroutine, or @askew.simulate(executor='inline') / "
+                "askew.new_event_loop(executor='inline') / --askew-executor=inline to run "
+                "executor work inline at a seeded step."
             )
         fut = self.create_future()
         ctx = contextvars.copy_context()
@@ -361,7 +371,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             if fut.cancelled():
                 return
             try:
-                result = ctx.run(func, *args)
+                result = self._run_inline_work(ctx, func, args)
             except BaseException as exc:
                 if isinstance(exc, (SystemExit, KeyboardInterrupt)):
                     raise
@@ -371,6 +381,64 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
 
         self.call_soon(run_inline)
         return fut
+
+    def _run_inline_work(self, ctx: contextvars.Context, func: Callable[..., _T], args: Any) -> _T:
+        # The "thread" is the loop's own thread, so work that waits for the
+        # loop (run_coroutine_threadsafe(...).result(), call_soon_threadsafe
+        # then Event.wait, anyio's from_thread.run) would wait forever.
+        # threading.Condition.wait is what Future.result, Event.wait,
+        # Queue.get and Semaphore.acquire block in: while the work runs, a
+        # blocking wait on this thread raises, naming the wait, instead.
+        original = vars(threading.Condition)["wait"]
+        loop = self
+
+        def wait(cond: threading.Condition, timeout: float | None = None) -> bool:
+            if (timeout is not None and timeout <= 0) or events._get_running_loop() is not loop:
+                return bool(original(cond, timeout))  # a poll, or another thread
+            raise NondeterminismError(loop._inline_wait_report(sys._getframe(1)))
+
+        self._inline_work = self._work_name(func)
+        self._inline_threadsafe = None
+        setattr(threading.Condition, "wait", wait)  # noqa: B010
+        try:
+            return ctx.run(func, *args)
+        finally:
+            setattr(threading.Condition, "wait", original)  # noqa: B010
+            self._inline_work = self._inline_threadsafe = None
+
+    def _inline_wait_report(self, frame: Any) -> str:
+        lines = [
+            f"executor work {self._inline_work} runs inline (executor='inline'), on the "
+            "event loop's own thread, and blocks there waiting for the loop or another "
+            "thread; the loop cannot run while its own thread waits, so this would hang.",
+            "  threading.Condition.wait()",
+        ]
+        while frame is not None and frame.f_code is not SimLoop._run_inline_work.__code__:
+            if frame.f_code.co_filename != contextvars.__file__:
+                lines.append(f"  in {self._where(frame)}")
+            frame = frame.f_back
+        if self._inline_threadsafe is not None:
+            lines.append(f"  after {self._inline_threadsafe}")
+        lines.append(
+            "Await the coroutine instead of reaching the loop from a thread; code that "
+            "needs a real thread cannot run wrapped."
+        )
+        return "\n".join(lines)
+
+    @staticmethod
+    def _where(frame: Any) -> str:
+        return f"{frame.f_code.co_qualname}() at {frame.f_code.co_filename}:{frame.f_lineno}"
+
+    @staticmethod
+    def _work_name(func: Any) -> str:
+        import functools  # here, so this helper stays beside the methods it serves
+
+        while isinstance(func, functools.partial):
+            # asyncio.to_thread submits partial(context.run, func, *args).
+            inner = func.func
+            bound_to = getattr(inner, "__self__", None)
+            func = func.args[0] if isinstance(bound_to, contextvars.Context) else inner
+        return str(getattr(func, "__qualname__", None) or repr(func))
 
     def set_default_executor(self, executor: Any) -> None:
         import concurrent.futures

@@ -6,25 +6,51 @@ for @askew.simulate tests, which need nothing else: a simulated test is an
 ordinary sync function. --askew-wrap (or ASKEW_WRAP=1, which
 `askew-exec --wrap` sets) runs unmodified asyncio tests on seeded SimLoops:
 this file decides per test and per phase when askew._wrap's patches are in
-place (never outside a test's setup, call or teardown), runs a test under
---askew-seeds N base seeds, and ends every wrapped failure with the command
-that replays it.
+place (never outside a test's setup, call or teardown), runs a test that
+made a SimLoop under --askew-seeds N base seeds, and ends every wrapped
+failure with the command that replays it. Every option and ASKEW_* value is
+parsed by askew._config; a bad one is a usage error naming it.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
 
 from . import _wrap
-from ._config import check_iterations, check_seed, env_flag, env_seed
+from ._config import (
+    KNOBS,
+    RunConfig,
+    check_iterations,
+    check_seed,
+    env_flag,
+    env_iterations,
+    env_seed,
+    env_seeds,
+    parse_positive_int,
+    wrap_config,
+)
+from ._determinism import NameSwap
 from ._wrap import WrappedRun
 
 _PLUGIN_NAME = "askew-wrap"
+
+# The plugin option of each RunConfig knob: --askew-strategy, --askew-max-steps, ...
+_KNOB_OPTIONS = {name: "--askew-" + name.replace("_", "-") for name in KNOBS}
+_KNOB_HELP = {
+    "strategy": ("S", "faithful (default), fifo, interleave or shuffle"),
+    "cpu": ("LO,HI", "virtual CPU seconds each callback costs, uniform in [LO, HI]"),
+    "overshoot": ("LO,HI", "seconds a timer fires after its deadline, uniform in [LO, HI]"),
+    "max_steps": ("N", "callbacks per loop run before BudgetExceeded"),
+    "max_time": ("SECONDS", "virtual seconds per loop run before BudgetExceeded"),
+    "executor": ("E", "inline (the wrap default: executor work runs at a loop step) or refuse"),
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,7 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--askew-iterations",
         type=int,
         default=None,
-        help="iterations per @askew.simulate test (as ASKEW_ITERATIONS)",
+        help="iterations per @askew.simulate test (as ASKEW_ITERATIONS); with --askew-wrap "
+        "also the seeds per wrapped test unless --askew-seeds is given",
     )
     group.addoption(
         "--askew-wrap",
@@ -50,31 +77,62 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--askew-seeds",
-        type=int,
         default=None,
         metavar="N",
-        help="with --askew-wrap: run every test under N base seeds and report each "
-        "failing seed with its replay command",
+        help="with --askew-wrap: run every test that makes a SimLoop under N base seeds "
+        "and report each failing seed with its replay command (as ASKEW_SEEDS)",
     )
+    for name, option in _KNOB_OPTIONS.items():
+        metavar, text = _KNOB_HELP[name]
+        group.addoption(
+            option,
+            default=None,
+            metavar=metavar,
+            help=f"with --askew-wrap: {text} (as {KNOBS[name][0]})",
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    try:
+        _configure(config)
+    except (ValueError, TypeError) as exc:
+        # A bad option or ASKEW_* value is the user's to fix, not a crash.
+        raise pytest.UsageError(f"askew: {exc}") from None
+
+
+def _configure(config: pytest.Config) -> None:
     seed = config.getoption("askew_seed", None)
     iterations = config.getoption("askew_iterations", None)
     if seed is not None:
         os.environ["ASKEW_SEED"] = str(check_seed(seed, "--askew-seed"))
     if iterations is not None:
         os.environ["ASKEW_ITERATIONS"] = str(check_iterations(iterations, "--askew-iterations"))
-    seeds = config.getoption("askew_seeds", None)
-    if seeds is not None:
-        check_iterations(seeds, "--askew-seeds")
-    if config.getoption("askew_wrap", False) or env_flag("ASKEW_WRAP"):
-        wrap = WrapPlugin(config, seeds or 1)
-        config.pluginmanager.register(wrap, _PLUGIN_NAME)
-        if wrap.seeds > 1:
-            config.pluginmanager.register(SeedSweep(wrap), _PLUGIN_NAME + "-seeds")
-    elif seeds is not None:
-        raise pytest.UsageError("--askew-seeds needs --askew-wrap (or ASKEW_WRAP=1)")
+    given = {name: config.getoption("askew_" + name, None) for name in KNOBS}
+    given = {name: text for name, text in given.items() if text is not None}
+    seeds_text = config.getoption("askew_seeds", None)
+    if not (config.getoption("askew_wrap", False) or env_flag("ASKEW_WRAP")):
+        # Only wrap mode reads these; taking them silently would change nothing.
+        wrap_only = ["--askew-seeds"] if seeds_text is not None else []
+        wrap_only += [_KNOB_OPTIONS[name] for name in given]
+        variables = ["ASKEW_SEEDS", *(variable for variable, _ in KNOBS.values())]
+        wrap_only += [v for v in variables if os.environ.get(v, "").strip()]
+        if wrap_only:
+            raise pytest.UsageError(
+                f"askew: {wrap_only[0]} applies to wrapped tests: add --askew-wrap (or "
+                "ASKEW_WRAP=1); @askew.simulate tests take these as arguments of simulate()"
+            )
+        return
+    options = {name: KNOBS[name][1](text, _KNOB_OPTIONS[name]) for name, text in given.items()}
+    if seeds_text is not None:
+        seeds = parse_positive_int(seeds_text, "--askew-seeds")
+    else:
+        # `askew-exec --wrap --iterations 20` means 20 runs of each test, as it
+        # does for @askew.simulate: for a wrapped test that is 20 base seeds.
+        seeds = env_seeds() or env_iterations() or 1
+    wrap = WrapPlugin(config, seeds, wrap_config(options))
+    config.pluginmanager.register(wrap, _PLUGIN_NAME)
+    if wrap.seeds > 1:
+        config.pluginmanager.register(SeedSweep(wrap), _PLUGIN_NAME + "-seeds")
 
 
 def _session_base(config: pytest.Config) -> int:
@@ -92,25 +150,36 @@ def _session_base(config: pytest.Config) -> int:
 class WrapPlugin:
     """The hooks of wrap mode, registered only when it is on."""
 
-    def __init__(self, config: pytest.Config, seeds: int) -> None:
+    def __init__(self, config: pytest.Config, seeds: int, run_config: RunConfig) -> None:
         self.base = _session_base(config)
         self.seeds = seeds
+        self.config = run_config
         self.run: WrappedRun | None = None
         self.failures: list[tuple[str, int, int]] = []  # (nodeid, base, seed)
         self.kept: dict[str, int] = {}  # a suite's own loop class -> tests that used it
+        self._ast_cache = _SessionAstCache()
 
     def _begin(self, item: pytest.Item, base: int) -> WrappedRun:
-        self.run = WrappedRun(item.nodeid, base)
+        self.run = WrappedRun(item.nodeid, base, self.config)
         return self.run
 
     # ---- session ---------------------------------------------------------
 
     def pytest_report_header(self) -> str:
         per_test = f", {self.seeds} seeds per test" if self.seeds > 1 else ""
+        knobs = " ".join(_wrap.knob_options(self.config))
         return (
-            f"askew: wrapping asyncio event loops on SimLoop, base seed {self.base}{per_test} "
+            f"askew: wrapping asyncio event loops on SimLoop, base seed {self.base}{per_test}, "
+            f"strategy {self.config.strategy}, executor {self.config.executor}"
+            f"{' (' + knobs + ')' if knobs else ''} "
             "(test seed = seed_stream(base, crc32(nodeid)))"
         )
+
+    def pytest_sessionstart(self) -> None:
+        self._ast_cache.install()
+
+    def pytest_unconfigure(self) -> None:
+        self._ast_cache.uninstall()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -128,7 +197,7 @@ class WrapPlugin:
         terminalreporter.write_sep("=", "askew: replay wrapped failures")
         for nodeid, base, seed in dict.fromkeys(self.failures):
             terminalreporter.write_line(
-                f"{nodeid} (seed={seed}): {_wrap.replay_command(base, nodeid)}"
+                f"{nodeid} (seed={seed}): {_wrap.replay_command(base, nodeid, self.config)}"
             )
 
     # ---- one test ---------------------------------------------------------
@@ -190,51 +259,157 @@ class SeedSweep:
     N base seeds, `sweep_base(base, i)`, reported as one test.
 
     Each run rebuilds function-scoped fixtures, so a loop made by a fixture
-    (pytest-asyncio's runner) gets that run's seed. If any run fails, the
-    reports of the first failing run are logged, the failing one listing
-    every failing seed with its replay command; otherwise the last run's.
+    (pytest-asyncio's runner) gets that run's seed. A run that made no
+    SimLoop ends the sweep: a synchronous test, or one on a loop a wider
+    fixture made for an earlier test, runs the same under every base seed.
+    If any run fails, the reports of the first failing run are logged, the
+    failing one listing every failing seed with its replay command;
+    otherwise the last run's. Subtest reports are held back and only the
+    logged run's are shown, so N runs never show a subtest N times.
     """
 
     def __init__(self, wrap: WrapPlugin) -> None:
         self.wrap = wrap
+        self.nextitem: pytest.Item | None = None
+        self.last = False  # whether the run in progress is the sweep's last
+        self.held: list[Any] = []  # reports logged during the run in progress
+        self.brief = False  # whether this run's reports are never shown
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
         from _pytest.runner import runtestprotocol
 
         wrap = self.wrap
+        session = item.session
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-        first_failed: list[pytest.TestReport] | None = None
-        reports: list[pytest.TestReport] = []
+        counts = _failed_subtest_counts(item.config)
+        counts_before = dict(counts or {})
+        shown: tuple[list[pytest.TestReport], list[Any]] | None = None
         failing: list[WrappedRun] = []
-        for i in range(wrap.seeds):
-            last = i == wrap.seeds - 1
-            run = wrap._begin(item, _wrap.sweep_base(wrap.base, i))
-            # Between runs, tear down only the function's own fixtures: the
-            # chain of the item's parent is what the next run needs again.
-            upto: Any = nextitem if last else item.parent
-            reports = runtestprotocol(item, log=False, nextitem=upto)
-            if any(r.failed for r in reports):
-                failing.append(run)
-                if first_failed is None:
-                    first_failed = reports
-        wrap.run = None
-        shown = first_failed if first_failed is not None else reports
+        self.nextitem = nextitem
+        # An instance attribute over Session.gethookproxy, deleted below.
+        hookproxy = session.gethookproxy
+        setattr(session, "gethookproxy", lambda path: _Held(self, hookproxy(path)))  # noqa: B010
+        try:
+            for i in range(wrap.seeds):
+                run = wrap._begin(item, _wrap.sweep_base(wrap.base, i))
+                self.last = i == wrap.seeds - 1
+                self.held = []
+                self.brief = bool(failing)
+                # Teardown stops at the item's parent (teardown_exact only
+                # reads its chain), so the next run finds the wider fixtures
+                # it needs; pytest_runtest_teardown below finishes the
+                # teardown once a run turns out to be the last.
+                upto: Any = item.parent
+                reports = runtestprotocol(item, log=False, nextitem=upto)
+                if any(r.failed for r in (*reports, *self.held)):  # a failed subtest too
+                    failing.append(run)
+                if shown is None and (failing or self.last):
+                    shown = (reports, self.held)
+                if self.last:
+                    break
+        finally:
+            delattr(session, "gethookproxy")
+            wrap.run = None
+        assert shown is not None
+        reports, held = shown
         if failing:
             summary = [f"{len(failing)} of {wrap.seeds} seeds fail this test:"]
             summary += [f"  seed={run.seed}: {run.replay}" for run in failing]
-            for report in shown:
+            for report in (*held, *reports):
                 if report.failed:
                     report.sections.append(("askew seeds", "\n".join(summary)))
                     break
-        for report in shown:
+        if counts is not None:
+            # Every run added its failed subtests; count the shown run's alone.
+            for key in [k for k, n in counts.items() if n != counts_before.get(k, 0)]:
+                counts[key] = counts_before.get(key, 0) + sum(1 for r in held if r.failed)
+        for report in reports:
+            if report.when == "call":
+                for sub in held:
+                    item.ihook.pytest_runtest_logreport(report=sub)
+                held = []
             item.ihook.pytest_runtest_logreport(report=report)
+        for sub in held:  # a setup that failed after a subtest
+            item.ihook.pytest_runtest_logreport(report=sub)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> pytest.TestReport | None:
+        if (
+            not self.brief
+            or call.excinfo is None
+            or call.excinfo.errisinstance(pytest.skip.Exception)
+        ):
+            return None
+        # A failure after the first failing run is counted, never shown:
+        # skip formatting its traceback, which can cost far more than the run.
+        return pytest.TestReport(
+            item.nodeid,
+            item.location,
+            {},
+            "failed",
+            call.excinfo.exconly(),
+            call.when,  # type: ignore[arg-type]
+            duration=call.duration,
+            start=call.start,
+            stop=call.stop,
+        )
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        try:
+            return (yield)
+        finally:
+            run = self.wrap.run
+            # A run that made no SimLoop is the last: another base seed
+            # would not change it. Then the teardown pytest would have done
+            # (up to the next item) is done now, inside this phase, so its
+            # errors are this test's teardown errors as usual.
+            session = item.session
+            if run is not None and (not run.loops or session.shouldfail or session.shouldstop):
+                self.last = True
+            if self.last:
+                item.session._setupstate.teardown_exact(self.nextitem)
+
+
+class _Held:
+    """The hooks of one path during a sweep, except that what a test logs
+    itself (subtests do, as each finishes) is held for the end of the sweep."""
+
+    def __init__(self, sweep: SeedSweep, hooks: Any) -> None:
+        self._sweep = sweep
+        self._hooks = hooks
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hooks, name)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self._sweep.held.append(report)
+
+
+def _failed_subtest_counts(config: pytest.Config) -> dict[Any, int] | None:
+    # pytest's subtests fixture counts failed subtests per test in a stash
+    # and fails the test's own report by that count.
+    try:
+        from _pytest.subtests import failed_subtests_key
+    except ImportError:  # pytest < 9 has no built-in subtests
+        return None
+    counts: dict[Any, int] | None = config.stash.get(failed_subtests_key, None)
+    return counts
 
 
 def _replay_text(run: WrappedRun) -> str:
     lines = [run.describe()]
+    if not run.config.faithful:
+        lines.append(
+            f"note: strategy {run.config.strategy!r} can run callbacks in an order asyncio "
+            "cannot produce; if this fails only under it, the order may be impossible, "
+            "not a bug (sweep the test under --askew-strategy=faithful to tell)"
+        )
     if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
         lines.append(
             "note: PYTHONHASHSEED is random in this process, so str and bytes sets may "
@@ -242,3 +417,65 @@ def _replay_text(run: WrappedRun) -> str:
         )
     lines.append(f"replay: {run.replay}")
     return "\n".join(lines)
+
+
+class _SessionAstCache:
+    """Parse each source file once per session while formatting failures.
+
+    pytest re-parses and walks the whole module of every traceback entry
+    for every failure report (its AST cache lives for one report); a
+    wrapped suite that fails hundreds of tests through anyio's or
+    asyncio's large modules spent most of its time there. The cache is
+    keyed by the source text itself, so a changed file is parsed anew, and
+    it is installed only if pytest's function still has the signature it
+    is written against: otherwise failures format as slowly as stock.
+    """
+
+    _MAX_FILES = 64  # an AST of a 3,000-line module is a few MB
+
+    def __init__(self) -> None:
+        self._names = NameSwap()
+        self._asts: dict[str, ast.AST] = {}
+        self.parsed = 0  # sources parsed since install (for the tests)
+
+    def install(self) -> None:
+        try:
+            from _pytest._code import code, source
+        except ImportError:
+            return
+        original = vars(source).get("getstatementrange_ast")
+        if original is None or list(inspect.signature(original).parameters) != [
+            "lineno",
+            "source",
+            "assertion",
+            "astnode",
+        ]:
+            return
+        cached = self._wrap(original)
+        for module in (source, code):
+            if vars(module).get("getstatementrange_ast") is original:
+                self._names.set(module, "getstatementrange_ast", cached)
+
+    def uninstall(self) -> None:
+        self._names.undo()
+        self._asts.clear()
+
+    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        asts = self._asts
+
+        def getstatementrange_ast(
+            lineno: int, source: Any, assertion: bool = False, astnode: ast.AST | None = None
+        ) -> Any:
+            if astnode is None:
+                text = "\n".join(source.lines)  # what pytest parses: str(source)
+                astnode = asts.get(text)
+                if astnode is None:
+                    result = original(lineno, source, assertion)
+                    self.parsed += 1
+                    if len(asts) >= self._MAX_FILES:
+                        del asts[next(iter(asts))]
+                    asts[text] = result[0]
+                    return result
+            return original(lineno, source, assertion, astnode)
+
+        return getstatementrange_ast

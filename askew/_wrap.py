@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
-from ._config import RunConfig, check_seed
+from ._config import KNOBS, WRAP_EXECUTOR, RunConfig, check_seed, knob_text
 from ._determinism import NameSwap
 from ._loop import SimLoop
 
@@ -45,9 +45,23 @@ def sweep_base(base: int, i: int) -> int:
     return base if i == 0 else int(_core.seed_iteration(check_seed(base), i))
 
 
-def replay_command(base: int, nodeid: str) -> str:
-    """The command that runs exactly this test under this base seed."""
-    return f"ASKEW_SEED={base} pytest --askew-wrap {shlex.quote(nodeid)}"
+# What a wrapped test runs with when no option or ASKEW_* variable says otherwise.
+WRAP_DEFAULTS = RunConfig(executor=WRAP_EXECUTOR)
+
+
+def knob_options(config: RunConfig) -> list[str]:
+    """The plugin options that turn wrap mode's defaults into `config`."""
+    return [
+        f"--askew-{name.replace('_', '-')}={knob_text(getattr(config, name))}"
+        for name in KNOBS
+        if getattr(config, name) != getattr(WRAP_DEFAULTS, name)
+    ]
+
+
+def replay_command(base: int, nodeid: str, config: RunConfig = WRAP_DEFAULTS) -> str:
+    """The command that runs exactly this test under this base seed and config."""
+    words = ["pytest", "--askew-wrap", *knob_options(config), nodeid]
+    return f"ASKEW_SEED={base} " + " ".join(map(shlex.quote, words))
 
 
 @dataclass
@@ -56,7 +70,7 @@ class WrappedRun:
 
     nodeid: str
     base: int
-    config: RunConfig = field(default_factory=RunConfig)
+    config: RunConfig = WRAP_DEFAULTS
     loops: list[SimLoop] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # loop classes left unwrapped
 
@@ -66,7 +80,7 @@ class WrappedRun:
 
     @property
     def replay(self) -> str:
-        return replay_command(self.base, self.nodeid)
+        return replay_command(self.base, self.nodeid, self.config)
 
     @property
     def virtual_time(self) -> float:

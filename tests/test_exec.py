@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +76,30 @@ class TestCommandLine:
         assert not check
         assert command == ["pytest", "-x"]
 
+    def test_askew_exec_accepts_seeds(self) -> None:
+        from askew._cli import parse_args
+
+        settings, _, command = parse_args(["--wrap", "--seeds", "20", "pytest"])
+        assert settings == {"ASKEW_WRAP": "1", "ASKEW_SEEDS": "20"}
+        assert command == ["pytest"]
+
+    def test_wrap_options_become_askew_environment_variables(self) -> None:
+        from askew._cli import parse_args
+
+        settings, _, _ = parse_args(
+            ["--wrap", "--strategy", "shuffle", "--cpu=0,2e-5", "--overshoot", " 1e-6 , 1e-4",
+             "--max-steps=5000", "--max-time", "60", "--executor=refuse", "pytest"]
+        )  # fmt: skip
+        assert settings == {
+            "ASKEW_WRAP": "1",
+            "ASKEW_STRATEGY": "shuffle",
+            "ASKEW_CPU": "0.0,2e-05",
+            "ASKEW_OVERSHOOT": "1e-06,0.0001",
+            "ASKEW_MAX_STEPS": "5000",
+            "ASKEW_MAX_TIME": "60.0",
+            "ASKEW_EXECUTOR": "refuse",
+        }
+
     def test_the_command_starts_at_the_first_non_option(self) -> None:
         from askew._cli import parse_args
 
@@ -88,6 +113,15 @@ class TestCommandLine:
             (["--seed", "abc", "true"], "'abc'"),
             (["--iterations", "0", "true"], "'0'"),
             (["--iterations"], "--iterations needs a value"),
+            (["--wrap", "--seeds", "0", "true"], "--seeds must be >= 1, got '0'"),
+            (["--wrap", "--strategy", "random", "true"], "faithful, fifo, interleave, shuffle"),
+            (["--wrap", "--cpu", "5", "true"], "--cpu must be LO,HI in seconds"),
+            (["--wrap", "--overshoot=2,1", "true"], "got '2,1'"),
+            (["--wrap", "--max-steps", "1.5", "true"], "--max-steps must be a positive integer"),
+            (["--wrap", "--max-time", "-1", "true"], "--max-time must be a number of seconds > 0"),
+            (["--wrap", "--executor", "thread", "true"], "must be one of refuse, inline"),
+            (["--seeds", "3", "true"], "--seeds applies to wrapped tests: add --wrap"),
+            (["--executor", "inline", "true"], "--executor applies to wrapped tests: add --wrap"),
             (["--frobnicate", "true"], "'--frobnicate'"),
             ([], "no command"),
             (["--check", "true"], "'true'"),
@@ -187,7 +221,7 @@ def test_check_reports_another_preload_that_comes_first(tmp_path: Path) -> None:
 def test_a_package_path_with_a_space_is_refused_naming_it(tmp_path: Path) -> None:
     pkg = tmp_path / "with space" / "askew"
     pkg.mkdir(parents=True)
-    for name in ("_cli.py", "_preload.py", "libaskew-preload.so"):
+    for name in ("_cli.py", "_config.py", "_preload.py", "libaskew-preload.so"):
         shutil.copy(ASKEW_DIR / name, pkg / name)
     (pkg / "__init__.py").write_text("")
     env = dict(os.environ, PYTHONPATH=str(pkg.parent))
@@ -279,3 +313,47 @@ def test_pytest_timeouts_thread_keeps_working_beside_a_simulation(tmp_path: Path
     proc = _pytest_under_askew(tmp_path, "--timeout=120", "--timeout-method=thread")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout
+
+
+# ---- askew-exec --wrap, end to end --------------------------------------------------
+
+FIXTURES = REPO / "tests" / "wrap_fixtures"
+
+
+def _wrapped_pytest(*exec_args: str, nodeid: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKEW_", "PYTEST_"))}
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(REPO)) if p)
+    return askew_exec(
+        *exec_args, "--", sys.executable, "-m", "pytest", "-p", "askew", "-p", "no:cacheprovider",
+        nodeid, env=env, cwd=FIXTURES,
+    )  # fmt: skip
+
+
+@needs_cli
+@needs_lib
+def test_askew_exec_wrap_iterations_runs_that_many_seeds_per_wrapped_test() -> None:
+    # FLAKY depends on asyncio's order: under "interleave" some seeds fail.
+    proc = _wrapped_pytest(
+        "--wrap", "--iterations", "12", "--strategy", "interleave", "--seed", "11",
+        nodeid="test_flaky.py::test_workers_alternate",
+    )  # fmt: skip
+    assert "12 seeds per test, strategy interleave" in proc.stdout, proc.stdout + proc.stderr
+    assert re.search(r"\b\d+ of 12 seeds fail this test:", proc.stdout), proc.stdout
+
+
+@needs_cli
+@needs_lib
+def test_askew_exec_wrap_options_reach_the_wrapped_tests() -> None:
+    proc = _wrapped_pytest(
+        "--wrap", "--seeds", "2", "--executor", "refuse", "--max-steps", "5000",
+        "--cpu", "0,1e-5", "--seed", "7",
+        nodeid="test_threads.py::test_blocking_work_in_to_thread",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "2 seeds per test, strategy faithful, executor refuse" in proc.stdout
+    assert "NondeterminismError: run_in_executor(sum)" in proc.stdout
+    assert (
+        "ASKEW_SEED=7 pytest --askew-wrap --askew-cpu=0.0,1e-05 --askew-max-steps=5000 "
+        "--askew-executor=refuse test_threads.py::test_blocking_work_in_to_thread"
+    ) in proc.stdout

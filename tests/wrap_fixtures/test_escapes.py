@@ -25,13 +25,6 @@ def test_echo_over_a_real_socket():
     assert asyncio.run(main()) == b"ping\n"
 
 
-def test_blocking_work_in_to_thread():
-    async def main():
-        return await asyncio.to_thread(sum, range(10))
-
-    assert asyncio.run(main()) == 45
-
-
 def test_background_thread_sets_an_event():
     async def main():
         loop = asyncio.get_running_loop()
