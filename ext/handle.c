@@ -5,6 +5,7 @@
  * cancelled, when, get_context), as uvloop's do. Cancelling a timer removes
  * it from its loop's heap at once. */
 #include "handle.h"
+#include "task.h"
 
 #include <structmember.h>
 
@@ -98,7 +99,13 @@ int askew__handle_run(askew_handle *h)
     h->args_tuple = NULL;
     h->nargs = 0;
     PyObject *res;
-    if (args_tuple != NULL)
+    if (callback == askew__set_result_unless_cancelled && nargs == 2 &&
+        args_tuple == NULL && Py_IS_TYPE(args[0], (PyTypeObject *)askew__FutureType))
+        /* asyncio.sleep's timer: the same two checks, without a frame */
+        res = askew__future_set_result_unless_cancelled(args[0], args[1]) < 0
+                  ? NULL
+                  : Py_NewRef(Py_None);
+    else if (args_tuple != NULL)
         res = PyObject_Call(callback, args_tuple, NULL);
     else
         res = PyObject_Vectorcall(callback, args, (size_t)nargs, NULL);

@@ -54,22 +54,6 @@ static PyTypeObject *MessageType;
 static PyObject *recv_expire(PyObject *module, PyObject *fut);
 static PyMethodDef recv_expire_def = {"_recv_expire", recv_expire, METH_O, NULL};
 static PyObject *recv_expire_fn; /* the callback of a recv's timeout */
-/* _asyncio.Future.done and .set_result, called straight on the futures
- * recv() makes (always exactly that type), without a lookup per message. */
-static PyObject *future_done;
-static PyObject *future_set_result;
-
-static inline PyObject *fut_done(PyObject *fut)
-{
-    return PyObject_Vectorcall(future_done, &fut, 1, NULL);
-}
-
-static inline PyObject *fut_set_result(PyObject *fut, PyObject *value)
-{
-    PyObject *args[2] = {fut, value};
-    return PyObject_Vectorcall(future_set_result, args, 2, NULL);
-}
-
 static PyStructSequence_Field message_fields[] = {
     {"src", "the sending node's id"},
     {"dst", "the receiving node's id"},
@@ -88,11 +72,8 @@ static PyStructSequence_Desc message_desc = {
 int askew__net_types_init(PyObject *module)
 {
     MessageType = PyStructSequence_NewType(&message_desc);
-    future_done = PyObject_GetAttrString(askew__FutureType, "done");
-    future_set_result = PyObject_GetAttrString(askew__FutureType, "set_result");
     recv_expire_fn = PyCFunction_New(&recv_expire_def, NULL);
-    if (MessageType == NULL || future_done == NULL || future_set_result == NULL ||
-        recv_expire_fn == NULL)
+    if (MessageType == NULL || recv_expire_fn == NULL)
         return -1;
     return PyModule_AddObjectRef(module, "Message", (PyObject *)MessageType);
 }
@@ -282,21 +263,16 @@ static int deliver(struct askew_loop_state *self, const struct askew_net_deliver
     if (b->waiter != NULL) {
         PyObject *fut = b->waiter;
         b->waiter = NULL;
-        PyObject *done = fut_done(fut);
-        const int is_done = done == NULL ? -1 : PyObject_IsTrue(done);
-        Py_XDECREF(done);
+        const int is_done = askew__future_done(fut);
         if (is_done == 0) {
             if (b->timeout != NULL) {
                 askew__handle_cancel((askew_handle *)b->timeout);
                 Py_CLEAR(b->timeout);
             }
-            PyObject *res = fut_set_result(fut, msg);
+            const int rc = askew__future_set_result(fut, msg);
             Py_DECREF(fut);
             Py_DECREF(msg);
-            if (res == NULL)
-                return -1;
-            Py_DECREF(res);
-            return 0;
+            return rc;
         }
         Py_DECREF(fut);
         if (is_done < 0) {
@@ -516,16 +492,10 @@ static PyObject *net_broadcast(struct askew_loop_state *self, PyObject *const *a
 
 static PyObject *recv_expire(PyObject *Py_UNUSED(module), PyObject *fut)
 {
-    PyObject *done = fut_done(fut);
-    if (done == NULL)
+    const int is_done = askew__future_done(fut);
+    if (is_done < 0 || (!is_done && askew__future_set_result(fut, Py_None) < 0))
         return NULL;
-    const int is_done = PyObject_IsTrue(done);
-    Py_DECREF(done);
-    if (is_done < 0)
-        return NULL;
-    if (is_done)
-        Py_RETURN_NONE;
-    return fut_set_result(fut, Py_None);
+    Py_RETURN_NONE;
 }
 
 /* _net_recv(node, token, timeout): the next Message if one is waiting, else

@@ -49,6 +49,63 @@ static PyGetSetDef task_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Future's methods through their descriptors: no attribute lookup per call
+ * on the hot paths (a message delivered, a sleep's timer firing). */
+static PyObject *future_done;
+static PyObject *future_cancelled;
+static PyObject *future_set_result;
+PyObject *askew__set_result_unless_cancelled;
+
+static int call_truth(PyObject *method, PyObject *fut)
+{
+    PyObject *res = PyObject_Vectorcall(method, &fut, 1, NULL); // new reference
+    if (res == NULL)
+        return -1;
+    const int truth = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    return truth;
+}
+
+int askew__future_done(PyObject *fut)
+{
+    return call_truth(future_done, fut);
+}
+
+int askew__future_set_result(PyObject *fut, PyObject *value)
+{
+    PyObject *args[2] = {fut, value};
+    PyObject *res = PyObject_Vectorcall(future_set_result, args, 2, NULL);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+int askew__future_set_result_unless_cancelled(PyObject *fut, PyObject *value)
+{
+    const int cancelled = call_truth(future_cancelled, fut);
+    if (cancelled != 0)
+        return cancelled < 0 ? -1 : 0;
+    return askew__future_set_result(fut, value);
+}
+
+static int future_methods_init(void)
+{
+    PyObject *futures = PyImport_ImportModule("asyncio.futures"); // new reference
+    if (futures == NULL)
+        return -1;
+    askew__set_result_unless_cancelled =
+        PyObject_GetAttrString(futures, "_set_result_unless_cancelled");
+    Py_DECREF(futures);
+    future_done = PyObject_GetAttrString(askew__FutureType, "done");
+    future_cancelled = PyObject_GetAttrString(askew__FutureType, "cancelled");
+    future_set_result = PyObject_GetAttrString(askew__FutureType, "set_result");
+    return askew__set_result_unless_cancelled && future_done && future_cancelled &&
+                   future_set_result
+               ? 0
+               : -1;
+}
+
 int askew__task_types_init(PyObject *module)
 {
     PyObject *asyncio_c = PyImport_ImportModule("_asyncio"); // new reference
@@ -57,7 +114,7 @@ int askew__task_types_init(PyObject *module)
     PyObject *task_base = PyObject_GetAttrString(asyncio_c, "Task"); // new reference
     askew__FutureType = PyObject_GetAttrString(asyncio_c, "Future"); // new reference
     Py_DECREF(asyncio_c);
-    if (task_base == NULL || askew__FutureType == NULL)
+    if (task_base == NULL || askew__FutureType == NULL || future_methods_init() < 0)
         goto fail;
     const Py_ssize_t base_size = ((PyTypeObject *)task_base)->tp_basicsize;
     /* Keep the field 8-byte aligned whatever the base's size. */

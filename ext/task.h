@@ -10,6 +10,14 @@ extern PyTypeObject *askew__TaskType;
 extern PyObject *askew__FutureType; /* _asyncio.Future itself */
 
 int askew__task_types_init(PyObject *module);
+/* Future.done(fut): 1, 0, or -1 with an exception. fut is an exact Future. */
+int askew__future_done(PyObject *fut);
+/* Future.set_result(fut, value): 0, or -1 with an exception. */
+int askew__future_set_result(PyObject *fut, PyObject *value);
+/* asyncio.futures._set_result_unless_cancelled, which asyncio.sleep's timer
+ * calls: run in C when its future is an exact Future (no Python frame). */
+extern PyObject *askew__set_result_unless_cancelled;
+int askew__future_set_result_unless_cancelled(PyObject *fut, PyObject *value);
 /* The creation number the next Task made will carry (0: none). */
 void askew__task_set_next_seq(uint64_t seq);
 
