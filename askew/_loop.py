@@ -38,10 +38,13 @@ _HAS_EAGER = sys.version_info >= (3, 12)
 _CoroutineType = types.CoroutineType
 
 
-def _refuse(call: str, instead: str) -> NoReturn:
-    raise NondeterminismError(
-        f"{call} inside a simulation would do real I/O, outside the seed's control. {instead}"
-    )
+def _refuse(
+    call: str, instead: str, why: str = "would do real I/O, outside the seed's control"
+) -> NoReturn:
+    refusal = NondeterminismError(f"{call} inside a simulation {why}. {instead}")
+    # Noted first: if the caller catches it, the run still fails after this step.
+    _core._note_refusal(refusal)
+    raise refusal
 
 
 _IO_HINT = (
