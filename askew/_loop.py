@@ -196,7 +196,19 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             fut = tasks.ensure_future(future, loop=self)
         if new_task:
             fut._log_destroy_pending = False  # type: ignore[attr-defined]
-        fut.add_done_callback(base_events._run_until_complete_cb)  # type: ignore[attr-defined]
+        # asyncio's done callback stops whichever run is going when it runs.
+        # When a run ends in an error raised between steps (a refusal raised
+        # at the end of the step that finished `fut`, a KeyboardInterrupt),
+        # the callback is already queued: it would stop the next run at once,
+        # and Runner.close() would never finalize async generators. This one
+        # stops only the run that armed it.
+        armed = True
+
+        def stop_this_run(_: Any) -> None:
+            if armed:
+                self.stop()
+
+        fut.add_done_callback(stop_this_run)
         try:
             self.run_forever()
         except BaseException:
@@ -204,7 +216,8 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
                 fut.exception()  # mark it retrieved: the caller sees the error
             raise
         finally:
-            fut.remove_done_callback(base_events._run_until_complete_cb)  # type: ignore[attr-defined]
+            armed = False
+            fut.remove_done_callback(stop_this_run)
         if not fut.done():
             raise RuntimeError("Event loop stopped before Future completed.")
         return fut.result()

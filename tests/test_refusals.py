@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
+import textwrap
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +233,121 @@ def test_except_runtime_error_and_pytest_raises_runtime_error_do_not_catch_a_ref
         with pytest.raises(NondeterminismError, match=r"Thread\.start"):
             askew.run(main(), seed=5)
     assert swallowed == []
+
+
+# ---- item 8: no stale stop after a refused run -----------------------------------------
+
+
+def test_a_refusal_never_carries_into_the_next_run() -> None:
+    loop = askew.new_event_loop(4)
+
+    async def refuses() -> None:
+        try:
+            _start_a_thread()
+        except NondeterminismError:
+            pass
+
+    async def fine() -> str:
+        await asyncio.sleep(0)
+        return "ok"
+
+    try:
+        with pytest.raises(NondeterminismError):
+            loop.run_until_complete(refuses())
+        assert loop.run_until_complete(fine()) == "ok"
+    finally:
+        loop.close()
+
+
+def test_after_a_refused_run_the_next_run_until_complete_finalizes_async_generators() -> None:
+    finalized: list[str] = []
+    keep: list[Any] = []
+
+    async def numbers() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            await asyncio.sleep(0)
+            finalized.append("finally")
+
+    async def main() -> None:
+        gen = numbers()
+        keep.append(gen)
+        await gen.__anext__()
+        try:  # the task finishes in the step that refuses: its stop is queued
+            _start_a_thread()
+        except NondeterminismError:
+            pass
+
+    loop = askew.new_event_loop(6)
+    try:
+        with pytest.raises(NondeterminismError):
+            loop.run_until_complete(main())
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        assert loop.run_until_complete(asyncio.sleep(1, "later")) == "later"
+    finally:
+        loop.close()
+    assert finalized == ["finally"]
+
+
+_INNER = """
+import asyncio, socket
+import askew, pytest
+
+closed = []
+
+async def numbers():
+    try:
+        yield 1
+        yield 2
+    finally:
+        closed.append(True)
+
+def test_a_runner_closes_its_async_generators_after_a_preload_refusal():
+    keep = []
+    async def main():
+        gen = numbers()
+        keep.append(gen)
+        await gen.__anext__()
+        try:
+            socket.socket()  # refused by the preload: PermissionError, and recorded
+        except OSError:
+            pass
+    runner = asyncio.Runner(loop_factory=lambda: askew.new_event_loop(7))
+    with pytest.raises(askew.NondeterminismError, match=r"socket\\(\\) was refused"):
+        runner.run(main())
+    runner.close()  # shutdown_asyncgens runs to its end: no stale stop
+    assert closed == [True]
+"""
+
+
+@needs_preload
+def test_under_askew_exec_a_preload_refusal_does_not_stop_the_next_run_at_once(
+    tmp_path: Path,
+) -> None:
+    _needs_askew()
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(_INNER))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKEW_", "PYTEST_"))}
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "askew._cli", "--"),
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            *("--rootdir", str(tmp_path), "test_inner.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+    for noise in ("destroyed but it is pending", "never retrieved", "Event loop stopped"):
+        assert noise not in proc.stdout + proc.stderr
 
 
 # ---- preload refusals go through the same slot -----------------------------------------
