@@ -194,7 +194,8 @@ static int sleep_ns(PyObject *secs, int64_t *out)
 }
 
 /* Raise askew.errors.BudgetExceeded, and note it: like a refusal, a run
- * that cannot go on fails even if the code catches the error. */
+ * that cannot go on fails even if the code catches the error. Raised and
+ * then noted as the exception set, the way the loop's own refusals are. */
 static PyObject *sleep_past_budget(struct askew_loop_state *loop, PyObject *secs)
 {
     PyObject *errors = PyImport_ImportModule("askew.errors"); // new reference
@@ -205,18 +206,12 @@ static PyObject *sleep_past_budget(struct askew_loop_state *loop, PyObject *secs
     char budget[64];
     snprintf(budget, sizeof budget, "max_time=%.9gs, t=%.6fs",
              (double)loop->sched.time_max_ns / 1e9, (double)loop->sched.now_ns / 1e9);
-    PyObject *exc = PyObject_CallFunction(
-        cls, "N",
-        PyUnicode_FromFormat("time.sleep(%R) would carry virtual time past the run's "
-                             "time budget (%s): a loop that blocks in time.sleep, or "
-                             "raise max_time",
-                             secs, budget));
+    PyErr_Format(cls,
+                 "time.sleep(%R) would carry virtual time past the run's time budget "
+                 "(%s): a loop that blocks in time.sleep, or raise max_time",
+                 secs, budget);
     Py_DECREF(cls);
-    if (exc == NULL)
-        return NULL;
-    (void)askew__refusal_note(exc);
-    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
-    Py_DECREF(exc);
+    (void)askew__refusal_note(NULL);
     return NULL;
 }
 
