@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Python-level determinism around a run: time, random, entropy, threads, gc.
 
-While a scope is open, time.time/monotonic/perf_counter (and _ns forms) and
-os.urandom are askew's C functions, which read virtual time and the entropy
-stream on the simulation thread and call the originals anywhere else; the
+While a scope is open, time.time/monotonic/perf_counter (and _ns forms),
+time.sleep and os.urandom are askew's C functions, which read virtual time
+and the entropy stream on the simulation thread (where a sleep consumes
+virtual time and returns at once) and call the originals anywhere else; the
 global `random` module is reseeded from the run's seed; Thread.start is
 refused on the simulation thread; the cyclic gc only runs when the loop says.
 Closing the scope restores every one of these, also after an exception.
@@ -23,7 +24,15 @@ from . import _core
 from .errors import NondeterminismError
 
 _virtual: Any = _core.virtual
-_TIME_NAMES = ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns")
+_TIME_NAMES = (
+    "time",
+    "time_ns",
+    "monotonic",
+    "monotonic_ns",
+    "perf_counter",
+    "perf_counter_ns",
+    "sleep",
+)
 _original_start = threading.Thread.start
 _seed_generator = _random.Random.seed
 
@@ -48,11 +57,13 @@ class NameSwap:
 
 def _refusing_start(self: threading.Thread) -> None:
     if _virtual.in_simulation():
-        raise NondeterminismError(
+        refusal = NondeterminismError(
             f"threading.Thread.start() for {self.name!r} inside a simulation: a real thread "
             "runs outside the seed's control. Use a task (asyncio.create_task) instead, or "
             "start the thread before the simulation."
         )
+        _core._note_refusal(refusal)  # caught or not, the run fails after this step
+        raise refusal
     _original_start(self)
 
 

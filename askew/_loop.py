@@ -39,10 +39,13 @@ _HAS_EAGER = sys.version_info >= (3, 12)
 _CoroutineType = types.CoroutineType
 
 
-def _refuse(call: str, instead: str) -> NoReturn:
-    raise NondeterminismError(
-        f"{call} inside a simulation would do real I/O, outside the seed's control. {instead}"
-    )
+def _refuse(
+    call: str, instead: str, why: str = "would do real I/O, outside the seed's control"
+) -> NoReturn:
+    refusal = NondeterminismError(f"{call} inside a simulation {why}. {instead}")
+    # Noted first: if the caller catches it, the run still fails after this step.
+    _core._note_refusal(refusal)
+    raise refusal
 
 
 _IO_HINT = (
@@ -217,7 +220,19 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             fut = tasks.ensure_future(future, loop=self)
         if new_task:
             fut._log_destroy_pending = False  # type: ignore[attr-defined]
-        fut.add_done_callback(base_events._run_until_complete_cb)  # type: ignore[attr-defined]
+        # asyncio's done callback stops whichever run is going when it runs.
+        # When a run ends in an error raised between steps (a refusal raised
+        # at the end of the step that finished `fut`, a KeyboardInterrupt),
+        # the callback is already queued: it would stop the next run at once,
+        # and Runner.close() would never finalize async generators. This one
+        # stops only the run that armed it.
+        armed = True
+
+        def stop_this_run(_: Any) -> None:
+            if armed:
+                self.stop()
+
+        fut.add_done_callback(stop_this_run)
         try:
             self.run_forever()
         except BaseException:
@@ -225,7 +240,8 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
                 fut.exception()  # mark it retrieved: the caller sees the error
             raise
         finally:
-            fut.remove_done_callback(base_events._run_until_complete_cb)  # type: ignore[attr-defined]
+            armed = False
+            fut.remove_done_callback(stop_this_run)
         if not fut.done():
             raise RuntimeError("Event loop stopped before Future completed.")
         return fut.result()

@@ -233,7 +233,9 @@ def _run_once(
         failure = world._failure
     time, steps = loop._now_ns / 1e9, loop.steps
     if failure is not None:
-        kind = _KIND_ASSERT if isinstance(failure, AssertionError) else _KIND_ERROR
+        # A refusal is a SimulationFailure (an AssertionError) but no assert failed.
+        refused = isinstance(failure, NondeterminismError)
+        kind = _KIND_ASSERT if isinstance(failure, AssertionError) and not refused else _KIND_ERROR
         world.log._emit(kind, -1, _event_text(failure, world._failed_node))
     # Formatting the log costs more than a small run: only for a report or a
     # comparison. The log stays in the loop until its next reset.

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The extension's side of libaskew-preload.so: finds its control API with
  * dlsym(RTLD_DEFAULT) at module init (never links against it: a copy loaded
- * late would interpose nothing), self-tests it, hands it the loop's clock
- * and entropy hooks around a run, and turns recorded refusals into
- * NondeterminismError. Without the preload every entry point is a cheap
- * no-op. The hook called from inside an interposer (on_violation) runs
- * possibly without the GIL and must never call into Python itself. */
+ * late would interpose nothing), self-tests it, hands it the loop's clock,
+ * entropy and sleep hooks around a run, and turns recorded refusals into
+ * NondeterminismError, noted in refusal.c's slot like every other refusal.
+ * Without the preload every entry point is a cheap no-op. The hooks called
+ * from inside an interposer (on_violation, sleep) run possibly without the
+ * GIL and must never call into Python themselves. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -19,11 +20,11 @@ static int api_found; /* the symbol is there, whatever its ABI */
 static int api_ok;    /* found, ABI compatible, and self_test passed */
 static char api_msg[512];
 static char api_path[1024];
+static char api_abi[24];   /* "1.1": what the preload found speaks */
 static uintptr_t api_base; /* load address of the preload, to skip its frames */
 
-/* Set by on_violation (any time, no GIL), cleared by the check that reports
- * it: the one relaxed load askew__preload_check pays when nothing happened. */
-static atomic_int violation_pending;
+/* on_violation sets askew__refusal_flag (refusal.c) and schedules at most
+ * one pending call at a time. */
 static atomic_int pending_call_scheduled;
 /* Refusals already turned into an exception; GIL-protected. */
 static uint64_t violations_seen;
@@ -42,8 +43,9 @@ static const char *kind_hint(uint32_t kind)
         return "a real name lookup; only numeric hosts and localhost resolve "
                "inside a run";
     case ASKEW_VIOLATION_SLEEP:
-        return "a blocking wait would stall virtual time; await asyncio.sleep or "
-               "a future instead";
+        return "a timed wait can only time out inside the simulation, and a sleep "
+               "costs virtual time only up to the run's max_time; await "
+               "asyncio.sleep or a future instead";
     case ASKEW_VIOLATION_DEVRANDOM:
         return "reading the kernel's entropy bypasses the run's seed; use "
                "os.urandom or getrandom, which the run serves";
@@ -99,74 +101,61 @@ static PyObject *format_frames(const struct askew_violation *v)
     return joined;
 }
 
-/* repr(asyncio.current_task()) or "no task"; never fails. */
-static PyObject *current_task_repr(void)
-{
-    PyObject *asyncio = PyImport_ImportModule("asyncio"); // new reference
-    PyObject *task = NULL, *text = NULL;
-    if (asyncio != NULL)
-        task = PyObject_CallMethod(asyncio, "current_task", NULL);
-    if (task != NULL && task != Py_None)
-        text = PyObject_Repr(task);
-    Py_XDECREF(task);
-    Py_XDECREF(asyncio);
-    if (text == NULL) {
-        PyErr_Clear();
-        text = PyUnicode_FromString("no task (between callbacks)");
-    }
-    return text;
-}
-
-/* consume: the step check marks the refusals reported; the pending call
- * does not, so a caller that swallows the pending call's exception still
- * fails the run at the step boundary. */
-static int raise_violation(int consume)
+/* The refusals the preload recorded since the last call, as one
+ * NondeterminismError for the first of them (new reference), noted in the
+ * refusal slot; NULL with no exception when there is none. */
+static PyObject *take_violations(int where_known)
 {
     uint64_t n = api->violations();
     if (n <= violations_seen)
-        return 0;
+        return NULL;
     uint64_t first = violations_seen;
     if (n - first > ASKEW_VIOLATION_RING)
         first = n - ASKEW_VIOLATION_RING;
+    const uint64_t more = n - violations_seen - 1;
+    violations_seen = n;
     struct askew_violation v;
-    int got = api->violation_get(first, &v);
-    uint64_t more = n - violations_seen - 1;
-    if (consume)
-        violations_seen = n;
-    if (got != 0)
-        return 0;
-    PyObject *frames = format_frames(&v);
-    PyObject *task = current_task_repr();
-    if (frames == NULL || task == NULL) {
-        Py_XDECREF(frames);
-        Py_XDECREF(task);
-        return -1;
-    }
-    PyObject *exc = askew__NondeterminismError ? askew__NondeterminismError
-                                               : PyExc_RuntimeError; // borrowed
-    PyErr_Format(exc,
-                 "%s() was refused inside the simulation: %s\n"
-                 "  C callers (innermost first):\n%U\n"
-                 "  task: %U%s",
-                 v.call ? v.call : "?", kind_hint(v.kind), frames, task,
-                 more ? "\n  (and more refused calls after this one)" : "");
+    if (api->violation_get(first, &v) != 0)
+        return NULL;
+    PyObject *frames = format_frames(&v); // new reference
+    if (frames == NULL)
+        return NULL;
+    PyObject *type = askew__NondeterminismError ? askew__NondeterminismError
+                                                : PyExc_RuntimeError; // borrowed
+    PyObject *exc = PyObject_CallFunction(
+        type, "N",
+        PyUnicode_FromFormat("%s() was refused inside the simulation: %s\n"
+                             "  C callers (innermost first):\n%U%s",
+                             v.call ? v.call : "?", kind_hint(v.kind), frames,
+                             more ? "\n  (and more refused calls after this one)"
+                                  : ""));
     Py_DECREF(frames);
-    Py_DECREF(task);
-    return -1;
+    if (exc != NULL)
+        (void)askew__refusal_note_at(exc, where_known);
+    return exc;
 }
 
 int askew__preload_check(void)
 {
     if (__builtin_expect(
-            !atomic_load_explicit(&violation_pending, memory_order_relaxed), 1))
+            !atomic_load_explicit(&askew__refusal_flag, memory_order_relaxed), 1))
         return 0;
-    atomic_store_explicit(&violation_pending, 0, memory_order_relaxed);
-    return api != NULL ? raise_violation(/* consume */ 1) : 0;
+    atomic_store_explicit(&askew__refusal_flag, 0, memory_order_relaxed);
+    /* No Python code of the step's is on the stack now: where the refused
+     * call was made is not known here (the pending call knows it). */
+    PyObject *exc = api != NULL ? take_violations(/* where_known */ 0) : NULL;
+    if (exc == NULL && PyErr_Occurred())
+        return -1;
+    Py_XDECREF(exc); /* the slot holds it, or an earlier refusal */
+    return askew__refusal_raise();
 }
 
-/* Runs in the main thread with the GIL, at the next bytecode boundary: the
- * way a caller that retries a refused call forever (a loop on frozen time,
- * queue.get(timeout=...)) still gets the error. */
+/* Runs in the main thread with the GIL, at the next bytecode boundary,
+ * usually in the frame that made the refused call: it raises the refusal
+ * there, so a caller that retries a refused call forever (a loop on frozen
+ * time, queue.get(timeout=...)) still gets the error, and the note learns
+ * the user's line. The same exception is raised again at the step's end if
+ * the caller swallows it. */
 static int pending_raise(void *arg)
 {
     (void)arg;
@@ -174,7 +163,12 @@ static int pending_raise(void *arg)
     if (api == NULL || askew__active == NULL ||
         PyThread_get_thread_ident() != askew__active_thread)
         return 0;
-    return raise_violation(/* consume */ 0);
+    PyObject *exc = take_violations(/* where_known */ 1);
+    if (exc == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return -1;
 }
 
 /* Called from inside an interposer on the simulation thread, maybe without
@@ -184,7 +178,7 @@ static int pending_raise(void *arg)
 static void on_violation(void *ctx)
 {
     (void)ctx;
-    atomic_store_explicit(&violation_pending, 1, memory_order_relaxed);
+    atomic_store_explicit(&askew__refusal_flag, 1, memory_order_relaxed);
     int expected = 0;
     if (atomic_compare_exchange_strong(&pending_call_scheduled, &expected, 1) &&
         Py_AddPendingCall(pending_raise, NULL) < 0)
@@ -194,6 +188,8 @@ static void on_violation(void *ctx)
 
 int askew__preload_enter(void *ctx)
 {
+    askew__refusal_reset(); /* the slot is everybody's, preload or not */
+    violations_seen = 0;
     if (api == NULL)
         return 0;
     if (!api_ok) {
@@ -209,6 +205,7 @@ int askew__preload_enter(void *ctx)
         .now = askew__clock_read,
         .random = askew__entropy_fill,
         .on_violation = on_violation,
+        .sleep = askew__loop_consume_ns,
     };
     int rc = api->enter(&hooks);
     if (rc < 0) {
@@ -218,13 +215,14 @@ int askew__preload_enter(void *ctx)
                      rc == -EBUSY ? " (another thread is running one)" : "");
         return -1;
     }
-    atomic_store(&violation_pending, 0);
-    violations_seen = 0;
     return 0;
 }
 
 void askew__preload_leave(void)
 {
+    /* A refusal noted after the last step's check (a run cut short by
+     * KeyboardInterrupt, say) belongs to this run: the next starts clean. */
+    askew__refusal_reset();
     if (api != NULL && api_ok)
         api->leave();
 }
@@ -236,9 +234,12 @@ static PyObject *preload_active(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 
 static PyObject *preload_status(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args))
 {
-    return Py_BuildValue("{s:O,s:O,s:z,s:s}", "found", api_found ? Py_True : Py_False,
-                         "active", api_ok ? Py_True : Py_False, "path",
-                         api_path[0] ? api_path : NULL, "self_test", api_msg);
+    /* A 1.0 preload works, but refuses every sleep: say which one is here. */
+    return Py_BuildValue(
+        "{s:O,s:O,s:z,s:s,s:z,s:O}", "found", api_found ? Py_True : Py_False, "active",
+        api_ok ? Py_True : Py_False, "path", api_path[0] ? api_path : NULL, "self_test",
+        api_msg, "abi", api != NULL ? api_abi : NULL, "sleeps_cost_time",
+        api_ok && api->abi_minor >= 1 ? Py_True : Py_False);
 }
 
 static PyMethodDef preload_methods[] = {
@@ -271,8 +272,14 @@ int askew__preload_setup(PyObject *module)
                      ASKEW_PRELOAD_ABI_MAJOR, ASKEW_PRELOAD_ABI_MINOR);
             api = NULL;
         } else {
+            /* Minor versions only add hooks at the end of the tables, which
+             * each side sizes: any 1.x works with any other. */
+            snprintf(api_abi, sizeof(api_abi), "%u.%u", ASKEW_PRELOAD_ABI_MAJOR,
+                     api->abi_minor);
             api_ok = api->self_test(api_msg, sizeof(api_msg)) == 0;
         }
     }
+    if (askew__refusal_setup(module) < 0)
+        return -1;
     return PyModule_AddFunctions(module, preload_methods);
 }

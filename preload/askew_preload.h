@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define ASKEW_PRELOAD_ABI_MAJOR 1u
-#define ASKEW_PRELOAD_ABI_MINOR 0u
+#define ASKEW_PRELOAD_ABI_MINOR 1u
 #define ASKEW_PRELOAD_GET_API   "askew_preload_get_api"
 
 /* Virtual time at the Unix epoch offset below: 2020-01-01T00:00:00Z. The
@@ -25,7 +25,9 @@ extern "C" {
 
 /* What the extension provides; every hook runs on the simulation thread,
  * possibly without the GIL, and must not call Python or any interposed
- * function. Each returns 0 or a negative errno. */
+ * function. Each returns 0 or a negative errno. The table only grows at its
+ * end, with a minor ABI bump: `size` says which hooks a caller knows, and
+ * the preload treats every hook past it as NULL. */
 struct askew_preload_hooks {
     uint32_t size; /* sizeof(struct askew_preload_hooks) */
     void *ctx;
@@ -35,6 +37,13 @@ struct askew_preload_hooks {
     /* Called once per recorded refusal, after it is recorded; may schedule
      * a pending call so a spinning caller still sees the error. */
     void (*on_violation)(void *ctx);
+    /* Since ABI 1.1. A blocking sleep on the simulation thread: let `ns`
+     * (> 0) nanoseconds of the running node's clock pass, as the sleep would
+     * on a real loop. A negative errno when the simulation cannot let that
+     * much time pass (-EOVERFLOW: past the end of virtual time; -ETIME: past
+     * the run's time budget); the preload then refuses and records the
+     * sleep, which is what it does with every sleep when this is NULL. */
+    int (*sleep)(void *ctx, int64_t ns);
 };
 
 enum askew_violation_kind {
@@ -42,7 +51,7 @@ enum askew_violation_kind {
     ASKEW_VIOLATION_PROCESS = 2,  /* fork, vfork, posix_spawn, exec* */
     ASKEW_VIOLATION_SOCKET = 3,   /* socket, connect, bind on real families */
     ASKEW_VIOLATION_DNS = 4,      /* getaddrinfo of a real name */
-    ASKEW_VIOLATION_SLEEP = 5,    /* nanosleep and friends, timed waits, poll */
+    ASKEW_VIOLATION_SLEEP = 5,    /* timed waits, poll; sleeps the hook cannot take */
     ASKEW_VIOLATION_DEVRANDOM = 6 /* opening /dev/urandom or /dev/random */
 };
 

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Blocking with a timeout: the sleeps, timed semaphore waits, timed
- * condvar waits and the poll family. On the simulation thread a timed wait
- * can only end by timing out (no other simulated thread exists to wake it),
- * and a real sleep would stall virtual time, so each returns at once with
- * the call's own timeout result and is recorded. Waits that can complete
- * without blocking (a free semaphore, a ready fd) still complete. Condvar
- * waits are the exception: they are translated, never refused (see below).
- * Nothing here sleeps for real on the simulation thread for longer than the
- * caller asked, and nothing passes a virtual deadline to the kernel. */
+ * condvar waits and the poll family. On the simulation thread a sleep costs
+ * virtual time, as a blocking sleep costs a real loop its time: the
+ * extension's sleep hook moves the node's clock on by the interval, and the
+ * call returns at once. The other timed waits can only end by timing out
+ * (no other simulated thread exists to wake them), so each returns at once
+ * with the call's own timeout result and is recorded as a refusal. Waits
+ * that can complete without blocking (a free semaphore, a ready fd) still
+ * complete. Condvar waits are the exception: they are translated, never
+ * refused (see below). Nothing here sleeps for real on the simulation
+ * thread for longer than the caller asked, and nothing passes a virtual
+ * deadline to the kernel. */
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -30,6 +33,50 @@ static int ts_zero(const struct timespec *ts)
     return ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0;
 }
 
+/* a - b in nanoseconds; 0 when a is not after b, -1 when it does not fit. */
+static int64_t ns_after(const struct timespec *a, const struct timespec *b)
+{
+    int64_t sec, ns;
+    if (__builtin_sub_overflow((int64_t)a->tv_sec, (int64_t)b->tv_sec, &sec) ||
+        __builtin_mul_overflow(sec, (int64_t)1000000000, &ns) ||
+        __builtin_add_overflow(ns, (int64_t)(a->tv_nsec - b->tv_nsec), &ns))
+        return -1;
+    return ns > 0 ? ns : 0;
+}
+
+int askew__sim_sleep(const struct askew_preload_hooks *h, clockid_t clock, int flags,
+                     const struct timespec *req, const char *call, void *ret)
+{
+    /* The kernel's checks, in its order: the request, then the clock. */
+    if (req == NULL)
+        return EFAULT;
+    if (req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)
+        return EINVAL;
+    if (clock == CLOCK_THREAD_CPUTIME_ID)
+        return EINVAL;
+    int saved = errno;
+    int64_t ns = -1;
+    if (!askew__sim_clock_known(clock)) {
+        /* A clock the simulation does not model: nothing to move on. */
+    } else if (flags & TIMER_ABSTIME) {
+        struct timespec now;
+        if (askew__sim_clock_gettime(h, clock, &now) == 0)
+            ns = ns_after(req, &now); /* a deadline on the virtual clock */
+    } else {
+        struct timespec zero = {0, 0};
+        ns = ns_after(req, &zero);
+    }
+    if (ns == 0 || (ns > 0 && askew__hook_sleep(h, ns) == 0)) {
+        errno = saved;
+        return 0;
+    }
+    /* No hook (an ABI 1.0 extension), or more time than the run can
+     * let pass: return at once as if slept, and let the record fail the run. */
+    askew__refuse(h, ASKEW_VIOLATION_SLEEP, call, req->tv_sec, req->tv_nsec, ret);
+    errno = saved;
+    return 0;
+}
+
 ASKEW_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
@@ -39,15 +86,13 @@ ASKEW_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
             return real(req, rem);
         return (int)askew__raw_syscall(SYS_nanosleep, (long)req, (long)rem, 0, 0, 0, 0);
     }
-    if (req == NULL) {
-        errno = EFAULT;
+    /* Linux measures nanosleep on CLOCK_MONOTONIC. */
+    int err = askew__sim_sleep(h, CLOCK_MONOTONIC, 0, req, "nanosleep",
+                               __builtin_return_address(0));
+    if (err != 0) {
+        errno = err;
         return -1;
     }
-    if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    SLEEP(h, "nanosleep", req->tv_sec, req->tv_nsec);
     return 0;
 }
 ASKEW_SELF(nanosleep);
@@ -69,12 +114,8 @@ ASKEW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timesp
         errno = saved;
         return err;
     }
-    if (req == NULL)
-        return EFAULT;
-    if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)
-        return EINVAL;
-    SLEEP(h, "clock_nanosleep", req->tv_sec, flags);
-    return 0;
+    return askew__sim_sleep(h, clock, flags, req, "clock_nanosleep",
+                            __builtin_return_address(0));
 }
 ASKEW_SELF(clock_nanosleep);
 
@@ -88,7 +129,10 @@ ASKEW_EXPORT int usleep(useconds_t usec)
         struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};
         return (int)askew__raw_syscall(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
     }
-    SLEEP(h, "usleep", (long)usec, 0);
+    struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};
+    /* Cannot fail: the interval is valid by construction. */
+    (void)askew__sim_sleep(h, CLOCK_MONOTONIC, 0, &ts, "usleep",
+                           __builtin_return_address(0));
     return 0;
 }
 
@@ -103,7 +147,10 @@ ASKEW_EXPORT unsigned int sleep(unsigned int seconds)
         askew__raw_syscall(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
         return 0;
     }
-    SLEEP(h, "sleep", (long)seconds, 0);
+    struct timespec ts = {(time_t)seconds, 0};
+    /* As above; sleep returns the seconds left unslept: none. */
+    (void)askew__sim_sleep(h, CLOCK_MONOTONIC, 0, &ts, "sleep",
+                           __builtin_return_address(0));
     return 0;
 }
 

@@ -61,12 +61,20 @@ static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long
     case SYS_getrandom:
         return askew__sim_getrandom(h, (void *)a[0], (size_t)a[1], (unsigned int)a[2]);
     case SYS_nanosleep:
-    case SYS_clock_nanosleep:
-        askew__refuse(h, ASKEW_VIOLATION_SLEEP,
-                      nr == SYS_nanosleep ? "syscall(SYS_nanosleep)"
-                                          : "syscall(SYS_clock_nanosleep)",
-                      a[0], a[1], ret);
+    case SYS_clock_nanosleep: {
+        /* The kernel's arguments: (req, rem) or (clock, flags, req, rem). */
+        const int clock_form = nr == SYS_clock_nanosleep;
+        const int err = askew__sim_sleep(
+            h, clock_form ? (clockid_t)a[0] : CLOCK_MONOTONIC,
+            clock_form ? (int)a[1] : 0, (const struct timespec *)a[clock_form ? 2 : 0],
+            clock_form ? "syscall(SYS_clock_nanosleep)" : "syscall(SYS_nanosleep)",
+            ret);
+        if (err != 0) {
+            errno = err;
+            return -1;
+        }
         return 0;
+    }
     case SYS_clone:
 #ifdef SYS_clone3
     case SYS_clone3:

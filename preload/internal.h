@@ -145,6 +145,8 @@ int askew__hook_now(const struct askew_preload_hooks *h, int realtime,
                     struct timespec *out) ASKEW_HIDDEN;
 int askew__hook_random(const struct askew_preload_hooks *h, void *buf,
                        size_t len) ASKEW_HIDDEN;
+/* -ENOSYS when the extension gave no sleep hook (a table from ABI 1.0). */
+int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns) ASKEW_HIDDEN;
 
 /* The simulation side of calls that syscall() also dispatches. Each keeps
  * the libc contract of the call it is named after (-1 and errno). */
@@ -155,6 +157,12 @@ int askew__sim_clock_getres(clockid_t id, struct timespec *res) ASKEW_HIDDEN;
 int askew__sim_clock_known(clockid_t id) ASKEW_HIDDEN;
 long askew__sim_getrandom(const struct askew_preload_hooks *h, void *buf, size_t len,
                           unsigned int flags) ASKEW_HIDDEN;
+/* A sleep on the simulation thread, for clock_nanosleep's arguments: 0 or
+ * an errno (returned, not set), as clock_nanosleep has it. `call` names the
+ * interposer for the record, `ret` is its return address. */
+int askew__sim_sleep(const struct askew_preload_hooks *h, clockid_t clock, int flags,
+                     const struct timespec *req, const char *call,
+                     void *ret) ASKEW_HIDDEN;
 /* 1 when the socket family is refused inside a simulation. */
 int askew__sim_family_refused(int family) ASKEW_HIDDEN;
 

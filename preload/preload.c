@@ -201,6 +201,16 @@ int askew__hook_random(const struct askew_preload_hooks *h, void *buf, size_t le
     return rc;
 }
 
+int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns)
+{
+    if (h->sleep == NULL)
+        return -ENOSYS;
+    askew__t_hooks = NULL;
+    int rc = h->sleep(h->ctx, ns);
+    askew__t_hooks = h;
+    return rc;
+}
+
 static int in_self(uintptr_t pc)
 {
     return pc >= self_text_lo && pc < self_text_hi;

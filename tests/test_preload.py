@@ -460,14 +460,14 @@ print(seen.get("time") == askew._core.WALL_EPOCH)
 
 
 def test_a_refusal_without_the_gil_still_raises_in_the_simulation(probe_dir: Path) -> None:
-    # nanosleep with the GIL released: on_violation runs without it and must
-    # only schedule a pending call, which raises at the next bytecode.
+    # pthread_create with the GIL released: on_violation runs without it and
+    # must only schedule a pending call, which raises at the next bytecode.
     _needs_askew()
     out = run_python(
         """
 import askew, _askew_probe as p
 async def main():
-    p.nanosleep_nogil(3600)
+    p.pthread_create_nogil()
     for _ in range(1000):
         pass
     return "not raised"
@@ -478,4 +478,4 @@ except askew.NondeterminismError as e:
 """,
         pythonpath=probe_dir,
     )
-    assert "raised: nanosleep() was refused inside the simulation" in assert_ok(out)
+    assert "raised: pthread_create() was refused inside the simulation" in assert_ok(out)

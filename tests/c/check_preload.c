@@ -54,6 +54,9 @@ static struct {
     uint8_t next_byte;
     int callbacks;
     int reentered_real;
+    int64_t slept_ns; /* what the sleep hook was asked for, in total */
+    int sleeps;
+    int sleep_rc; /* what the sleep hook answers */
 } st;
 
 static int test_now(void *ctx, int realtime, struct timespec *out)
@@ -79,6 +82,26 @@ static void test_on_violation(void *ctx)
     (void)ctx;
     st.callbacks++;
 }
+
+/* The extension's sleep hook: count, and answer st.sleep_rc. */
+static int test_sleep(void *ctx, int64_t ns)
+{
+    (void)ctx;
+    if (st.sleep_rc == 0)
+        st.slept_ns += ns;
+    st.sleeps++;
+    return st.sleep_rc;
+}
+
+/* As the extension has hooked since ABI 1.1: sleeps cost virtual time. */
+static const struct askew_preload_hooks sleep_hooks = {
+    .size = sizeof(struct askew_preload_hooks),
+    .ctx = NULL,
+    .now = test_now,
+    .random = test_random,
+    .on_violation = test_on_violation,
+    .sleep = test_sleep,
+};
 
 static const struct askew_preload_hooks hooks = {
     .size = sizeof(struct askew_preload_hooks),
@@ -140,6 +163,7 @@ START_TEST(test_api_is_found_and_interposers_come_first)
         (askew_preload_get_api_fn)dlsym(RTLD_DEFAULT, ASKEW_PRELOAD_GET_API);
     ck_assert_ptr_null(get(ASKEW_PRELOAD_ABI_MAJOR + 1));
     ck_assert_uint_eq(api->size, sizeof(struct askew_preload_api));
+    ck_assert_uint_eq(api->abi_minor, ASKEW_PRELOAD_ABI_MINOR);
     ck_assert_int_eq(api->self_test(msg, sizeof(msg)), 0);
     ck_assert_msg(strncmp(msg, "ok", 2) == 0, "%s", msg);
 }
@@ -470,9 +494,9 @@ START_TEST(test_sim_getaddrinfo_passes_literals_and_localhost_only)
 }
 END_TEST
 
-/* ---- blocking calls return at once ------------------------------------------- */
+/* ---- blocking calls return at once, sleeps cost virtual time ------------------- */
 
-START_TEST(test_sim_sleeps_return_at_once_and_are_recorded)
+START_TEST(test_sim_sleeps_without_a_sleep_hook_return_at_once_and_are_recorded)
 {
     struct timespec long_ts = {100000, 0};
     enter();
@@ -487,6 +511,121 @@ START_TEST(test_sim_sleeps_return_at_once_and_are_recorded)
     ck_assert_str_eq(last_call(), "syscall(SYS_nanosleep)");
     struct timespec bad = {0, 2000000000L};
     ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, 0, &bad, NULL), EINVAL);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_sleeps_cost_virtual_time_through_the_sleep_hook)
+{
+    ck_assert_int_eq(api->enter(&sleep_hooks), 0);
+    struct timespec ts = {1, 5};
+    errno = 1234;
+    ck_assert_int_eq(nanosleep(&ts, NULL), 0);
+    ck_assert_int_eq(st.slept_ns, 1000000005);
+    ck_assert_int_eq(clock_nanosleep(CLOCK_REALTIME, 0, &ts, NULL), 0);
+    ck_assert_int_eq(st.slept_ns, 2000000010);
+    ck_assert_int_eq(usleep(1500), 0);
+    ck_assert_uint_eq(sleep(2), 0);
+    ck_assert_int_eq(st.slept_ns, 4001500010);
+    ck_assert_int_eq(syscall(SYS_nanosleep, &ts, NULL), 0);
+    ck_assert_int_eq(syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL), 0);
+    ck_assert_int_eq(st.slept_ns, 6001500020);
+    ck_assert_int_eq(errno, 1234);
+    /* A deadline is on the virtual clock of its id: the hook is asked for
+     * what is left of it, and nothing for one already past. */
+    st.slept_ns = 0;
+    struct timespec mono = {MONO_S + 3, FAKE_NS + 7};
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &mono, NULL), 0);
+    ck_assert_int_eq(st.slept_ns, 3000000007);
+    struct timespec wall = {WALL_S + 1, FAKE_NS};
+    ck_assert_int_eq(clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &wall, NULL), 0);
+    struct timespec tai = {WALL_S + 37 + 2, FAKE_NS};
+    ck_assert_int_eq(clock_nanosleep(CLOCK_TAI, TIMER_ABSTIME, &tai, NULL), 0);
+    ck_assert_int_eq(st.slept_ns, 6000000007);
+    struct timespec past = {MONO_S - 1, 0};
+    int calls = st.sleeps;
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &past, NULL), 0);
+    struct timespec zero = {0, 0};
+    ck_assert_int_eq(nanosleep(&zero, NULL), 0);
+    ck_assert_int_eq(st.sleeps, calls); /* nothing to let pass: no hook call */
+    ck_assert_int_eq(api->violations(), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_sleeps_keep_their_error_contracts)
+{
+    ck_assert_int_eq(api->enter(&sleep_hooks), 0);
+    struct timespec bad_ns = {0, 1000000000L}, neg = {-1, 0}, neg_ns = {0, -1};
+    errno = 0;
+    ck_assert_int_eq(nanosleep(&bad_ns, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(nanosleep(&neg, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    errno = 0;
+    ck_assert_int_eq(nanosleep(NULL, NULL), -1);
+    ck_assert_int_eq(errno, EFAULT);
+    /* clock_nanosleep returns its error and leaves errno alone. */
+    errno = 0;
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, 0, &neg_ns, NULL), EINVAL);
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &neg, NULL),
+                     EINVAL);
+    struct timespec one = {1, 0};
+    ck_assert_int_eq(clock_nanosleep(CLOCK_THREAD_CPUTIME_ID, 0, &one, NULL), EINVAL);
+    ck_assert_int_eq(errno, 0);
+    ck_assert_int_eq(syscall(SYS_nanosleep, &bad_ns, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(st.sleeps, 0);
+    ck_assert_int_eq(api->violations(), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_a_sleep_the_hook_cannot_take_returns_at_once_and_is_recorded)
+{
+    ck_assert_int_eq(api->enter(&sleep_hooks), 0);
+    st.sleep_rc = -ETIME; /* past the run's time budget */
+    struct timespec day = {86400, 0};
+    errno = 1234;
+    ck_assert_int_eq(nanosleep(&day, NULL), 0);
+    ck_assert_int_eq(errno, 1234);
+    ck_assert_int_eq(st.sleeps, 1);
+    ck_assert_int_eq(st.slept_ns, 0);
+    ck_assert_int_eq(api->violations(), 1);
+    ck_assert_str_eq(last_call(), "nanosleep");
+    ck_assert_int_eq(st.callbacks, 1);
+    /* Too long for a 64-bit count of nanoseconds: the hook is not asked. */
+    struct timespec forever = {INT64_MAX / 2, 0};
+    ck_assert_int_eq(clock_nanosleep(CLOCK_MONOTONIC, 0, &forever, NULL), 0);
+    ck_assert_int_eq(st.sleeps, 1);
+    ck_assert_int_eq(api->violations(), 2);
+    ck_assert_str_eq(last_call(), "clock_nanosleep");
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_a_hooks_table_from_abi_1_0_has_every_sleep_refused)
+{
+    /* An extension built against 1.0 passes the smaller table: whatever
+     * lies past it in memory must not be taken for a sleep hook. */
+    struct {
+        struct askew_preload_hooks h;
+        char junk[64];
+    } old;
+    memset(&old, 0xA5, sizeof(old));
+    old.h.size = (uint32_t)offsetof(struct askew_preload_hooks, sleep);
+    old.h.ctx = NULL;
+    old.h.now = test_now;
+    old.h.random = test_random;
+    old.h.on_violation = test_on_violation;
+    ck_assert_int_eq(api->enter(&old.h), 0);
+    struct timespec ts = {2, 0};
+    ck_assert_int_eq(nanosleep(&ts, NULL), 0);
+    ck_assert_int_eq(usleep(10), 0);
+    ck_assert_int_eq(api->violations(), 2);
+    ck_assert_str_eq(last_call(), "usleep");
+    ck_assert_int_eq(st.callbacks, 2);
     api->leave(); /* before Check reads its clock for the duration */
 }
 END_TEST
@@ -760,7 +899,13 @@ static Suite *preload_suite(void)
     tcase_add_test(tc, test_sim_processes_are_refused);
     tcase_add_test(tc, test_sim_network_families_are_refused_and_unix_is_allowed);
     tcase_add_test(tc, test_sim_getaddrinfo_passes_literals_and_localhost_only);
-    tcase_add_test(tc, test_sim_sleeps_return_at_once_and_are_recorded);
+    tcase_add_test(
+        tc, test_sim_sleeps_without_a_sleep_hook_return_at_once_and_are_recorded);
+    tcase_add_test(tc, test_sim_sleeps_cost_virtual_time_through_the_sleep_hook);
+    tcase_add_test(tc, test_sim_sleeps_keep_their_error_contracts);
+    tcase_add_test(
+        tc, test_sim_a_sleep_the_hook_cannot_take_returns_at_once_and_is_recorded);
+    tcase_add_test(tc, test_sim_a_hooks_table_from_abi_1_0_has_every_sleep_refused);
     tcase_add_test(tc, test_sim_timed_waits_time_out_at_once_unless_ready);
     tcase_add_test(tc, test_sim_condvar_waits_translate_virtual_deadlines);
     tcase_add_test(tc, test_the_ring_keeps_the_newest_refusals);

@@ -260,6 +260,52 @@ static PyObject *probe_nanosleep_nogil(PyObject *self, PyObject *args)
     return PyLong_FromLong(rc);
 }
 
+/* pthread_create with the GIL released: a refusal whose on_violation hook
+ * runs without the GIL. */
+static PyObject *probe_pthread_create_nogil(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    pthread_t t;
+    PyThreadState *save = PyEval_SaveThread();
+    int rc = pthread_create(&t, NULL, nothing, NULL);
+    if (rc == 0)
+        pthread_join(t, NULL);
+    PyEval_RestoreThread(save);
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *probe_usleep(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long usec;
+    if (!PyArg_ParseTuple(args, "k", &usec))
+        return NULL;
+    return PyLong_FromLong(usleep((useconds_t)usec) == 0 ? 0 : errno);
+}
+
+static PyObject *probe_sleep(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned int sec;
+    if (!PyArg_ParseTuple(args, "I", &sec))
+        return NULL;
+    return PyLong_FromUnsignedLong(sleep(sec));
+}
+
+/* clock_nanosleep(clock, flags, {sec, nsec}): its return value, an errno. */
+static PyObject *probe_clock_nanosleep(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int clk, flags;
+    long long sec;
+    long nsec;
+    if (!PyArg_ParseTuple(args, "iiLl", &clk, &flags, &sec, &nsec))
+        return NULL;
+    struct timespec ts = {(time_t)sec, nsec};
+    return PyLong_FromLong(clock_nanosleep((clockid_t)clk, flags, &ts, NULL));
+}
+
 static PyObject *probe_open_urandom(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -287,6 +333,10 @@ static PyMethodDef methods[] = {
     {"socket", probe_socket, METH_VARARGS, NULL},
     {"nanosleep", probe_nanosleep, METH_VARARGS, NULL},
     {"nanosleep_nogil", probe_nanosleep_nogil, METH_VARARGS, NULL},
+    {"pthread_create_nogil", probe_pthread_create_nogil, METH_NOARGS, NULL},
+    {"usleep", probe_usleep, METH_VARARGS, NULL},
+    {"sleep", probe_sleep, METH_VARARGS, NULL},
+    {"clock_nanosleep", probe_clock_nanosleep, METH_VARARGS, NULL},
     {"open_urandom", probe_open_urandom, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
