@@ -42,7 +42,11 @@ _CoroutineType = types.CoroutineType
 def _refuse(
     call: str, instead: str, why: str = "would do real I/O, outside the seed's control"
 ) -> NoReturn:
-    refusal = NondeterminismError(f"{call} inside a simulation {why}. {instead}")
+    _raise_refusal(f"{call} inside a simulation {why}. {instead}")
+
+
+def _raise_refusal(message: str) -> NoReturn:
+    refusal = NondeterminismError(message)
     # Noted first: if the caller catches it, the run still fails after this step.
     _core._note_refusal(refusal)
     raise refusal
@@ -358,7 +362,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self, callback: Callable[..., object], *args: Any, context: Any = None
     ) -> Any:
         if self._thread_id is not None and threading.get_ident() != self._thread_id:
-            raise NondeterminismError(
+            _raise_refusal(
                 "call_soon_threadsafe() from another thread while a simulation runs: "
                 "that thread's timing is outside the seed's control. Do the work in a task."
             )
@@ -373,7 +377,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     def run_in_executor(self, executor: Any, func: Callable[..., _T], *args: Any) -> Any:
         self._check_closed()
         if self._config.executor != "inline":
-            raise NondeterminismError(
+            _raise_refusal(
                 f"run_in_executor({self._work_name(func)}) (and asyncio.to_thread) inside a "
                 "simulation would run the function on a real thread, outside the seed's "
                 "control. Use a coroutine, or @askew.simulate(executor='inline') / "
@@ -411,7 +415,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         def wait(cond: threading.Condition, timeout: float | None = None) -> bool:
             if (timeout is not None and timeout <= 0) or events._get_running_loop() is not loop:
                 return bool(original(cond, timeout))  # a poll, or another thread
-            raise NondeterminismError(loop._inline_wait_report(sys._getframe(1)))
+            _raise_refusal(loop._inline_wait_report(sys._getframe(1)))
 
         self._inline_work = self._work_name(func)
         self._inline_threadsafe = None

@@ -152,6 +152,7 @@ static int check_thread(struct askew_loop_state *self, const char *method)
                      "%s() called from another thread while the simulation runs; "
                      "threads are outside the simulation: do the work in a task",
                      method);
+        (void)askew__refusal_note(NULL); /* caught or not, it fails the run */
         return -1;
     }
     return 0;

@@ -6,7 +6,8 @@ preload) C's nanosleep, clock_nanosleep, usleep and sleep let `s` of the
 calling node's clock pass and return at once: what a blocking sleep does to
 a real loop, timers included. Anywhere else the real function runs. No test
 asserts on wall-clock time: a sleep that really slept a day would trip a
-subprocess timeout instead.
+subprocess timeout instead. Exact virtual times are read under "fifo",
+which adds no CPU time per step and no timer overshoot.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def test_time_sleep_in_a_run_costs_exactly_its_length_of_virtual_time() -> None:
         names = ("loop", "monotonic", "wall", "perf")
         return {name: a - b for name, a, b in zip(names, after, before, strict=True)}
 
-    moved = askew.run(main(), seed=1)
+    moved = askew.run(main(), seed=1, strategy="fifo")
     assert moved["loop"] == moved["monotonic"] == moved["perf"] == 1.5
     assert moved["wall"] == pytest.approx(1.5, abs=1e-6)  # float seconds since 1970
 
@@ -61,7 +62,7 @@ def test_a_day_long_time_sleep_in_a_run_returns_at_once() -> None:
         async def main():
             time.sleep(86400)
             return asyncio.get_running_loop().time()
-        print(askew.run(main(), seed=1))
+        print(askew.run(main(), seed=1, strategy="fifo"))
         """
     )
     out = subprocess.run(
@@ -87,7 +88,7 @@ def test_a_timer_due_during_a_blocking_sleep_fires_after_the_step_late() -> None
 
 
 def _traced(*sleeps: float, seed: int = 3) -> tuple[int, float]:
-    loop = askew.new_event_loop(seed)
+    loop = askew.new_event_loop(seed, strategy="fifo")
 
     async def main() -> None:
         await asyncio.sleep(0.5)
@@ -140,7 +141,7 @@ def test_a_bad_sleep_length_raises_what_time_sleep_raises(secs: Any, error: type
             assert repr(secs) in str(info.value) or str(secs) in str(info.value)
         return loop.time()
 
-    assert askew.run(main(), seed=4) == 0.0
+    assert askew.run(main(), seed=4, strategy="fifo") == 0.0
 
 
 def test_a_sleep_past_the_end_of_virtual_time_is_an_overflow_error() -> None:
@@ -151,7 +152,7 @@ def test_a_sleep_past_the_end_of_virtual_time_is_an_overflow_error() -> None:
             time.sleep(5e9)
         return asyncio.get_running_loop().time()
 
-    assert askew.run(main(), seed=5, max_time=1e10) == 0.0
+    assert askew.run(main(), seed=5, max_time=1e10, strategy="fifo") == 0.0
 
 
 def test_a_sleep_past_max_time_fails_the_run_even_when_caught() -> None:
@@ -164,7 +165,7 @@ def test_a_sleep_past_max_time_fails_the_run_even_when_caught() -> None:
         await asyncio.sleep(1)
 
     with pytest.raises(askew.BudgetExceeded) as info:
-        run_sim(body, max_time=10)
+        run_sim(body, max_time=10, strategy="fifo")
     text = str(info.value)
     assert "time.sleep(11) would carry virtual time past the run's time budget" in text
     assert text.count("at: ") == 1 and f"at: {__file__}:" in text  # the user's line, once
@@ -187,7 +188,7 @@ def test_a_skewed_node_sleeps_on_its_own_clock() -> None:
         assert local == pytest.approx(3.0, abs=1e-6)
         assert real == pytest.approx(2.0, abs=1e-6)
 
-    run_sim(body)
+    run_sim(body, strategy="fifo")
 
 
 def test_time_sleep_on_another_thread_is_real_and_leaves_the_simulation_clock_alone() -> None:
@@ -211,7 +212,7 @@ def test_time_sleep_on_another_thread_is_real_and_leaves_the_simulation_clock_al
     thread = threading.Thread(target=other)
     thread.start()
     try:
-        moved = askew.run(main(), seed=6)
+        moved = askew.run(main(), seed=6, strategy="fifo")
     finally:
         go.set()
         thread.join()
@@ -223,7 +224,7 @@ def test_time_sleep_is_the_stdlibs_outside_a_run() -> None:
     async def main() -> bool:
         return time.sleep is _virtual.sleep
 
-    assert askew.run(main(), seed=7) is True
+    assert askew.run(main(), seed=7, strategy="fifo") is True
     assert time.sleep is _original_sleep
 
 
@@ -261,7 +262,7 @@ async def main():
     await asyncio.sleep(0)
     return r
 try:
-    print(json.dumps(askew.run(main(), seed=8)))
+    print(json.dumps(askew.run(main(), seed=8, strategy="fifo")))
 finally:
     go.set(); t.join()
 """,

@@ -105,10 +105,10 @@ def test_a_run_after_an_interrupted_one_works() -> None:
 def test_starting_a_thread_inside_a_run_raises_nondeterminism_error() -> None:
     async def body(world: askew.World) -> None:
         thread = threading.Thread(target=lambda: None, name="helper")
-        with pytest.raises(NondeterminismError, match=r"threading.Thread.start.*'helper'"):
-            thread.start()
+        thread.start()
 
-    run_sim(body)
+    with pytest.raises(NondeterminismError, match=r"threading.Thread.start.*'helper'"):
+        run_sim(body)
     thread = threading.Thread(target=lambda: None)
     thread.start()  # allowed again outside
     thread.join()
