@@ -254,6 +254,23 @@ def wrap_config(options: dict[str, object]) -> RunConfig:
     return RunConfig(**values)  # type: ignore[arg-type]
 
 
+def strategy_note(config: RunConfig) -> str | None:
+    """What a failure report says of a strategy that can leave asyncio's orders."""
+    if config.faithful:
+        return None
+    return (
+        f"strategy {config.strategy!r} can run callbacks in an order asyncio cannot "
+        "produce; if this fails only under it, the order may be impossible, not a bug "
+        "(sweep the test under the faithful strategy to tell)"
+    )
+
+
+def env_knob_assignments() -> list[str]:
+    """The ASKEW_* knob variables set in this environment, as VAR=value words
+    for a replay command (they override the decorator, so replay needs them)."""
+    return [f"{KNOBS[name][0]}={knob_text(value)}" for name, value in env_knobs().items()]
+
+
 def knob_text(value: object) -> str:
     """A parsed knob as its ASKEW_* variable or option spells it (a span as LO,HI)."""
     if isinstance(value, tuple):

@@ -31,9 +31,12 @@ from ._config import (
     check_seed,
     env_flag,
     env_iterations,
+    env_knobs,
     env_seed,
     env_seeds,
+    knob_text,
     parse_positive_int,
+    strategy_note,
     wrap_config,
 )
 from ._determinism import NameSwap
@@ -111,16 +114,19 @@ def _configure(config: pytest.Config) -> None:
     given = {name: text for name, text in given.items() if text is not None}
     seeds_text = config.getoption("askew_seeds", None)
     if not (config.getoption("askew_wrap", False) or env_flag("ASKEW_WRAP")):
-        # Only wrap mode reads these; taking them silently would change nothing.
-        wrap_only = ["--askew-seeds"] if seeds_text is not None else []
-        wrap_only += [_KNOB_OPTIONS[name] for name in given]
-        variables = ["ASKEW_SEEDS", *(variable for variable, _ in KNOBS.values())]
-        wrap_only += [v for v in variables if os.environ.get(v, "").strip()]
-        if wrap_only:
+        # Only wrap mode sweeps base seeds; taking them silently would change nothing.
+        if seeds_text is not None or os.environ.get("ASKEW_SEEDS", "").strip():
             raise pytest.UsageError(
-                f"askew: {wrap_only[0]} applies to wrapped tests: add --askew-wrap (or "
-                "ASKEW_WRAP=1); @askew.simulate tests take these as arguments of simulate()"
+                "askew: --askew-seeds (ASKEW_SEEDS) applies to wrapped tests: add "
+                "--askew-wrap (or ASKEW_WRAP=1); @askew.simulate tests sweep "
+                "--askew-iterations seeds"
             )
+        # The knobs reach @askew.simulate tests as ASKEW_* variables, as the
+        # seed does, and override the decorator's arguments.
+        for name, text in given.items():
+            variable, parse = KNOBS[name]
+            os.environ[variable] = knob_text(parse(text, _KNOB_OPTIONS[name]))
+        env_knobs()  # a bad ASKEW_* value is a usage error now, not in every test
         return
     options = {name: KNOBS[name][1](text, _KNOB_OPTIONS[name]) for name, text in given.items()}
     if seeds_text is not None:
@@ -404,12 +410,9 @@ def _failed_subtest_counts(config: pytest.Config) -> dict[Any, int] | None:
 
 def _replay_text(run: WrappedRun) -> str:
     lines = [run.describe()]
-    if not run.config.faithful:
-        lines.append(
-            f"note: strategy {run.config.strategy!r} can run callbacks in an order asyncio "
-            "cannot produce; if this fails only under it, the order may be impossible, "
-            "not a bug (sweep the test under --askew-strategy=faithful to tell)"
-        )
+    note = strategy_note(run.config)
+    if note:
+        lines.append(f"note: {note}")
     if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
         lines.append(
             "note: PYTHONHASHSEED is random in this process, so str and bytes sets may "

@@ -11,6 +11,7 @@ loop is reset and reused across iterations.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import inspect
 import linecache
@@ -32,7 +33,10 @@ from ._config import (
     check_seed,
     env_flag,
     env_iterations,
+    env_knob_assignments,
+    env_knobs,
     env_seed,
+    strategy_note,
 )
 from ._determinism import scope
 from ._loop import SimLoop
@@ -187,7 +191,10 @@ def _sweep(
         iterations = env_iterations() or spec.iterations
     check = spec.check_determinism or env_flag("ASKEW_CHECK_DETERMINISM")
     n = iterations or spec.iterations
-    loop = SimLoop(base, spec.config)
+    # ASKEW_STRATEGY and the other knob variables (the plugin's options) override
+    # the decorator's arguments, as ASKEW_SEED does.
+    config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
+    loop = SimLoop(base, config)
     gc.collect()
     scope.enter()
     gc.freeze()  # what exists now is never scanned by the collections below
@@ -200,7 +207,7 @@ def _sweep(
                 if again.trace_hash != outcome.trace_hash:
                     raise NondeterminismError(_divergence(fn, seed, i, outcome, again))
             if outcome.failure is not None:
-                raise _failure(fn, seed, i, outcome) from outcome.failure
+                raise _failure(fn, seed, i, outcome, config) from outcome.failure
     finally:
         loop.close()
         gc.unfreeze()
@@ -363,11 +370,14 @@ def replay_command(fn: TestFn, seed: int) -> str:
     nodeid = os.environ.get("PYTEST_CURRENT_TEST", "")
     if nodeid:
         nodeid = nodeid.rsplit(" (", 1)[0]
-        return f"ASKEW_SEED={seed} ASKEW_ITERATIONS=1 pytest '{nodeid}'"
+        knobs = "".join(word + " " for word in env_knob_assignments())
+        return f"{knobs}ASKEW_SEED={seed} ASKEW_ITERATIONS=1 pytest '{nodeid}'"
     return f"askew.Replay.run({fn.__qualname__}, seed={seed})"
 
 
-def _failure(fn: TestFn, seed: int, iteration: int, outcome: _Outcome) -> SimulationFailure:
+def _failure(
+    fn: TestFn, seed: int, iteration: int, outcome: _Outcome, config: RunConfig
+) -> SimulationFailure:
     exc = outcome.failure
     assert exc is not None
     lines = [
@@ -381,6 +391,9 @@ def _failure(fn: TestFn, seed: int, iteration: int, outcome: _Outcome) -> Simula
     lines += [f"  {e}" for e in shown[-_REPORT_EVENTS:]] or ["    (none)"]
     replay = replay_command(fn, seed)
     lines += ["", f"  replay: {replay}"]
+    note = strategy_note(config)
+    if note:
+        lines.append(f"  note: {note}")
     if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
         lines.append(
             "  note: PYTHONHASHSEED is random in this process, so str and bytes sets may "

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import askew
+from askew._config import KNOBS
 
 collect_ignore = ["wrap_fixtures"]
 # Under `make asan` the extension needs libasan first in LD_PRELOAD; these
@@ -29,7 +30,12 @@ if os.environ.get("ASKEW_ASAN"):
 
 # ---- helpers for the runner, world and determinism suites ----------------------
 
-_ASKEW_ENV = ("ASKEW_SEED", "ASKEW_ITERATIONS", "ASKEW_CHECK_DETERMINISM")
+_ASKEW_ENV = (
+    "ASKEW_SEED",
+    "ASKEW_ITERATIONS",
+    "ASKEW_CHECK_DETERMINISM",
+    *(variable for variable, _ in KNOBS.values()),
+)
 
 
 @pytest.fixture

@@ -525,3 +525,41 @@ def test_an_unretrieved_task_exception_in_node_state_fails_its_own_iteration() -
         test()
     assert info.value.iteration == 0
     assert info.value.report.startswith("ValueError: never retrieved")
+
+
+_INTERLEAVE_ONLY = """
+import asyncio, askew
+
+@askew.simulate(seed=5, iterations=40)
+async def test_order(world):
+    log = []
+
+    async def worker(name):
+        await asyncio.sleep(0)
+        log.append(name)
+
+    await asyncio.gather(worker("a"), worker("b"))
+    assert log == ["a", "b"]  # asyncio's order: only interleave/shuffle break it
+"""
+
+
+def test_the_plugins_strategy_option_reaches_simulated_tests_and_their_replay(
+    tmp_path: Path,
+) -> None:
+    assert run_pytest(tmp_path, _INTERLEAVE_ONLY).returncode == 0  # faithful: always holds
+    proc = run_pytest(tmp_path, _INTERLEAVE_ONLY, "--askew-strategy=interleave")
+    assert proc.returncode == 1, proc.stdout
+    replay = re.search(r"replay: (ASKEW_STRATEGY=interleave ASKEW_SEED=\d+ .*)$", proc.stdout, re.M)
+    assert replay, proc.stdout
+    assert "note: strategy 'interleave' can run callbacks in an order asyncio cannot" in (
+        proc.stdout
+    )
+    env = dict(word.split("=", 1) for word in replay[1].split()[:3])
+    again = run_pytest(tmp_path, _INTERLEAVE_ONLY, env=env)
+    assert again.returncode == 1 and f"seed={env['ASKEW_SEED']}," in again.stdout
+
+
+def test_askew_strategy_in_the_environment_overrides_the_decorator(tmp_path: Path) -> None:
+    proc = run_pytest(tmp_path, _INTERLEAVE_ONLY, env={"ASKEW_STRATEGY": "shuffle"})
+    assert proc.returncode == 1, proc.stdout
+    assert "note: strategy 'shuffle'" in proc.stdout

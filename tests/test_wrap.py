@@ -440,20 +440,19 @@ def test_bad_wrap_settings_are_a_usage_error_naming_the_value(
     assert "INTERNALERROR" not in run.output and "Traceback" not in run.output
 
 
-@pytest.mark.parametrize(
-    ("args", "env", "named"),
-    [
-        (("--askew-seeds=2",), {}, "--askew-seeds applies to wrapped tests"),
-        (("--askew-executor=inline",), {}, "--askew-executor applies to wrapped tests"),
-        ((), {"ASKEW_STRATEGY": "fifo"}, "ASKEW_STRATEGY applies to wrapped tests"),
-    ],
-)
-def test_wrap_settings_without_wrap_mode_are_a_usage_error(
-    tmp_path: Path, args: tuple[str, ...], env: dict[str, str], named: str
+@pytest.mark.parametrize(("args", "env"), [(("--askew-seeds=2",), {}), ((), {"ASKEW_SEEDS": "2"})])
+def test_seed_sweeps_without_wrap_mode_are_a_usage_error(
+    tmp_path: Path, args: tuple[str, ...], env: dict[str, str]
 ) -> None:
     run = run_fixtures(tmp_path, *args, "test_flaky.py", env=env)
     assert run.returncode == pytest.ExitCode.USAGE_ERROR
-    assert f"{named}: add --askew-wrap" in run.output
+    assert "--askew-seeds (ASKEW_SEEDS) applies to wrapped tests: add --askew-wrap" in run.output
+
+
+def test_a_bad_knob_without_wrap_mode_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    run = run_fixtures(tmp_path, "test_flaky.py", env={"ASKEW_STRATEGY": "random"})
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "ASKEW_STRATEGY must be one of faithful, fifo, interleave, shuffle" in run.output
 
 
 # ---- executor work -------------------------------------------------------------------
