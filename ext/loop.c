@@ -222,7 +222,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
     h->seq = ++self->handle_seq;
     /* The loop a callback belongs to is the node its context runs as: a
      * future one node resolves wakes the waiting task in the waiter's loop. */
-    if (askew__net_context_node(self, context, &h->node, &h->incarnation) < 0) {
+    if (self->gated &&
+        askew__net_context_node(self, context, &h->node, &h->incarnation) < 0) {
         Py_DECREF(h);
         return NULL;
     }
@@ -600,7 +601,6 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
 {
     struct askew_sched *sched = &self->sched;
     const uint64_t steps_end = sched->steps_max ? sched->steps + sched->steps_max : 0;
-    const int gated = askew__net_gated(self);
     for (;;) {
         if (update_view(self) < 0)
             return NULL;
@@ -623,7 +623,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             /* A crashed incarnation's work is skipped: a power cut runs
              * nothing. */
             if (h->callback != NULL &&
-                (!gated || askew__net_alive(self, h->node, h->incarnation))) {
+                (!self->gated || askew__net_alive(self, h->node, h->incarnation))) {
                 self->node_current = h->node;
                 if (askew__handle_run(h) < 0 && callback_failed(self, h) < 0) {
                     Py_DECREF(h);

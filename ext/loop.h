@@ -32,6 +32,7 @@ struct askew_loop_state {
     struct askew_skew *skews;
     size_t skews_len;
     struct askew_network *net;
+    char gated; /* callbacks carry a node: the world set its context variable */
     char running;
     char stopping;
     char closed;
@@ -71,8 +72,6 @@ int askew__net_fire(struct askew_loop_state *self, struct askew_timer *timer);
 void askew__net_drop_timer(struct askew_timer *timer);
 /* Drop messages in flight and what waits in inboxes (run teardown). */
 void askew__net_clear(struct askew_loop_state *self);
-/* Whether callbacks carry a node (the world set its context variable). */
-int askew__net_gated(struct askew_loop_state *self);
 /* The node (-1 for the world) and incarnation a context runs as; NULL is
  * the running context. 0, or -1 with an exception. */
 int askew__net_context_node(struct askew_loop_state *self, PyObject *context,

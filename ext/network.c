@@ -203,6 +203,7 @@ void askew__net_free(struct askew_loop_state *self)
     Py_CLEAR(n->payload_check);
     PyMem_Free(n);
     self->net = NULL;
+    self->gated = 0;
 }
 
 void askew__net_clear(struct askew_loop_state *self)
@@ -222,6 +223,7 @@ void askew__net_reset(struct askew_loop_state *self, uint64_t seed)
     n->nodes_len = 0;
     log_clear(n);
     Py_CLEAR(n->node_var);
+    self->gated = 0;
     /* The engine's reset reseeds its stream; run after the scheduler's. */
     ASKEW_ASSERT(askew_net_reset(&n->net, seed) == 0);
 }
@@ -329,7 +331,7 @@ int askew__net_context_node(struct askew_loop_state *self, PyObject *context,
 {
     *node = -1;
     *incarnation = 0;
-    if (!askew__net_gated(self))
+    if (!self->gated)
         return 0;
     PyObject *var = self->net->node_var, *value = NULL;
     /* The running context answers from the variable's cache; any other is a
@@ -362,11 +364,6 @@ int askew__net_alive(struct askew_loop_state *self, int64_t node, uint32_t incar
            token_alive(self, (long long)((uint64_t)node << 32 | incarnation), &id);
 }
 
-int askew__net_gated(struct askew_loop_state *self)
-{
-    return self->net != NULL && self->net->node_var != NULL;
-}
-
 /* ---- methods ------------------------------------------------------------- */
 
 static PyObject *raise_net(int rc, const char *what)
@@ -381,6 +378,7 @@ static PyObject *net_set_node_var(struct askew_loop_state *self, PyObject *var)
         return NULL;
     }
     Py_XSETREF(self->net->node_var, var == Py_None ? NULL : Py_NewRef(var));
+    self->gated = self->net->node_var != NULL;
     Py_RETURN_NONE;
 }
 

@@ -118,15 +118,13 @@ size_t askew_sched_pending(const struct askew_sched *sched)
     return left;
 }
 
-/* Uniform in [lo, hi] ns from the scheduling stream, folded into the trace;
- * nothing drawn when the span is empty. */
+/* Uniform in [lo, hi] ns from the scheduling stream; nothing drawn when the
+ * span is empty. The caller folds the value into the trace. */
 static int64_t draw_span(struct askew_sched *sched, int64_t lo, int64_t hi)
 {
-    if (hi <= lo)
-        return lo;
-    const int64_t v = askew_rng_range(&sched->rng, lo, hi);
-    askew_trace_mix(&sched->trace, (uint64_t)v);
-    return v;
+    return hi <= lo
+               ? lo
+               : lo + (int64_t)askew_rng_below(&sched->rng, (uint64_t)(hi - lo) + 1);
 }
 
 static void shuffle_timers(struct askew_sched *sched, struct askew_timer **t, size_t n)
@@ -327,7 +325,7 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
             wake_ns += draw_span(sched, sched->overshoot_ns_lo, sched->overshoot_ns_hi);
         if (wake_ns > sched->now_ns)
             sched->now_ns = wake_ns;
-        askew_trace_mix(&sched->trace, (uint64_t)sched->now_ns);
+        askew_trace_mix(&sched->trace, (uint64_t)sched->now_ns); /* the draw too */
         rc = fire_due(sched, fire, ctx);
         if (rc < 0)
             return rc;
@@ -358,10 +356,15 @@ void *askew_sched_next(struct askew_sched *sched)
     }
     sched->steps++;
     sched->group_now = ++sched->group_next;
-    askew_trace_mix(&sched->trace, r->seq);
-    /* Code takes time to run: the step's CPU time passes before the next. */
-    if (sched->strategy == ASKEW_STRATEGY_FAITHFUL && sched->cpu_ns_hi > 0)
-        sched->now_ns += draw_span(sched, sched->cpu_ns_lo, sched->cpu_ns_hi);
+    uint64_t traced = r->seq;
+    /* Code takes time to run: the step's CPU time passes before the next.
+     * The draw is folded into the same trace value as the step. */
+    if (sched->strategy == ASKEW_STRATEGY_FAITHFUL && sched->cpu_ns_hi > 0) {
+        const int64_t cpu_ns = draw_span(sched, sched->cpu_ns_lo, sched->cpu_ns_hi);
+        sched->now_ns += cpu_ns;
+        traced ^= (uint64_t)cpu_ns << 40;
+    }
+    askew_trace_mix(&sched->trace, traced);
     return r->item;
 done:
     sched->group_now = 0;
