@@ -29,6 +29,7 @@ from _harness import env_info, fmt_ns, now_ns, peers_note
 BENCHES = [
     "dispatch",
     "task_step",
+    "timer",
     "trampoline",
     "setup",
     "quickstart",
