@@ -367,9 +367,18 @@ class Faults:
         node_id = w._node_id(node, "crash")
         w._check_live()
         slot = w._slots[node_id]
-        # Keep every task alive until the run ends: a collected coroutine
-        # would run its finally blocks, which a power cut never does.
-        w._graveyard.extend(t for t in asyncio.all_tasks(w._loop) if not t.done())
+        token = slot.token
+        # Exactly this incarnation's tasks stop; kept alive until the run
+        # ends, since a collected coroutine would run its finally blocks,
+        # which a power cut never does. One pass over the loop's live tasks
+        # per crash; the node's own list holds only its dead incarnations'.
+        dead = [
+            t
+            for t in asyncio.all_tasks(w._loop)
+            if getattr(t, "_askew_owner", -1) == token and not t.done()
+        ]
+        dead.sort(key=lambda t: getattr(t, "_askew_seq", 0))
+        w._crashed.setdefault(node_id, []).extend(dead)
         w._loop._net_crash(node_id)
         slot.token = -1
         w.log._emit(_KIND_CRASH, node_id, f"crash {node_id}")
@@ -386,13 +395,20 @@ class Faults:
         w._start(node_id)
 
     def skew(self, node: int | NodeHandle, *, offset: float = 0.0, drift: float = 0.0) -> None:
-        """Make node's clocks read offset seconds ahead (negative: behind),
-        drifting by `drift` seconds per second from now on. Its monotonic
-        clocks never go backwards; its timers fire when its clock says."""
+        """Step node's wall clock (time.time, datetime.now, CLOCK_REALTIME)
+        to `offset` seconds from true time, backwards too, as NTP does, and
+        let it drift by `drift` seconds per second from now on. Its monotonic
+        clocks (loop.time, time.monotonic, perf_counter, CLOCK_MONOTONIC)
+        never jump or stop: they run on from their reading at rate
+        1 + drift, and its timers fire when they say."""
         w = self._world
         node_id = w._node_id(node, "skew")
         if isinstance(offset, bool) or not isinstance(offset, (int, float)):
             raise TypeError(f"offset must be a number of seconds, got {offset!r}")
+        if not -9.2e9 < offset < 9.2e9:
+            raise ValueError(
+                f"offset must be finite seconds within +-9.2e9 (292 years), got {offset!r}"
+            )
         if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not -1 < drift < 1:
             raise ValueError(f"drift must be a number in (-1, 1) seconds per second, got {drift!r}")
         w._check_live()
@@ -461,7 +477,8 @@ class World:
         self.faults = Faults(self)
         self.log = Log(self)
         self._slots: list[_Slot] = []
-        self._graveyard: list[asyncio.Task[Any]] = []
+        # Per node, the tasks of its crashed incarnations, in creation order.
+        self._crashed: dict[int, list[asyncio.Task[Any]]] = {}
         self._failure: BaseException | None = None
         self._failed_node: int | None = None
         self._ended = False
@@ -581,6 +598,15 @@ class World:
                 seen[i] = g
             resolved.append(ids)
         return _Partition(self, resolved)
+
+    def _owner_crashed(self, task: asyncio.Task[Any]) -> bool:
+        """Whether task belongs to an incarnation that has crashed (and so
+        never runs again)."""
+        token = getattr(task, "_askew_owner", -1)
+        if token < 0:
+            return False
+        node_id = token >> 32
+        return node_id < len(self._slots) and self._slots[node_id].token != token
 
     def _end(self) -> None:
         self._ended = True

@@ -8,11 +8,8 @@
 #include "core.h"
 
 struct askew_skew {
-    int64_t offset_ns;
-    int64_t drift_ppb; /* parts per billion of world time since base_ns */
-    int64_t base_ns;
-    int64_t last_local_ns; /* what the node last read: it never goes back */
-    char active;
+    struct askew_node_clock clock; /* the engine's: ext/engine/skew.c */
+    char active;                   /* skewed at least once this run */
 };
 
 struct askew_network;
@@ -51,12 +48,17 @@ int askew__loop_local_when_to_ns(struct askew_loop_state *self, double when,
                                  int64_t *out);
 /* The running node's view of the world clock, ns. */
 int64_t askew__loop_local_ns(struct askew_loop_state *self);
+/* The running node's wall clock, ns after the wall epoch. */
+int64_t askew__loop_wall_ns(struct askew_loop_state *self);
 
 /* skew.c */
 int askew__skew_init(struct askew_loop_state *self);
 void askew__skew_free(struct askew_loop_state *self);
 void askew__skew_reset(struct askew_loop_state *self);
+/* A node's monotonic reading at world time now_ns (loop.time, monotonic). */
 int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t now_ns);
+/* A node's wall reading, ns after the wall epoch (time.time, REALTIME). */
+int64_t askew__skew_wall(struct askew_loop_state *self, int64_t node, int64_t now_ns);
 int64_t askew__skew_global(struct askew_loop_state *self, int64_t node,
                            int64_t local_ns);
 PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args);

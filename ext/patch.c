@@ -46,7 +46,7 @@ static PyObject *virtual_seconds(int which, int wall)
     struct askew_loop_state *loop = active_here();
     if (loop == NULL)
         return call_original(which, NULL, 0);
-    const int64_t ns = askew__loop_local_ns(loop);
+    const int64_t ns = wall ? askew__loop_wall_ns(loop) : askew__loop_local_ns(loop);
     return PyFloat_FromDouble((double)ns / 1e9 +
                               (wall ? (double)ASKEW_WALL_EPOCH_S : 0.0));
 }
@@ -56,8 +56,15 @@ static PyObject *virtual_ns(int which, int wall)
     struct askew_loop_state *loop = active_here();
     if (loop == NULL)
         return call_original(which, NULL, 0);
-    const int64_t ns = askew__loop_local_ns(loop);
-    return PyLong_FromLongLong(ns + (wall ? ASKEW_WALL_EPOCH_S * 1000000000LL : 0));
+    if (!wall)
+        return PyLong_FromLongLong(askew__loop_local_ns(loop));
+    /* In Python ints: a wall clock skewed near the int64 edge still reads. */
+    PyObject *ns = PyLong_FromLongLong(askew__loop_wall_ns(loop)); // new reference
+    PyObject *epoch = PyLong_FromLongLong(ASKEW_WALL_EPOCH_S * 1000000000LL);
+    PyObject *sum = ns && epoch ? PyNumber_Add(ns, epoch) : NULL;
+    Py_XDECREF(ns);
+    Py_XDECREF(epoch);
+    return sum;
 }
 
 static PyObject *v_time(PyObject *m, PyObject *a)
