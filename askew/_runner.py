@@ -274,6 +274,7 @@ def _recent_events(loop: SimLoop, everything: bool) -> list[Event]:
 def _teardown(loop: SimLoop, world: World) -> BaseException | None:
     """Cancel what is still pending, in creation order, and let it finish."""
     error: BaseException | None = None
+    world._end_pauses()
     # The main task is done by now: with no other task made, none is pending.
     pending = (
         sorted(

@@ -355,7 +355,7 @@ def _ppm(p: object, what: str) -> int:
 
 
 class Faults:
-    """world.faults: crash, restart and clock skew."""
+    """world.faults: crash, restart, pause and clock skew."""
 
     def __init__(self, world: World) -> None:
         self._world = world
@@ -380,6 +380,7 @@ class Faults:
         dead.sort(key=lambda t: getattr(t, "_askew_seq", 0))
         w._crashed.setdefault(node_id, []).extend(dead)
         w._loop._net_crash(node_id)
+        w._loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
         slot.token = -1
         w.log._emit(_KIND_CRASH, node_id, f"crash {node_id}")
 
@@ -393,6 +394,24 @@ class Faults:
         w._loop._net_restart(node_id)
         w.log._emit(_KIND_RESTART, node_id, f"restart {node_id}")
         w._start(node_id)
+
+    def pause(self, node: int | NodeHandle, seconds: float | None = None) -> _Pause:
+        """A stop-the-world pause (a GC, a VM migration, SIGSTOP): from now
+        the node runs nothing while its clocks run on; messages to it queue;
+        on resume what came due meanwhile runs, its overdue timers in
+        deadline order. With `seconds` it resumes by itself after that long;
+        `async with world.faults.pause(node):` resumes at the block's end
+        (with `seconds` too: whichever comes first)."""
+        w = self._world
+        node_id = w._node_id(node, "pause")
+        if seconds is not None:
+            seconds = check_seconds(seconds, "pause(seconds=...)")
+            if seconds > 4.6e9:  # virtual time ends at 2**62 ns
+                raise ValueError(f"pause(seconds=...) must be at most 4.6e9, got {seconds!r}")
+        w._check_live()
+        if w._slots[node_id].token == -1:
+            raise ValueError(f"pause: node {node_id} is crashed; restart it first")
+        return _Pause(w, node_id, seconds)
 
     def skew(self, node: int | NodeHandle, *, offset: float = 0.0, drift: float = 0.0) -> None:
         """Step node's wall clock (time.time, datetime.now, CLOCK_REALTIME)
@@ -414,6 +433,55 @@ class Faults:
         w._check_live()
         w._loop._set_skew(node_id, round(offset * 1e9), round(drift * 1e9))
         w.log._emit(_KIND_FAULT, node_id, f"skew {node_id}: offset {offset:g}s drift {drift:g}")
+
+
+class _Pause:
+    """One stop-the-world pause of one node: over after its seconds, or at
+    the end of an `async with` block, whichever comes first."""
+
+    def __init__(self, world: World, node_id: int, seconds: float | None) -> None:
+        self._world = world
+        self._node_id = node_id
+        self._token = world._slots[node_id].token
+        self._over = False
+        loop = world._loop
+        until_ns = -1 if seconds is None else loop._now_ns + round(seconds * 1e9)
+        self._timer = loop._pause(node_id, 1, until_ns, self._resume)
+        world._pauses.append(self)
+        span = "until resumed" if seconds is None else f"for {seconds:g}s"
+        world.log._emit(_KIND_FAULT, node_id, f"pause {node_id} {span}")
+
+    @property
+    def active(self) -> bool:
+        """Whether the node is still held by this pause."""
+        return not self._over
+
+    def _resume(self) -> None:
+        if self._over:
+            return
+        self._over = True
+        w = self._world
+        if self._timer is not None:
+            self._timer.cancel()
+        # A crash ended the pause already: the new incarnation never paused.
+        if w._ended or w._slots[self._node_id].token != self._token:
+            return
+        w._loop._pause(self._node_id, -1, -1, None)
+        w.log._emit(_KIND_FAULT, self._node_id, f"resume {self._node_id}")
+
+    def resume(self) -> None:
+        """End the pause now: the node's held callbacks run, in order."""
+        self._resume()
+
+    async def __aenter__(self) -> _Pause:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._resume()
+
+    def __repr__(self) -> str:
+        state = "over" if self._over else "active"
+        return f"<askew pause of node {self._node_id} {state}>"
 
 
 class Log:
@@ -479,6 +547,7 @@ class World:
         self._slots: list[_Slot] = []
         # Per node, the tasks of its crashed incarnations, in creation order.
         self._crashed: dict[int, list[asyncio.Task[Any]]] = {}
+        self._pauses: list[_Pause] = []
         self._failure: BaseException | None = None
         self._failed_node: int | None = None
         self._ended = False
@@ -607,6 +676,13 @@ class World:
             return False
         node_id = token >> 32
         return node_id < len(self._slots) and self._slots[node_id].token != token
+
+    def _end_pauses(self) -> None:
+        """At close-down every pause ends, as the test's own process would
+        resume its nodes: their cleanup runs as that of the others."""
+        for pause in self._pauses:
+            pause._resume()
+        self._pauses.clear()
 
     def _end(self) -> None:
         self._ended = True

@@ -656,6 +656,16 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
         while ((item = askew_sched_next(sched)) != NULL) {
             askew_handle *h = item;
             h->queued = 0;
+            /* A paused node runs nothing: its callbacks wait, in order, for
+             * the resume; the queue's reference moves with them. */
+            if (h->callback != NULL && askew__skew_paused(self, h->node)) {
+                if (askew__skew_hold(self, h) < 0) {
+                    Py_DECREF(h);
+                    self->node_current = -1;
+                    return NULL;
+                }
+                continue;
+            }
             /* A crashed incarnation's work is skipped: a power cut runs
              * nothing. */
             if (h->callback != NULL &&
@@ -694,6 +704,7 @@ static void clear_queues(struct askew_loop_state *self)
 {
     askew__net_clear(self); /* messages leave the heap first */
     askew_sched_clear(&self->sched, drop_item, drop_timer);
+    askew__skew_drop_held(self);
 }
 
 static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
@@ -860,7 +871,8 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     Py_VISIT(self->gc_collect);
     Py_VISIT(self->future_kwargs);
     Py_VISIT(self->time_view);
-    return askew__net_traverse(self, visit, arg);
+    const int rc = askew__skew_traverse(self, visit, arg);
+    return rc ? rc : askew__net_traverse(self, visit, arg);
 }
 
 static int loop_clear_refs(struct askew_loop_state *self)
@@ -922,7 +934,7 @@ static PyObject *loop_get_tasks_made(struct askew_loop_state *self, void *Py_UNU
 static PyObject *loop_get_pending(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
     return PyLong_FromSize_t(askew_sched_pending(&self->sched) +
-                             self->sched.timers.len);
+                             self->sched.timers.len + self->held_len);
 }
 
 static PyObject *loop_get_node(struct askew_loop_state *self, void *Py_UNUSED(c))

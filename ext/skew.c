@@ -181,3 +181,107 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
     PyMem_Free(local);
     Py_RETURN_NONE;
 }
+
+/* ---- pauses --------------------------------------------------------------- */
+
+int askew__skew_hold(struct askew_loop_state *self, askew_handle *h)
+{
+    if (self->held_len == self->held_cap) {
+        const size_t cap = self->held_cap ? self->held_cap * 2 : 16;
+        askew_handle **grown = realloc(self->held, cap * sizeof *grown);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->held = grown;
+        self->held_cap = cap;
+    }
+    self->held[self->held_len++] = h;
+    h->queued = 1;
+    return 0;
+}
+
+void askew__skew_drop_held(struct askew_loop_state *self)
+{
+    /* Take the list first: a decref may run a finalizer that reaches here. */
+    askew_handle **held = self->held;
+    const size_t len = self->held_len;
+    self->held = NULL;
+    self->held_len = self->held_cap = 0;
+    for (size_t i = 0; i < len; i++) {
+        held[i]->queued = 0;
+        Py_DECREF(held[i]);
+    }
+    free(held);
+}
+
+int askew__skew_traverse(struct askew_loop_state *self, visitproc visit, void *arg)
+{
+    for (size_t i = 0; i < self->held_len; i++)
+        Py_VISIT((PyObject *)self->held[i]);
+    return 0;
+}
+
+/* The node's held callbacks go back to the ready queue in the order they
+ * came up: what was ready first, then its timers in deadline order. */
+static int release(struct askew_loop_state *self, long long node)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < self->held_len; i++) {
+        askew_handle *h = self->held[i];
+        if (h->node != node) {
+            self->held[kept++] = h;
+            continue;
+        }
+        const int rc =
+            askew_sched_push(&self->sched, h, h->seq, (uint64_t)(h->node + 1));
+        if (rc < 0) {
+            /* Keep the rest held so that teardown releases them. */
+            for (size_t j = i; j < self->held_len; j++)
+                self->held[kept++] = self->held[j];
+            self->held_len = kept;
+            askew__raise_engine(rc, "resuming a paused node");
+            return -1;
+        }
+    }
+    self->held_len = kept;
+    return 0;
+}
+
+/* _pause(node, delta, until_ns, callback): delta +1 opens a pause, -1
+ * closes one, 0 closes them all (a crash: a power cut ends a pause). With
+ * delta +1 and until_ns >= 0, callback runs at world time until_ns in the
+ * world's context, and its TimerHandle is returned; else None. */
+PyObject *askew__skew_pause(struct askew_loop_state *self, PyObject *args)
+{
+    long long node, delta, until_ns;
+    PyObject *callback;
+    if (!PyArg_ParseTuple(args, "LLLO", &node, &delta, &until_ns, &callback))
+        return NULL;
+    if (node < 0 || delta < -1 || delta > 1) {
+        PyErr_Format(
+            PyExc_ValueError,
+            "_pause(node=%lld, delta=%lld): node must be >= 0 and delta one of "
+            "-1, 0, 1",
+            node, delta);
+        return NULL;
+    }
+    if (grow(self, node) < 0)
+        return NULL;
+    struct askew_skew *s = &self->skews[node];
+    if (delta > 0) {
+        s->paused++;
+    } else if (s->paused > 0) {
+        s->paused = delta < 0 ? s->paused - 1 : 0;
+        if (s->paused == 0 && release(self, node) < 0)
+            return NULL;
+    }
+    if (delta <= 0 || until_ns < 0)
+        Py_RETURN_NONE;
+    PyObject *world = PyContext_New(); // new reference: no node in it
+    if (world == NULL)
+        return NULL;
+    PyObject *timer = askew__loop_call_at_ns(self, until_ns, callback, NULL, 0, world);
+    Py_DECREF(world);
+    return timer;
+}

@@ -549,3 +549,119 @@ def test_skew_applies_to_tasks_the_node_creates() -> None:
         assert n.child_wall == pytest.approx(EPOCH + 42.0)
 
     run_sim(body)
+
+
+# ---- pause --------------------------------------------------------------------
+
+
+async def ticker(node: Any) -> None:
+    loop = asyncio.get_running_loop()
+    node.ticks = []
+    while True:
+        await asyncio.sleep(1)
+        node.ticks.append((node._askew_world.now, loop.time(), time.monotonic()))
+
+
+def test_a_paused_node_runs_nothing_while_its_clocks_run_on() -> None:
+    async def body(world: askew.World) -> None:
+        paused, other = world.spawn(ticker), world.spawn(ticker)
+        await world.clock.advance(2.5)
+        world.faults.pause(paused, 3)
+        await world.clock.advance(2.9)
+        assert [t[0] for t in paused.ticks] == [1, 2]
+        assert [t[0] for t in other.ticks] == [1, 2, 3, 4, 5]  # the others run on
+        await world.clock.advance(0.2)
+        # on resume the tick due at 3 runs at once and reads the clocks as
+        # they ran on through the pause
+        assert paused.ticks[2] == (5.5, 5.5, 5.5)
+
+    run_sim(body, strategy="fifo")
+
+
+def test_messages_to_a_paused_node_queue_and_arrive_in_order_on_resume() -> None:
+    async def talker(node: Any) -> None:
+        for i in range(5):
+            node.send(0, i)
+            await asyncio.sleep(0.5)
+
+    async def listener(node: Any) -> None:
+        node.got = []
+        while True:
+            msg = await node.recv()
+            node.got.append((msg.payload, node._askew_world.now))
+
+    async def body(world: askew.World) -> None:
+        world.net.configure(latency=(0.01, 0.01))
+        listener_node = world.spawn(listener)
+        await world.clock.advance(0)  # it runs up to its first recv
+        world.faults.pause(listener_node, 10)
+        world.spawn(talker)
+        await world.clock.advance(9)
+        assert listener_node.got == []
+        assert world.net.stats()["delivered"] == 5  # on the wire, queued at the node
+        await world.clock.advance(2)
+        assert [p for p, _ in listener_node.got] == [0, 1, 2, 3, 4]
+        assert all(t == 10 for _, t in listener_node.got)
+
+    run_sim(body, strategy="fifo")
+
+
+def test_a_paused_nodes_overdue_timers_fire_on_resume_in_deadline_order() -> None:
+    async def timers(node: Any) -> None:
+        loop = asyncio.get_running_loop()
+        node.fired = []
+        for delay, name in ((1, "a"), (3, "c"), (2, "b"), (4, "d")):
+            loop.call_later(delay, lambda n=name: node.fired.append((n, loop.time())))
+        await asyncio.sleep(100)
+
+    async def body(world: askew.World) -> None:
+        n = world.spawn(timers)
+        await world.clock.advance(0.5)
+        world.faults.pause(n, 3)  # until 3.5: a, b and c come due meanwhile
+        await world.clock.advance(5)
+        assert n.fired == [("a", 3.5), ("b", 3.5), ("c", 3.5), ("d", 4.0)]
+
+    run_sim(body, strategy="fifo")
+
+
+def test_a_pause_used_with_async_with_resumes_at_the_end_of_the_block() -> None:
+    async def body(world: askew.World) -> None:
+        n = world.spawn(ticker)
+        await world.clock.advance(0)  # it runs up to its first sleep
+        async with world.faults.pause(n) as pause:
+            await world.clock.advance(30)
+            assert n.ticks == [] and pause.active
+        assert not pause.active
+        await world.clock.advance(0.5)
+        assert [t[0] for t in n.ticks] == [30]
+        kinds = [(e.kind, e.text) for e in world.log if e.kind == "fault"]
+        assert kinds == [("fault", "pause 0 until resumed"), ("fault", "resume 0")]
+
+    run_sim(body, strategy="fifo")
+
+
+def test_a_crash_ends_a_pause_and_the_restarted_node_runs_unpaused() -> None:
+    async def body(world: askew.World) -> None:
+        n = world.spawn(ticker)
+        world.faults.pause(n, 100)
+        await world.clock.advance(1.5)
+        world.faults.crash(n)
+        with pytest.raises(ValueError, match="node 0 is crashed"):
+            world.faults.pause(n)
+        world.faults.restart(n)
+        await world.clock.advance(2.1)
+        assert [t[0] for t in n.ticks] == [2.5, 3.5]
+
+    run_sim(body, strategy="fifo")
+
+
+def test_a_pause_is_traced_and_the_same_seed_replays_it_identically() -> None:
+    @askew.simulate(seed=11, iterations=20, check_determinism=True)
+    async def test(world: askew.World) -> None:
+        nodes = [world.spawn(ticker) for _ in range(3)]
+        for _ in range(5):
+            victim = world.random.choice(nodes)
+            world.faults.pause(victim, world.random.uniform(0, 3))
+            await world.clock.advance(world.random.uniform(0, 2))
+
+    test()
