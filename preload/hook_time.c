@@ -17,8 +17,7 @@
 #define BASE_THREAD_ACTIVE 4
 #define TAI_OFFSET_S       37
 
-/* 1 realtime, 0 monotonic family (CPU-time clocks included: virtual time
- * is as deterministic a CPU time as any), -1 not ours. */
+/* An ASKEW_CLOCK_* kind, or -1 for clocks that are not ours. */
 static int clock_kind(clockid_t id)
 {
     switch (id) {
@@ -26,15 +25,16 @@ static int clock_kind(clockid_t id)
     case CLOCK_REALTIME_COARSE:
     case CLOCK_REALTIME_ALARM:
     case CLOCK_TAI:
-        return 1;
+        return ASKEW_CLOCK_REALTIME;
     case CLOCK_MONOTONIC:
     case CLOCK_MONOTONIC_RAW:
     case CLOCK_MONOTONIC_COARSE:
     case CLOCK_BOOTTIME:
     case CLOCK_BOOTTIME_ALARM:
+        return ASKEW_CLOCK_MONOTONIC;
     case CLOCK_PROCESS_CPUTIME_ID:
     case CLOCK_THREAD_CPUTIME_ID:
-        return 0;
+        return ASKEW_CLOCK_CPUTIME;
     default:
         return -1; /* negative (per-process/thread/fd) and unknown ids */
     }
@@ -172,9 +172,11 @@ ASKEW_EXPORT int timespec_get(struct timespec *ts, int base)
         realtime = 1;
         break;
     case BASE_MONOTONIC:
+        realtime = ASKEW_CLOCK_MONOTONIC;
+        break;
     case BASE_ACTIVE:
     case BASE_THREAD_ACTIVE:
-        realtime = 0;
+        realtime = ASKEW_CLOCK_CPUTIME;
         break;
     default:
         return 0; /* C11: an unsupported base fails with 0 */

@@ -40,6 +40,7 @@ uint32_t arc4random_uniform(uint32_t upper_bound);
 
 #define WALL_S  (ASKEW_WALL_EPOCH_S + 5)
 #define MONO_S  1000
+#define CPU_S   77 /* what the CPU-time clocks read */
 #define FAKE_NS 250
 
 static const struct askew_preload_api *api;
@@ -62,7 +63,9 @@ static struct {
 static int test_now(void *ctx, int realtime, struct timespec *out)
 {
     (void)ctx;
-    out->tv_sec = realtime ? WALL_S : MONO_S;
+    out->tv_sec = realtime == ASKEW_CLOCK_REALTIME  ? WALL_S
+                  : realtime == ASKEW_CLOCK_CPUTIME ? CPU_S
+                                                    : MONO_S;
     out->tv_nsec = FAKE_NS;
     return 0;
 }
@@ -256,13 +259,19 @@ START_TEST(test_sim_clocks_read_the_hooks)
     }
     ck_assert_int_eq(clock_gettime(CLOCK_TAI, &ts), 0);
     ck_assert_int_eq(ts.tv_sec, WALL_S + 37);
-    static const clockid_t mono[] = {CLOCK_MONOTONIC,          CLOCK_MONOTONIC_RAW,
-                                     CLOCK_MONOTONIC_COARSE,   CLOCK_BOOTTIME,
-                                     CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID};
+    static const clockid_t mono[] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW,
+                                     CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME};
     for (size_t i = 0; i < sizeof(mono) / sizeof(mono[0]); i++) {
         ck_assert_int_eq(clock_gettime(mono[i], &ts), 0);
         ck_assert_int_eq(ts.tv_sec, MONO_S);
         ck_assert_int_eq(ts.tv_nsec, FAKE_NS);
+    }
+    /* CPU-time clocks ask for CPU time, not the node's monotonic clock. */
+    static const clockid_t cputime[] = {CLOCK_PROCESS_CPUTIME_ID,
+                                        CLOCK_THREAD_CPUTIME_ID};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(clock_gettime(cputime[i], &ts), 0);
+        ck_assert_int_eq(ts.tv_sec, CPU_S);
     }
     /* A dynamic CPU clock is not modelled: it stays real. */
     clockid_t cpu;
