@@ -7,17 +7,20 @@ functions, which read virtual time and the entropy stream on the simulation
 thread (where a sleep consumes virtual time and returns at once) and call the
 originals anywhere else; os.times, resource.getrusage and the time module's
 calendar functions (localtime, gmtime, ctime, asctime, strftime) with no time
-given read virtual clocks too; the local time zone is UTC (TZ=UTC, unless the
-run sets its own); logging's start time is the virtual epoch, so records'
-relativeCreated count virtual time since it; the global `random` module is
-reseeded from the run's seed; Thread.start is refused on the simulation
-thread; the cyclic gc only runs when the loop says. Closing the scope
+given, and datetime.datetime.now/today/utcnow and datetime.date.today (through
+stand-in classes on the datetime module) read virtual clocks too; the local
+time zone is UTC (TZ=UTC, unless the run sets its own); logging's start time
+is the virtual epoch, so records' relativeCreated count virtual time since
+it; the global `random` module is reseeded from the run's seed; Thread.start
+is refused on the simulation thread; the cyclic gc only runs when the loop
+says. Closing the scope
 restores every one of these, also after an exception.
 """
 
 from __future__ import annotations
 
 import _random
+import datetime
 import gc
 import os
 import random
@@ -43,6 +46,8 @@ _TIME_NAMES = (
     "thread_time_ns",
     "sleep",
 )
+_real_datetime = datetime.datetime
+_real_date = datetime.date
 _original_localtime = time.localtime
 _original_gmtime = time.gmtime
 _original_strftime = time.strftime
@@ -77,6 +82,56 @@ def _strftime(fmt: str, t: Any = None) -> str:
 
 _original_asctime = time.asctime
 _original_ctime = time.ctime
+
+
+class _StandIn(type):
+    """The metaclass of the stand-ins below: real datetimes and dates are
+    instances of them, and the real classes subclasses, so isinstance and
+    issubclass checks in the code under test see no difference."""
+
+    _real: type
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, cls._real)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, cls._real)
+
+
+class _Datetime(_real_datetime, metaclass=_StandIn):
+    """datetime.datetime during a run: now(), today() and utcnow() read the
+    node's virtual wall clock (C code calls clock_gettime, which only the
+    preload reaches). Everything it makes is a real datetime."""
+
+    _real = _real_datetime
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _real_datetime(*args, **kwargs)
+
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        return _real_datetime.fromtimestamp(time.time(), tz)
+
+    @classmethod
+    def today(cls) -> Any:
+        return _real_datetime.fromtimestamp(time.time())
+
+    @classmethod
+    def utcnow(cls) -> Any:
+        return _real_datetime.fromtimestamp(time.time(), datetime.UTC).replace(tzinfo=None)
+
+
+class _Date(_real_date, metaclass=_StandIn):
+    """datetime.date during a run: today() reads the virtual wall clock."""
+
+    _real = _real_date
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _real_date(*args, **kwargs)
+
+    @classmethod
+    def today(cls) -> Any:
+        return _real_date.fromtimestamp(time.time())
 
 
 def _times() -> os.times_result:
@@ -162,6 +217,8 @@ class Scope:
                 ("strftime", _strftime),
             ):
                 self._names.set(time, name, fn)
+            self._names.set(datetime, "datetime", _Datetime)
+            self._names.set(datetime, "date", _Date)
             self._names.set(threading.Thread, "start", _refusing_start)
             self._enter_host_state()
             gc.disable()

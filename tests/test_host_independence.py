@@ -6,6 +6,7 @@ same trace whatever the host's TZ."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
 import os
@@ -15,6 +16,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_sim
@@ -73,7 +75,7 @@ def _probe(tz: str, preload: bool = False) -> dict[str, object]:
     return result
 
 
-def test_a_run_reads_utc_and_virtual_log_times_whatever_the_hosts_time_zone() -> None:
+def test_a_run_reads_utc_virtual_datetimes_and_log_times_whatever_the_hosts_time_zone() -> None:
     runs = [_probe(tz) for tz in ("UTC", "America/New_York", "Asia/Kolkata")]
     first = runs[0]
     assert first["localtime"] == [2020, 1, 2, 1, 1, 1]
@@ -83,8 +85,8 @@ def test_a_run_reads_utc_and_virtual_log_times_whatever_the_hosts_time_zone() ->
     assert first["created"] == pytest.approx(EPOCH + 90061.25, abs=1e-3)
     assert first["relative"] == pytest.approx(90061.25 * 1000, abs=1)
     assert str(first["asctime"]).startswith("2020-01-02 01:01:01,")
-    without_now = [{k: v for k, v in r.items() if k != "now"} for r in runs]
-    assert all(r == without_now[0] for r in without_now), runs
+    assert str(first["now"]).startswith("2020-01-02T01:01:01")
+    assert all(r == first for r in runs), runs
 
 
 @pytest.mark.skipif(
@@ -137,3 +139,27 @@ def test_cpu_time_clocks_read_the_runs_virtual_time() -> None:
 
 async def idle(node: object) -> None:
     await asyncio.sleep(1e6)
+
+
+def test_datetime_now_reads_the_nodes_wall_clock_and_makes_real_datetimes() -> None:
+    real = datetime.datetime
+
+    async def reader(node: Any) -> None:
+        node.now = datetime.datetime.now()
+        node.utc = datetime.datetime.now(datetime.UTC)
+        node.today = datetime.date.today()
+
+    async def body(world: askew.World) -> None:
+        n = world.spawn(reader)
+        world.faults.skew(n, offset=-86400.5)
+        await world.clock.advance(1)
+        assert n.now == real(2019, 12, 30, 23, 59, 59, 500000)
+        assert n.utc == real(2019, 12, 30, 23, 59, 59, 500000, tzinfo=datetime.UTC)
+        assert n.today == datetime.date(2019, 12, 30)
+        made = datetime.datetime(2020, 5, 17)
+        assert type(made) is real and type(n.now) is real
+        assert isinstance(made, datetime.datetime) and isinstance(n.now, datetime.datetime)
+        assert issubclass(real, datetime.datetime) and isinstance(n.today, datetime.date)
+
+    run_sim(body, strategy="fifo")
+    assert datetime.datetime is real
