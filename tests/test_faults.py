@@ -6,6 +6,7 @@ monotonic clocks (and only that node's)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -663,5 +664,53 @@ def test_a_pause_is_traced_and_the_same_seed_replays_it_identically() -> None:
             victim = world.random.choice(nodes)
             world.faults.pause(victim, world.random.uniform(0, 3))
             await world.clock.advance(world.random.uniform(0, 2))
+
+    test()
+
+
+def test_a_correct_lease_protocol_passes_under_drift_and_wall_clock_steps() -> None:
+    # The server grants 10 s of its monotonic clock; a client trusts a lease
+    # for 8.5 s of its own, counted from when it asked. With every clock
+    # drifting by up to 5% and wall clocks stepped either way, the holders'
+    # trusted windows never overlap. (A negative offset used to freeze the
+    # node's clock and made this fail.)
+    async def server(node: Any) -> None:
+        loop = asyncio.get_running_loop()
+        holder, until = None, 0.0
+        while True:
+            msg = await node.recv()
+            now = loop.time()
+            if holder in (None, msg.src) or now >= until:
+                holder, until = msg.src, now + 10
+                node.send(msg.src, True)
+            else:
+                node.send(msg.src, False)
+
+    async def client(node: Any, windows: list[tuple[int, float, float]]) -> None:
+        loop = asyncio.get_running_loop()
+        world = node._askew_world
+        while True:
+            asked, asked_world = loop.time(), world.now
+            node.send(0, "acquire")
+            if not (await node.recv()).payload:
+                await asyncio.sleep(0.7)
+                continue
+            start = world.now
+            await asyncio.sleep(asked + 8.5 - loop.time())  # hold it, then let go
+            windows.append((node.id, max(start, asked_world), world.now))
+            await asyncio.sleep(3)
+
+    @askew.simulate(seed=85, iterations=300)
+    async def test(world: askew.World) -> None:
+        windows: list[tuple[int, float, float]] = []
+        nodes = [world.spawn(server)] + [world.spawn(client, windows) for _ in range(2)]
+        for n in nodes:
+            offset = world.random.uniform(-5, 5)
+            world.faults.skew(n, offset=offset, drift=world.random.uniform(-0.05, 0.05))
+        await world.clock.advance(60)
+        windows.sort(key=lambda w: w[1])
+        assert len(windows) >= 4
+        for (a, _, a_end), (b, b_start, _) in itertools.pairwise(windows):
+            assert a == b or a_end <= b_start, f"{a} held until {a_end}, {b} from {b_start}"
 
     test()
