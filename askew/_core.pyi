@@ -27,6 +27,7 @@ class TimerHandle(Handle):
 
 class Task(asyncio.Task[Any]):
     _askew_seq: int
+    _askew_owner: int
 
 class Message(tuple[int, int, Any, float]):
     src: int

@@ -1,21 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
 """Python-level determinism around a run: time, random, entropy, threads, gc.
 
-While a scope is open, time.time/monotonic/perf_counter (and _ns forms),
-time.sleep and os.urandom are askew's C functions, which read virtual time
-and the entropy stream on the simulation thread (where a sleep consumes
-virtual time and returns at once) and call the originals anywhere else; the
-global `random` module is reseeded from the run's seed; Thread.start is
-refused on the simulation thread; the cyclic gc only runs when the loop says.
-Closing the scope restores every one of these, also after an exception.
+While a scope is open, time.time/monotonic/perf_counter/process_time/
+thread_time (and _ns forms), time.sleep and os.urandom are askew's C
+functions, which read virtual time and the entropy stream on the simulation
+thread (where a sleep consumes virtual time and returns at once) and call the
+originals anywhere else; os.times, resource.getrusage and the time module's
+calendar functions (localtime, gmtime, ctime, asctime, strftime) with no time
+given, and datetime.datetime.now/today/utcnow and datetime.date.today (through
+stand-in classes on the datetime module) read virtual clocks too; the local
+time zone is UTC (TZ=UTC, unless the run sets its own); logging's start time
+is the virtual epoch, so records' relativeCreated count virtual time since
+it; the global `random` module is reseeded from the run's seed; Thread.start
+is refused on the simulation thread; the cyclic gc only runs when the loop
+says. Closing the scope
+restores every one of these, also after an exception.
 """
 
 from __future__ import annotations
 
 import _random
+import datetime
 import gc
 import os
 import random
+import sys
 import threading
 import time
 from typing import Any
@@ -31,8 +40,113 @@ _TIME_NAMES = (
     "monotonic_ns",
     "perf_counter",
     "perf_counter_ns",
+    "process_time",
+    "process_time_ns",
+    "thread_time",
+    "thread_time_ns",
     "sleep",
 )
+_real_datetime = datetime.datetime
+_real_date = datetime.date
+_original_localtime = time.localtime
+_original_gmtime = time.gmtime
+_original_strftime = time.strftime
+_original_times = os.times
+try:
+    import resource
+
+    _original_getrusage: Any = resource.getrusage
+except ImportError:  # not on every platform
+    resource = None  # type: ignore[assignment]
+
+
+def _localtime(secs: float | None = None) -> time.struct_time:
+    return _original_localtime(time.time() if secs is None else secs)
+
+
+def _gmtime(secs: float | None = None) -> time.struct_time:
+    return _original_gmtime(time.time() if secs is None else secs)
+
+
+def _ctime(secs: float | None = None) -> str:
+    return time.asctime(_localtime(secs))
+
+
+def _asctime(t: Any = None) -> str:
+    return _original_asctime(_localtime() if t is None else t)
+
+
+def _strftime(fmt: str, t: Any = None) -> str:
+    return _original_strftime(fmt, _localtime() if t is None else t)
+
+
+_original_asctime = time.asctime
+_original_ctime = time.ctime
+
+
+class _StandIn(type):
+    """The metaclass of the stand-ins below: real datetimes and dates are
+    instances of them, and the real classes subclasses, so isinstance and
+    issubclass checks in the code under test see no difference."""
+
+    _real: type
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, cls._real)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, cls._real)
+
+
+class _Datetime(_real_datetime, metaclass=_StandIn):
+    """datetime.datetime during a run: now(), today() and utcnow() read the
+    node's virtual wall clock (C code calls clock_gettime, which only the
+    preload reaches). Everything it makes is a real datetime."""
+
+    _real = _real_datetime
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _real_datetime(*args, **kwargs)
+
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        return _real_datetime.fromtimestamp(time.time(), tz)
+
+    @classmethod
+    def today(cls) -> Any:
+        return _real_datetime.fromtimestamp(time.time())
+
+    @classmethod
+    def utcnow(cls) -> Any:
+        return _real_datetime.fromtimestamp(time.time(), datetime.UTC).replace(tzinfo=None)
+
+
+class _Date(_real_date, metaclass=_StandIn):
+    """datetime.date during a run: today() reads the virtual wall clock."""
+
+    _real = _real_date
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _real_date(*args, **kwargs)
+
+    @classmethod
+    def today(cls) -> Any:
+        return _real_date.fromtimestamp(time.time())
+
+
+def _times() -> os.times_result:
+    # CPU time is the run's virtual time (askew_preload.h), all of it user
+    # time; no children ran; `elapsed` is the node's monotonic clock.
+    cpu = time.process_time()
+    return os.times_result((cpu, 0.0, 0.0, 0.0, time.monotonic()))
+
+
+def _getrusage(who: int) -> Any:
+    real = _original_getrusage(who)
+    cpu = time.process_time() if who != resource.RUSAGE_CHILDREN else 0.0
+    return resource.struct_rusage((cpu, 0.0, *tuple(real)[2:]))
+
+
 _original_start = threading.Thread.start
 _seed_generator = _random.Random.seed
 
@@ -75,6 +189,8 @@ class Scope:
         self._names = NameSwap()
         self._saved_random: Any = None
         self._gc_was_enabled = False
+        self._saved_tz: str | None = None
+        self._saved_log_start: Any = None
 
     @property
     def open(self) -> bool:
@@ -90,7 +206,21 @@ class Scope:
             for name in _TIME_NAMES:
                 self._names.set(time, name, getattr(_virtual, name))
             self._names.set(os, "urandom", _virtual.urandom)
+            self._names.set(os, "times", _times)
+            if resource is not None:
+                self._names.set(resource, "getrusage", _getrusage)
+            for name, fn in (
+                ("localtime", _localtime),
+                ("gmtime", _gmtime),
+                ("ctime", _ctime),
+                ("asctime", _asctime),
+                ("strftime", _strftime),
+            ):
+                self._names.set(time, name, fn)
+            self._names.set(datetime, "datetime", _Datetime)
+            self._names.set(datetime, "date", _Date)
             self._names.set(threading.Thread, "start", _refusing_start)
+            self._enter_host_state()
             gc.disable()
         except BaseException:
             self.depth = 1
@@ -104,11 +234,39 @@ class Scope:
         if self.depth > 0:
             return
         self._names.undo()
+        self._exit_host_state()
         if self._saved_random is not None:
             random.setstate(self._saved_random)
         if self._gc_was_enabled:
             gc.enable()
         self._saved_random = None
+
+    def _enter_host_state(self) -> None:
+        """The host's time zone and logging's start time stay outside: a run
+        reads UTC and counts log times from the virtual epoch."""
+        self._saved_tz = os.environ.get("TZ")
+        os.environ["TZ"] = "UTC"
+        time.tzset()
+        logging = sys.modules.get("logging")
+        if logging is not None:
+            self._saved_log_start = logging._startTime
+            # 3.13 keeps nanoseconds (an int), older versions seconds.
+            start = _core.WALL_EPOCH
+            if isinstance(self._saved_log_start, int):
+                start *= 1_000_000_000
+            logging._startTime = start  # type: ignore[attr-defined]
+
+    def _exit_host_state(self) -> None:
+        if self._saved_tz is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = self._saved_tz
+        time.tzset()
+        self._saved_tz = None
+        logging = sys.modules.get("logging")
+        if logging is not None and self._saved_log_start is not None:
+            logging._startTime = self._saved_log_start  # type: ignore[attr-defined]
+        self._saved_log_start = None
 
     @staticmethod
     def reseed(seed: int) -> None:

@@ -278,7 +278,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             factory = None
             kwargs["eager_start"] = True
         if factory is None:
-            seq = self._next_task_seq(True)
+            seq = self._next_task_seq(True, context)
             if name is None:
                 name = f"Task-{seq}"
             made: asyncio.Task[Any] = _core.Task(

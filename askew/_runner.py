@@ -274,6 +274,7 @@ def _recent_events(loop: SimLoop, everything: bool) -> list[Event]:
 def _teardown(loop: SimLoop, world: World) -> BaseException | None:
     """Cancel what is still pending, in creation order, and let it finish."""
     error: BaseException | None = None
+    world._end_pauses()
     # The main task is done by now: with no other task made, none is pending.
     pending = (
         sorted(
@@ -287,10 +288,12 @@ def _teardown(loop: SimLoop, world: World) -> BaseException | None:
         for task in pending:
             task.cancel()
 
+        # Tasks of crashed incarnations never run again: wait for the rest.
+        live = [t for t in pending if not world._owner_crashed(t)]
+
         async def settle() -> None:
-            # Tasks of crashed nodes never run again: stop once the rest are done.
             for _ in range(1000):
-                if all(t.done() or t in world._graveyard for t in pending):
+                if all(t.done() for t in live):
                     return
                 await asyncio.sleep(0)
 
@@ -302,7 +305,8 @@ def _teardown(loop: SimLoop, world: World) -> BaseException | None:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            error = exc
+            # A node whose cleanup raised stopped the loop: its error is the news.
+            error = world._failure if world._failure is not None else exc
         finally:
             loop._apply_config()
         for task in pending:
@@ -315,14 +319,15 @@ def _teardown(loop: SimLoop, world: World) -> BaseException | None:
     # would report "Task was destroyed but it is pending!" to whichever run's
     # exception handler is set then (failing that run, or a later iteration,
     # which a replay of its seed alone would not) and unwind in its middle.
-    for task in world._graveyard:
-        if not task.done():
-            task._log_destroy_pending = False  # type: ignore[attr-defined]
-            try:
-                task.get_coro().close()
-            except Exception:  # a dead node's unwinding has no one to tell
-                pass
-    world._graveyard.clear()
+    for node_id in sorted(world._crashed):
+        for task in world._crashed[node_id]:
+            if not task.done():
+                task._log_destroy_pending = False  # type: ignore[attr-defined]
+                try:
+                    task.get_coro().close()
+                except Exception:  # a dead node's unwinding has no one to tell
+                    pass
+    world._crashed.clear()
     loop._clear()
     return error
 

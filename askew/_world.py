@@ -355,7 +355,7 @@ def _ppm(p: object, what: str) -> int:
 
 
 class Faults:
-    """world.faults: crash, restart and clock skew."""
+    """world.faults: crash, restart, pause and clock skew."""
 
     def __init__(self, world: World) -> None:
         self._world = world
@@ -367,10 +367,20 @@ class Faults:
         node_id = w._node_id(node, "crash")
         w._check_live()
         slot = w._slots[node_id]
-        # Keep every task alive until the run ends: a collected coroutine
-        # would run its finally blocks, which a power cut never does.
-        w._graveyard.extend(t for t in asyncio.all_tasks(w._loop) if not t.done())
+        token = slot.token
+        # Exactly this incarnation's tasks stop; kept alive until the run
+        # ends, since a collected coroutine would run its finally blocks,
+        # which a power cut never does. One pass over the loop's live tasks
+        # per crash; the node's own list holds only its dead incarnations'.
+        dead = [
+            t
+            for t in asyncio.all_tasks(w._loop)
+            if getattr(t, "_askew_owner", -1) == token and not t.done()
+        ]
+        dead.sort(key=lambda t: getattr(t, "_askew_seq", 0))
+        w._crashed.setdefault(node_id, []).extend(dead)
         w._loop._net_crash(node_id)
+        w._loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
         slot.token = -1
         w.log._emit(_KIND_CRASH, node_id, f"crash {node_id}")
 
@@ -385,19 +395,93 @@ class Faults:
         w.log._emit(_KIND_RESTART, node_id, f"restart {node_id}")
         w._start(node_id)
 
+    def pause(self, node: int | NodeHandle, seconds: float | None = None) -> _Pause:
+        """A stop-the-world pause (a GC, a VM migration, SIGSTOP): from now
+        the node runs nothing while its clocks run on; messages to it queue;
+        on resume what came due meanwhile runs, its overdue timers in
+        deadline order. With `seconds` it resumes by itself after that long;
+        `async with world.faults.pause(node):` resumes at the block's end
+        (with `seconds` too: whichever comes first)."""
+        w = self._world
+        node_id = w._node_id(node, "pause")
+        if seconds is not None:
+            seconds = check_seconds(seconds, "pause(seconds=...)")
+            if seconds > 4.6e9:  # virtual time ends at 2**62 ns
+                raise ValueError(f"pause(seconds=...) must be at most 4.6e9, got {seconds!r}")
+        w._check_live()
+        if w._slots[node_id].token == -1:
+            raise ValueError(f"pause: node {node_id} is crashed; restart it first")
+        return _Pause(w, node_id, seconds)
+
     def skew(self, node: int | NodeHandle, *, offset: float = 0.0, drift: float = 0.0) -> None:
-        """Make node's clocks read offset seconds ahead (negative: behind),
-        drifting by `drift` seconds per second from now on. Its monotonic
-        clocks never go backwards; its timers fire when its clock says."""
+        """Step node's wall clock (time.time, datetime.now, CLOCK_REALTIME)
+        to `offset` seconds from true time, backwards too, as NTP does, and
+        let it drift by `drift` seconds per second from now on. Its monotonic
+        clocks (loop.time, time.monotonic, perf_counter, CLOCK_MONOTONIC)
+        never jump or stop: they run on from their reading at rate
+        1 + drift, and its timers fire when they say."""
         w = self._world
         node_id = w._node_id(node, "skew")
         if isinstance(offset, bool) or not isinstance(offset, (int, float)):
             raise TypeError(f"offset must be a number of seconds, got {offset!r}")
+        if not -9.2e9 < offset < 9.2e9:
+            raise ValueError(
+                f"offset must be finite seconds within +-9.2e9 (292 years), got {offset!r}"
+            )
         if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not -1 < drift < 1:
             raise ValueError(f"drift must be a number in (-1, 1) seconds per second, got {drift!r}")
         w._check_live()
         w._loop._set_skew(node_id, round(offset * 1e9), round(drift * 1e9))
         w.log._emit(_KIND_FAULT, node_id, f"skew {node_id}: offset {offset:g}s drift {drift:g}")
+
+
+class _Pause:
+    """One stop-the-world pause of one node: over after its seconds, or at
+    the end of an `async with` block, whichever comes first."""
+
+    def __init__(self, world: World, node_id: int, seconds: float | None) -> None:
+        self._world = world
+        self._node_id = node_id
+        self._token = world._slots[node_id].token
+        self._over = False
+        loop = world._loop
+        until_ns = -1 if seconds is None else loop._now_ns + round(seconds * 1e9)
+        self._timer = loop._pause(node_id, 1, until_ns, self._resume)
+        world._pauses.append(self)
+        span = "until resumed" if seconds is None else f"for {seconds:g}s"
+        world.log._emit(_KIND_FAULT, node_id, f"pause {node_id} {span}")
+
+    @property
+    def active(self) -> bool:
+        """Whether the node is still held by this pause."""
+        return not self._over
+
+    def _resume(self) -> None:
+        if self._over:
+            return
+        self._over = True
+        w = self._world
+        if self._timer is not None:
+            self._timer.cancel()
+        # A crash ended the pause already: the new incarnation never paused.
+        if w._ended or w._slots[self._node_id].token != self._token:
+            return
+        w._loop._pause(self._node_id, -1, -1, None)
+        w.log._emit(_KIND_FAULT, self._node_id, f"resume {self._node_id}")
+
+    def resume(self) -> None:
+        """End the pause now: the node's held callbacks run, in order."""
+        self._resume()
+
+    async def __aenter__(self) -> _Pause:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._resume()
+
+    def __repr__(self) -> str:
+        state = "over" if self._over else "active"
+        return f"<askew pause of node {self._node_id} {state}>"
 
 
 class Log:
@@ -461,7 +545,9 @@ class World:
         self.faults = Faults(self)
         self.log = Log(self)
         self._slots: list[_Slot] = []
-        self._graveyard: list[asyncio.Task[Any]] = []
+        # Per node, the tasks of its crashed incarnations, in creation order.
+        self._crashed: dict[int, list[asyncio.Task[Any]]] = {}
+        self._pauses: list[_Pause] = []
         self._failure: BaseException | None = None
         self._failed_node: int | None = None
         self._ended = False
@@ -581,6 +667,22 @@ class World:
                 seen[i] = g
             resolved.append(ids)
         return _Partition(self, resolved)
+
+    def _owner_crashed(self, task: asyncio.Task[Any]) -> bool:
+        """Whether task belongs to an incarnation that has crashed (and so
+        never runs again)."""
+        token = getattr(task, "_askew_owner", -1)
+        if token < 0:
+            return False
+        node_id = token >> 32
+        return node_id < len(self._slots) and self._slots[node_id].token != token
+
+    def _end_pauses(self) -> None:
+        """At close-down every pause ends, as the test's own process would
+        resume its nodes: their cleanup runs as that of the others."""
+        for pause in self._pauses:
+            pause._resume()
+        self._pauses.clear()
 
     def _end(self) -> None:
         self._ended = True

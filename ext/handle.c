@@ -21,6 +21,7 @@ static int freelist_len;
 
 /* loop.c: take a cancelled timer off the heap and drop the heap's reference. */
 void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h);
+double askew__skew_handle_when(PyObject *loop, askew_handle *h); /* skew.c */
 
 askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *callback,
                                 PyObject *const *args, Py_ssize_t nargs,
@@ -188,7 +189,7 @@ static PyObject *handle_get_context(askew_handle *h, PyObject *Py_UNUSED(ignored
 
 static PyObject *handle_when(askew_handle *h, PyObject *Py_UNUSED(ignored))
 {
-    return PyFloat_FromDouble((double)h->timer.deadline_ns / 1e9);
+    return PyFloat_FromDouble(askew__skew_handle_when(h->loop, h));
 }
 
 static PyObject *handle_get_callback(askew_handle *h, void *Py_UNUSED(closure))

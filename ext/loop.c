@@ -30,6 +30,11 @@ int64_t askew__loop_local_ns(struct askew_loop_state *self)
     return askew__skew_local(self, self->node_current, self->sched.now_ns);
 }
 
+int64_t askew__loop_wall_ns(struct askew_loop_state *self)
+{
+    return askew__skew_wall(self, self->node_current, self->sched.now_ns);
+}
+
 static inline double ns_to_s(int64_t ns)
 {
     return (double)ns / 1e9;
@@ -88,13 +93,21 @@ static int seconds_to_ns(double when, int64_t *out)
 int askew__clock_read(void *ctx, int realtime, struct timespec *out)
 {
     struct askew_loop_state *self = ctx;
-    int64_t ns = askew__loop_local_ns(self);
-    if (ns < 0)
-        ns = 0;
+    if (realtime == ASKEW_CLOCK_CPUTIME) {
+        out->tv_sec = (time_t)(self->sched.now_ns / 1000000000);
+        out->tv_nsec = (long)(self->sched.now_ns % 1000000000);
+        return 0;
+    }
+    int64_t ns = realtime ? askew__loop_wall_ns(self) : askew__loop_local_ns(self);
+    /* A wall clock stepped back before the epoch reads the epoch's start; a
+     * monotonic one never reads below 0 (the boot of the simulation). */
+    const int64_t floor_ns = realtime ? -ASKEW_WALL_EPOCH_S * 1000000000LL : 0;
+    if (ns < floor_ns)
+        ns = floor_ns;
+    if (realtime)
+        ns += ASKEW_WALL_EPOCH_S * 1000000000LL;
     out->tv_sec = (time_t)(ns / 1000000000);
     out->tv_nsec = (long)(ns % 1000000000);
-    if (realtime)
-        out->tv_sec += (time_t)ASKEW_WALL_EPOCH_S;
     return 0;
 }
 
@@ -457,6 +470,19 @@ static PyObject *loop_create_future(struct askew_loop_state *self,
     return askew__loop_new_future(self);
 }
 
+/* The next Task made belongs to the node `context` runs as (NULL: the
+ * running context): a crash takes exactly that incarnation's tasks. */
+static int arm_owner(struct askew_loop_state *self, PyObject *context)
+{
+    int64_t node = -1;
+    uint32_t incarnation = 0;
+    if (self->gated && askew__net_context_node(self, context, &node, &incarnation) < 0)
+        return -1;
+    askew__task_set_next_owner(
+        node < 0 ? -1 : (int64_t)((uint64_t)node << 32 | incarnation));
+    return 0;
+}
+
 /* create_task(coro, *, name=None, context=None): asyncio's Task with a
  * per-run name and hash. Anything else (a task factory, eager_start, other
  * keywords) takes the Python path in _loop.py. */
@@ -495,22 +521,37 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
             return NULL;
         name = owned_name;
     }
+    if (arm_owner(self, context == Py_None ? NULL : context) < 0) {
+        Py_XDECREF(owned_name);
+        return NULL;
+    }
     PyObject *stack[5] = {NULL, args[0], (PyObject *)self, name, context};
     askew__task_set_next_seq(++self->task_seq);
     PyObject *task = PyObject_Vectorcall(
         (PyObject *)askew__TaskType, stack + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
         context == Py_None ? kw_loop_name : kw_loop_name_context);
     askew__task_set_next_seq(0);
+    askew__task_set_next_owner(-1);
     Py_XDECREF(owned_name);
     return task;
 }
 
-/* _next_task_seq(arm): the next creation number, for the Python paths;
- * armed, the next askew Task made carries it. */
-static PyObject *loop_next_task_seq(struct askew_loop_state *self, PyObject *arm)
+/* _next_task_seq(arm, context=None): the next creation number, for the
+ * Python paths; armed, the next askew Task made carries it and the node
+ * token of `context` (the running one when None). */
+static PyObject *loop_next_task_seq(struct askew_loop_state *self,
+                                    PyObject *const *args, Py_ssize_t nargs)
 {
-    const int armed = PyObject_IsTrue(arm);
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "_next_task_seq() takes 1 or 2 arguments, not %zd", nargs);
+        return NULL;
+    }
+    const int armed = PyObject_IsTrue(args[0]);
     if (armed < 0)
+        return NULL;
+    PyObject *context = nargs == 2 && args[1] != Py_None ? args[1] : NULL;
+    if (armed && arm_owner(self, context) < 0)
         return NULL;
     ++self->task_seq;
     askew__task_set_next_seq(armed ? self->task_seq : 0);
@@ -620,6 +661,16 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
         while ((item = askew_sched_next(sched)) != NULL) {
             askew_handle *h = item;
             h->queued = 0;
+            /* A paused node runs nothing: its callbacks wait, in order, for
+             * the resume; the queue's reference moves with them. */
+            if (h->callback != NULL && askew__skew_paused(self, h->node)) {
+                if (askew__skew_hold(self, h) < 0) {
+                    Py_DECREF(h);
+                    self->node_current = -1;
+                    return NULL;
+                }
+                continue;
+            }
             /* A crashed incarnation's work is skipped: a power cut runs
              * nothing. */
             if (h->callback != NULL &&
@@ -658,6 +709,7 @@ static void clear_queues(struct askew_loop_state *self)
 {
     askew__net_clear(self); /* messages leave the heap first */
     askew_sched_clear(&self->sched, drop_item, drop_timer);
+    askew__skew_drop_held(self);
 }
 
 static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
@@ -824,7 +876,8 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     Py_VISIT(self->gc_collect);
     Py_VISIT(self->future_kwargs);
     Py_VISIT(self->time_view);
-    return askew__net_traverse(self, visit, arg);
+    const int rc = askew__skew_traverse(self, visit, arg);
+    return rc ? rc : askew__net_traverse(self, visit, arg);
 }
 
 static int loop_clear_refs(struct askew_loop_state *self)
@@ -886,7 +939,7 @@ static PyObject *loop_get_tasks_made(struct askew_loop_state *self, void *Py_UNU
 static PyObject *loop_get_pending(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
     return PyLong_FromSize_t(askew_sched_pending(&self->sched) +
-                             self->sched.timers.len);
+                             self->sched.timers.len + self->held_len);
 }
 
 static PyObject *loop_get_node(struct askew_loop_state *self, void *Py_UNUSED(c))
@@ -929,7 +982,8 @@ static PyMethodDef loop_methods[] = {
     {"create_future", (PyCFunction)loop_create_future, METH_NOARGS, NULL},
     {"create_task", (PyCFunction)(void (*)(void))loop_create_task,
      METH_FASTCALL | METH_KEYWORDS, "create_task(coro, *, name=None, context=None)"},
-    {"_next_task_seq", (PyCFunction)loop_next_task_seq, METH_O, NULL},
+    {"_next_task_seq", (PyCFunction)(void (*)(void))loop_next_task_seq, METH_FASTCALL,
+     NULL},
     {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
     {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},

@@ -8,12 +8,12 @@
 #include "core.h"
 
 struct askew_skew {
-    int64_t offset_ns;
-    int64_t drift_ppb; /* parts per billion of world time since base_ns */
-    int64_t base_ns;
-    int64_t last_local_ns; /* what the node last read: it never goes back */
-    char active;
+    struct askew_node_clock clock; /* the engine's: ext/engine/skew.c */
+    uint32_t paused;               /* pauses open on the node; > 0 runs nothing */
+    char active;                   /* skewed at least once this run */
 };
+
+struct askew_handle;
 
 struct askew_network;
 
@@ -31,6 +31,11 @@ struct askew_loop_state {
     PyObject *time_view;     /* a user's replacement of loop.time, or NULL */
     struct askew_skew *skews;
     size_t skews_len;
+    /* Callbacks of paused nodes, in the order they came up; each holds the
+     * reference the ready queue held. */
+    struct askew_handle **held;
+    size_t held_len;
+    size_t held_cap;
     struct askew_network *net;
     char gated; /* callbacks carry a node: the world set its context variable */
     char running;
@@ -51,17 +56,36 @@ int askew__loop_local_when_to_ns(struct askew_loop_state *self, double when,
                                  int64_t *out);
 /* The running node's view of the world clock, ns. */
 int64_t askew__loop_local_ns(struct askew_loop_state *self);
+/* The running node's wall clock, ns after the wall epoch. */
+int64_t askew__loop_wall_ns(struct askew_loop_state *self);
 
 /* skew.c */
 int askew__skew_init(struct askew_loop_state *self);
 void askew__skew_free(struct askew_loop_state *self);
 void askew__skew_reset(struct askew_loop_state *self);
+/* A node's monotonic reading at world time now_ns (loop.time, monotonic). */
 int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t now_ns);
+/* A node's wall reading, ns after the wall epoch (time.time, REALTIME). */
+int64_t askew__skew_wall(struct askew_loop_state *self, int64_t node, int64_t now_ns);
 int64_t askew__skew_global(struct askew_loop_state *self, int64_t node,
                            int64_t local_ns);
 PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args);
+PyObject *askew__skew_pause(struct askew_loop_state *self, PyObject *args);
+/* Whether node is paused: its callbacks are held, not run. */
+static inline int askew__skew_paused(const struct askew_loop_state *self, int64_t node)
+{
+    return node >= 0 && (size_t)node < self->skews_len && self->skews[node].paused;
+}
+/* Hold a callback of a paused node; its queue reference moves to the held
+ * list. 0, or -1 with an exception (the reference is then still the
+ * caller's). */
+int askew__skew_hold(struct askew_loop_state *self, struct askew_handle *h);
+/* Drop every held callback (run teardown). */
+void askew__skew_drop_held(struct askew_loop_state *self);
+int askew__skew_traverse(struct askew_loop_state *self, visitproc visit, void *arg);
 #define ASKEW_SKEW_METHODS                                                             \
-    {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},
+    {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},                   \
+        {"_pause", (PyCFunction)askew__skew_pause, METH_VARARGS, NULL},
 
 /* network.c */
 int askew__net_init(struct askew_loop_state *self);

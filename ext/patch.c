@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The functions askew puts in place of time.time, time.monotonic,
- * time.perf_counter (and their _ns forms), time.sleep and os.urandom during
+ * time.perf_counter, time.process_time, time.thread_time (and their _ns
+ * forms), time.sleep and os.urandom during
  * a run. On the thread running a simulation they read virtual time and the
  * entropy stream, and a sleep consumes virtual time; anywhere else (a
  * watchdog thread, between runs) they call the originals they replaced, so
@@ -19,6 +20,10 @@ enum {
     F_PERF_NS,
     F_URANDOM,
     F_SLEEP,
+    F_PROCESS,
+    F_PROCESS_NS,
+    F_THREAD,
+    F_THREAD_NS,
     F_COUNT
 };
 static PyObject *originals[F_COUNT];
@@ -41,12 +46,16 @@ static PyObject *call_original(int which, PyObject *const *args, Py_ssize_t narg
     return PyObject_Vectorcall(originals[which], args, (size_t)nargs, NULL);
 }
 
+/* `wall` is an ASKEW_CLOCK_* kind: the node's wall clock, its monotonic
+ * clock, or CPU time (the world's virtual time, see askew_preload.h). */
 static PyObject *virtual_seconds(int which, int wall)
 {
     struct askew_loop_state *loop = active_here();
     if (loop == NULL)
         return call_original(which, NULL, 0);
-    const int64_t ns = askew__loop_local_ns(loop);
+    if (wall == ASKEW_CLOCK_CPUTIME)
+        return PyFloat_FromDouble((double)loop->sched.now_ns / 1e9);
+    const int64_t ns = wall ? askew__loop_wall_ns(loop) : askew__loop_local_ns(loop);
     return PyFloat_FromDouble((double)ns / 1e9 +
                               (wall ? (double)ASKEW_WALL_EPOCH_S : 0.0));
 }
@@ -56,8 +65,17 @@ static PyObject *virtual_ns(int which, int wall)
     struct askew_loop_state *loop = active_here();
     if (loop == NULL)
         return call_original(which, NULL, 0);
-    const int64_t ns = askew__loop_local_ns(loop);
-    return PyLong_FromLongLong(ns + (wall ? ASKEW_WALL_EPOCH_S * 1000000000LL : 0));
+    if (wall == ASKEW_CLOCK_CPUTIME)
+        return PyLong_FromLongLong(loop->sched.now_ns);
+    if (!wall)
+        return PyLong_FromLongLong(askew__loop_local_ns(loop));
+    /* In Python ints: a wall clock skewed near the int64 edge still reads. */
+    PyObject *ns = PyLong_FromLongLong(askew__loop_wall_ns(loop)); // new reference
+    PyObject *epoch = PyLong_FromLongLong(ASKEW_WALL_EPOCH_S * 1000000000LL);
+    PyObject *sum = ns && epoch ? PyNumber_Add(ns, epoch) : NULL;
+    Py_XDECREF(ns);
+    Py_XDECREF(epoch);
+    return sum;
 }
 
 static PyObject *v_time(PyObject *m, PyObject *a)
@@ -95,6 +113,31 @@ static PyObject *v_perf_counter_ns(PyObject *m, PyObject *a)
     (void)m;
     (void)a;
     return virtual_ns(F_PERF_NS, 0);
+}
+
+static PyObject *v_process_time(PyObject *m, PyObject *a)
+{
+    (void)m;
+    (void)a;
+    return virtual_seconds(F_PROCESS, ASKEW_CLOCK_CPUTIME);
+}
+static PyObject *v_process_time_ns(PyObject *m, PyObject *a)
+{
+    (void)m;
+    (void)a;
+    return virtual_ns(F_PROCESS_NS, ASKEW_CLOCK_CPUTIME);
+}
+static PyObject *v_thread_time(PyObject *m, PyObject *a)
+{
+    (void)m;
+    (void)a;
+    return virtual_seconds(F_THREAD, ASKEW_CLOCK_CPUTIME);
+}
+static PyObject *v_thread_time_ns(PyObject *m, PyObject *a)
+{
+    (void)m;
+    (void)a;
+    return virtual_ns(F_THREAD_NS, ASKEW_CLOCK_CPUTIME);
 }
 
 static PyObject *v_urandom(PyObject *m, PyObject *arg)
@@ -263,6 +306,11 @@ static PyMethodDef patch_methods[] = {
     {"monotonic_ns", v_monotonic_ns, METH_NOARGS, NULL},
     {"perf_counter", v_perf_counter, METH_NOARGS, NULL},
     {"perf_counter_ns", v_perf_counter_ns, METH_NOARGS, NULL},
+    {"process_time", v_process_time, METH_NOARGS,
+     "time.process_time() inside a run: the run's virtual time (CPU busy throughout)."},
+    {"process_time_ns", v_process_time_ns, METH_NOARGS, NULL},
+    {"thread_time", v_thread_time, METH_NOARGS, NULL},
+    {"thread_time_ns", v_thread_time_ns, METH_NOARGS, NULL},
     {"urandom", v_urandom, METH_O, "os.urandom(n) inside a run: the entropy stream."},
     {"sleep", v_sleep, METH_O,
      "time.sleep(secs) inside a run: secs of virtual time pass, at once."},
@@ -276,8 +324,9 @@ static PyMethodDef patch_methods[] = {
 int askew__patch_setup(PyObject *module)
 {
     static const char *const names[F_COUNT] = {
-        "time",         "time_ns",         "monotonic", "monotonic_ns",
-        "perf_counter", "perf_counter_ns", "urandom",   "sleep"};
+        "time",         "time_ns",         "monotonic",   "monotonic_ns",
+        "perf_counter", "perf_counter_ns", "urandom",     "sleep",
+        "process_time", "process_time_ns", "thread_time", "thread_time_ns"};
     PyObject *time_mod = PyImport_ImportModule("time"); // new reference
     PyObject *os_mod = PyImport_ImportModule("os");     // new reference
     if (time_mod == NULL || os_mod == NULL)

@@ -1,19 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* askew._core.Task: asyncio's own C Task with one field more, its creation
- * number in the run, which is also its hash. asyncio iterates sets of tasks
+/* askew._core.Task: asyncio's own C Task with two fields more. Its creation
+ * number in the run, which is also its hash: asyncio iterates sets of tasks
  * (TaskGroup abort, all_tasks, wait); with identity hashes their order would
- * follow memory addresses and differ between processes. The number is set
- * in tp_new, before Task.__init__ registers the task anywhere. */
+ * follow memory addresses and differ between processes. And its owner, the
+ * node token (id << 32 | incarnation, -1 for the world) its context ran as
+ * when it was made, so that a crash takes exactly that incarnation's tasks.
+ * Both are set in tp_new, before Task.__init__ registers the task anywhere. */
 #include "task.h"
 
 PyTypeObject *askew__TaskType;
 PyObject *askew__FutureType;
 static Py_ssize_t seq_offset;
 static uint64_t seq_pending;
+static int64_t owner_pending = -1;
 
 void askew__task_set_next_seq(uint64_t seq)
 {
     seq_pending = seq;
+}
+
+void askew__task_set_next_owner(int64_t token)
+{
+    owner_pending = token;
 }
 
 static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -26,7 +34,9 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (self == NULL)
         return NULL;
     *(uint64_t *)((char *)self + seq_offset) = seq_pending;
+    *(int64_t *)((char *)self + seq_offset + sizeof(uint64_t)) = owner_pending;
     seq_pending = 0;
+    owner_pending = -1;
     return self;
 }
 
@@ -44,8 +54,17 @@ static PyObject *task_get_seq(PyObject *self, void *Py_UNUSED(closure))
     return PyLong_FromUnsignedLongLong(*(uint64_t *)((char *)self + seq_offset));
 }
 
+static PyObject *task_get_owner(PyObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLongLong(
+        *(int64_t *)((char *)self + seq_offset + sizeof(uint64_t)));
+}
+
 static PyGetSetDef task_getset[] = {
     {"_askew_seq", task_get_seq, NULL, "Creation number in its run.", NULL},
+    {"_askew_owner", task_get_owner, NULL,
+     "The node token it was made under (id << 32 | incarnation), -1 for the world.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -128,7 +147,8 @@ int askew__task_types_init(PyObject *module)
     };
     PyType_Spec spec = {
         .name = "askew._core.Task",
-        .basicsize = (int)(seq_offset + (Py_ssize_t)sizeof(uint64_t)),
+        .basicsize =
+            (int)(seq_offset + (Py_ssize_t)(sizeof(uint64_t) + sizeof(int64_t))),
         .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
         .slots = slots,
     };

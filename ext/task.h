@@ -20,5 +20,7 @@ extern PyObject *askew__set_result_unless_cancelled;
 int askew__future_set_result_unless_cancelled(PyObject *fut, PyObject *value);
 /* The creation number the next Task made will carry (0: none). */
 void askew__task_set_next_seq(uint64_t seq);
+/* The owner token the next Task made will carry (-1: the world's). */
+void askew__task_set_next_owner(int64_t token);
 
 #endif

@@ -23,6 +23,13 @@ extern "C" {
  * wall clock inside a run is this plus virtual time (plus the node's skew). */
 #define ASKEW_WALL_EPOCH_S 1577836800LL
 
+/* The clocks `now` answers. CPU time is a documented deterministic value:
+ * the world's virtual time since the run began, unskewed (the process as
+ * if it were busy throughout). */
+#define ASKEW_CLOCK_MONOTONIC 0
+#define ASKEW_CLOCK_REALTIME  1
+#define ASKEW_CLOCK_CPUTIME   2
+
 /* What the extension provides; every hook runs on the simulation thread,
  * possibly without the GIL, and must not call Python or any interposed
  * function. Each returns 0 or a negative errno. The table only grows at its
@@ -31,7 +38,8 @@ extern "C" {
 struct askew_preload_hooks {
     uint32_t size; /* sizeof(struct askew_preload_hooks) */
     void *ctx;
-    /* realtime != 0: wall clock; else the monotonic family. */
+    /* realtime is an ASKEW_CLOCK_* kind: the running node's wall clock, its
+     * monotonic clock, or CPU time. */
     int (*now)(void *ctx, int realtime, struct timespec *out);
     int (*random)(void *ctx, void *buf, size_t len);
     /* Called once per recorded refusal, after it is recorded; may schedule

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Time reads: clock_gettime, clock_getres, gettimeofday, time and
- * timespec_get. Outside a simulation each is one branch and a tail call to
- * libc; on the simulation thread they answer from hooks->now, so C code
- * sees the same virtual clock as Python. They never read the host clock on
- * the simulation path, except for clocks the simulation does not model
+/* Time reads: clock_gettime, clock_getres, gettimeofday, time,
+ * timespec_get, and the CPU-time reads clock, times and getrusage. Outside a simulation
+ * each is one branch and a tail call to libc; on the simulation thread they answer from
+ * hooks->now, so C code sees the same virtual clock as Python. They never read the host
+ * clock on the simulation path, except for clocks the simulation does not model
  * (dynamic and unknown ids), which stay real. */
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -17,8 +20,7 @@
 #define BASE_THREAD_ACTIVE 4
 #define TAI_OFFSET_S       37
 
-/* 1 realtime, 0 monotonic family (CPU-time clocks included: virtual time
- * is as deterministic a CPU time as any), -1 not ours. */
+/* An ASKEW_CLOCK_* kind, or -1 for clocks that are not ours. */
 static int clock_kind(clockid_t id)
 {
     switch (id) {
@@ -26,15 +28,16 @@ static int clock_kind(clockid_t id)
     case CLOCK_REALTIME_COARSE:
     case CLOCK_REALTIME_ALARM:
     case CLOCK_TAI:
-        return 1;
+        return ASKEW_CLOCK_REALTIME;
     case CLOCK_MONOTONIC:
     case CLOCK_MONOTONIC_RAW:
     case CLOCK_MONOTONIC_COARSE:
     case CLOCK_BOOTTIME:
     case CLOCK_BOOTTIME_ALARM:
+        return ASKEW_CLOCK_MONOTONIC;
     case CLOCK_PROCESS_CPUTIME_ID:
     case CLOCK_THREAD_CPUTIME_ID:
-        return 0;
+        return ASKEW_CLOCK_CPUTIME;
     default:
         return -1; /* negative (per-process/thread/fd) and unknown ids */
     }
@@ -172,9 +175,11 @@ ASKEW_EXPORT int timespec_get(struct timespec *ts, int base)
         realtime = 1;
         break;
     case BASE_MONOTONIC:
+        realtime = ASKEW_CLOCK_MONOTONIC;
+        break;
     case BASE_ACTIVE:
     case BASE_THREAD_ACTIVE:
-        realtime = 0;
+        realtime = ASKEW_CLOCK_CPUTIME;
         break;
     default:
         return 0; /* C11: an unsupported base fails with 0 */
@@ -182,4 +187,84 @@ ASKEW_EXPORT int timespec_get(struct timespec *ts, int base)
     if (ASKEW_LAUNDER(ts) == NULL || askew__hook_now(h, realtime, ts) < 0)
         return 0;
     return base;
+}
+
+/* ---- CPU time: clock, times, getrusage ------------------------------------ */
+
+/* CPU time in a run is askew's documented deterministic value (see
+ * ASKEW_CLOCK_CPUTIME); 0, or -1 with errno set. */
+static int sim_cpu(const struct askew_preload_hooks *h, int kind, struct timespec *ts)
+{
+    int rc = askew__hook_now(h, kind, ts);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+static clock_t to_ticks(const struct timespec *ts, long per_s)
+{
+    return (clock_t)((long long)ts->tv_sec * per_s +
+                     (long long)ts->tv_nsec / (1000000000LL / per_s));
+}
+
+ASKEW_EXPORT clock_t clock(void)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    struct timespec ts;
+    if (ASKEW_LIKELY(h == NULL)) {
+        clock_t (*real)(void) = REAL(clock);
+        if (ASKEW_LIKELY(real != NULL))
+            return real();
+        if (real_clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
+            return (clock_t)-1;
+        return to_ticks(&ts, CLOCKS_PER_SEC);
+    }
+    if (sim_cpu(h, ASKEW_CLOCK_CPUTIME, &ts) < 0)
+        return (clock_t)-1;
+    return to_ticks(&ts, CLOCKS_PER_SEC);
+}
+
+ASKEW_EXPORT clock_t times(struct tms *buf)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        clock_t (*real)(struct tms *) = REAL(times);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(buf);
+        return (clock_t)askew__raw_syscall(SYS_times, (long)buf, 0, 0, 0, 0, 0);
+    }
+    const long hz = sysconf(_SC_CLK_TCK);
+    struct timespec cpu, mono;
+    if (hz <= 0 || sim_cpu(h, ASKEW_CLOCK_CPUTIME, &cpu) < 0 ||
+        sim_cpu(h, ASKEW_CLOCK_MONOTONIC, &mono) < 0)
+        return (clock_t)-1;
+    if (ASKEW_LAUNDER(buf) != NULL) {
+        /* All of it user time; no child ever ran. */
+        buf->tms_utime = to_ticks(&cpu, hz);
+        buf->tms_stime = buf->tms_cutime = buf->tms_cstime = 0;
+    }
+    return to_ticks(&mono, hz); /* elapsed: the node's monotonic clock */
+}
+
+ASKEW_EXPORT int getrusage(__rusage_who_t who, struct rusage *usage)
+{
+    int (*real)(__rusage_who_t, struct rusage *) = REAL(getrusage);
+    int rc = ASKEW_LIKELY(real != NULL)
+                 ? real(who, usage)
+                 : (int)askew__raw_syscall(SYS_getrusage, who, (long)usage, 0, 0, 0, 0);
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || rc != 0)
+        return rc;
+    /* The times become virtual; the other fields (memory, faults) stay the
+     * host's: they order nothing askew schedules. */
+    struct timespec cpu = {0, 0};
+    if (who != RUSAGE_CHILDREN && sim_cpu(h, ASKEW_CLOCK_CPUTIME, &cpu) < 0)
+        return -1;
+    usage->ru_utime.tv_sec = cpu.tv_sec;
+    usage->ru_utime.tv_usec = cpu.tv_nsec / 1000;
+    usage->ru_stime.tv_sec = 0;
+    usage->ru_stime.tv_usec = 0;
+    return 0;
 }

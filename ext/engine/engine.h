@@ -96,6 +96,39 @@ struct askew_timer *askew_heap_pop(struct askew_heap *heap);
 /* Remove a queued timer; a timer not in the heap is left alone. */
 void askew_heap_remove(struct askew_heap *heap, struct askew_timer *timer);
 
+/* ---- skew.c: a node's clocks from world time ----------------------------- */
+
+/* A node's clocks as of its last skew at world time base_ns: its wall clock
+ * (ns after the wall epoch) reads now + offset + drift * (now - base), and
+ * its monotonic clock mono_base + (1 + drift) * (now - base). An identity
+ * clock is all zeros. drift_ppb lies in (-1e9, 1e9), so both rates are
+ * positive. */
+struct askew_node_clock {
+    int64_t base_ns;
+    int64_t mono_base_ns;
+    int64_t offset_ns;
+    int64_t drift_ppb;
+};
+
+void askew_node_clock_init(struct askew_node_clock *c);
+/* The readings at world time now_ns; -ERANGE when one leaves int64. */
+int askew_node_clock_mono(const struct askew_node_clock *c, int64_t now_ns,
+                          int64_t *out);
+int askew_node_clock_wall(const struct askew_node_clock *c, int64_t now_ns,
+                          int64_t *out);
+/* The earliest world time at which the monotonic clock reads >= mono_ns:
+ * when a timer set in the node's clock is due. -ERANGE when that lies past
+ * int64 (the timer never fires). */
+int askew_node_clock_deadline(const struct askew_node_clock *c, int64_t mono_ns,
+                              int64_t *world_ns);
+/* Skew at world time now_ns: the wall clock steps to now + offset and
+ * drifts from there; the monotonic clock goes on from its current reading
+ * at the new rate, never jumping. -EINVAL for a drift outside (-1e9, 1e9)
+ * ppb, -ERANGE when a reading would leave int64; the clock is unchanged on
+ * error. */
+int askew_node_clock_set(struct askew_node_clock *c, int64_t now_ns, int64_t offset_ns,
+                         int64_t drift_ppb);
+
 /* ---- sched.c: the ready queue, strategies, budgets ---------------------- */
 
 /* How a tick's batch is ordered (DESIGN §2, "Strategies"). */

@@ -22,10 +22,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +42,7 @@ uint32_t arc4random_uniform(uint32_t upper_bound);
 
 #define WALL_S  (ASKEW_WALL_EPOCH_S + 5)
 #define MONO_S  1000
+#define CPU_S   77 /* what the CPU-time clocks read */
 #define FAKE_NS 250
 
 static const struct askew_preload_api *api;
@@ -62,7 +65,9 @@ static struct {
 static int test_now(void *ctx, int realtime, struct timespec *out)
 {
     (void)ctx;
-    out->tv_sec = realtime ? WALL_S : MONO_S;
+    out->tv_sec = realtime == ASKEW_CLOCK_REALTIME  ? WALL_S
+                  : realtime == ASKEW_CLOCK_CPUTIME ? CPU_S
+                                                    : MONO_S;
     out->tv_nsec = FAKE_NS;
     return 0;
 }
@@ -256,13 +261,19 @@ START_TEST(test_sim_clocks_read_the_hooks)
     }
     ck_assert_int_eq(clock_gettime(CLOCK_TAI, &ts), 0);
     ck_assert_int_eq(ts.tv_sec, WALL_S + 37);
-    static const clockid_t mono[] = {CLOCK_MONOTONIC,          CLOCK_MONOTONIC_RAW,
-                                     CLOCK_MONOTONIC_COARSE,   CLOCK_BOOTTIME,
-                                     CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID};
+    static const clockid_t mono[] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW,
+                                     CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME};
     for (size_t i = 0; i < sizeof(mono) / sizeof(mono[0]); i++) {
         ck_assert_int_eq(clock_gettime(mono[i], &ts), 0);
         ck_assert_int_eq(ts.tv_sec, MONO_S);
         ck_assert_int_eq(ts.tv_nsec, FAKE_NS);
+    }
+    /* CPU-time clocks ask for CPU time, not the node's monotonic clock. */
+    static const clockid_t cputime[] = {CLOCK_PROCESS_CPUTIME_ID,
+                                        CLOCK_THREAD_CPUTIME_ID};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(clock_gettime(cputime[i], &ts), 0);
+        ck_assert_int_eq(ts.tv_sec, CPU_S);
     }
     /* A dynamic CPU clock is not modelled: it stays real. */
     clockid_t cpu;
@@ -273,6 +284,32 @@ START_TEST(test_sim_clocks_read_the_hooks)
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_int_eq(api->violations(), 0);
     api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_cpu_time_reads_clock_times_and_getrusage_from_the_hook)
+{
+    enter();
+    const long hz = sysconf(_SC_CLK_TCK);
+    ck_assert_int_eq(clock(), (clock_t)(CPU_S * CLOCKS_PER_SEC + FAKE_NS / 1000));
+    struct tms tm;
+    ck_assert_int_eq(times(&tm), (clock_t)(MONO_S * hz));
+    ck_assert_int_eq(tm.tms_utime, (clock_t)(CPU_S * hz));
+    ck_assert_int_eq(tm.tms_stime + tm.tms_cutime + tm.tms_cstime, 0);
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    ck_assert_int_eq(ru.ru_utime.tv_sec, CPU_S);
+    ck_assert_int_eq(ru.ru_utime.tv_usec, FAKE_NS / 1000);
+    ck_assert_int_eq(ru.ru_stime.tv_sec + ru.ru_stime.tv_usec, 0);
+    ck_assert_int_eq(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    ck_assert_int_eq(ru.ru_utime.tv_sec + ru.ru_utime.tv_usec, 0);
+    ck_assert_int_eq(getrusage(12345, &ru), -1); /* the real call's EINVAL stands */
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(api->violations(), 0);
+    api->leave();
+    /* Outside a run they are the real ones again. */
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    ck_assert(ru.ru_utime.tv_sec != CPU_S || ru.ru_utime.tv_usec != FAKE_NS / 1000);
 }
 END_TEST
 
@@ -889,6 +926,7 @@ static Suite *preload_suite(void)
     tc = tcase_create("simulation");
     tcase_add_checked_fixture(tc, find_api, NULL);
     tcase_add_test(tc, test_sim_clocks_read_the_hooks);
+    tcase_add_test(tc, test_sim_cpu_time_reads_clock_times_and_getrusage_from_the_hook);
     tcase_add_test(tc, test_sim_every_time_entry_point_agrees);
     tcase_add_test(tc, test_a_hook_that_calls_an_interposer_gets_the_real_function);
     tcase_add_test(tc, test_sim_entropy_comes_from_the_hook);
