@@ -157,6 +157,12 @@ int askew_net_reset(struct askew_net *net, uint64_t seed);
  * teardown. Safe before or after askew_sched_clear. */
 void askew_net_drain(struct askew_net *net, askew_net_release_fn release, void *ctx);
 
+/* Hand the payload of every message in flight to `visit`, in send order,
+ * stopping at the first nonzero return, which is returned. Changes nothing:
+ * the binding's garbage-collector traversal. */
+int askew_net_visit(const struct askew_net *net, int (*visit)(void *payload, void *ctx),
+                    void *ctx);
+
 /* Nodes get ids 0, 1, ... in order; a new node is alive, incarnation 0. */
 int askew_net_node_add(struct askew_net *net, uint32_t *node);
 /* Crash: later sends from it drop ("crashed"), so do messages to it when
