@@ -334,14 +334,27 @@ def _unhandled(context: dict[str, Any]) -> BaseException:
     return SimulationFailure(str(context.get("message", "an error reached the exception handler")))
 
 
+def _safe_str(exc: BaseException) -> str:
+    """str(exc), or a stand-in when the exception's __str__ (or a __repr__ it
+    calls) raises: the report of a failure must survive any user code."""
+    try:
+        text = str(exc)
+        if isinstance(text, str):
+            return text
+        problem = f"returned {type(text).__name__}"
+    except Exception as error:  # any user __str__, whatever it raises
+        problem = f"raised {type(error).__name__}"
+    return f"<{type(exc).__name__}: its __str__ {problem}>"
+
+
 def _headline(exc: BaseException, node: int | None) -> str:
     if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
         source = _assert_source(exc)
         if source:
             return source
-        msg = str(exc).strip().splitlines()
+        msg = _safe_str(exc).strip().splitlines()
         return f"AssertionError: {msg[0]}" if msg else "AssertionError"
-    text = str(exc).strip().splitlines()
+    text = _safe_str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     return f"node {node} raised {line}" if node is not None else line
 
@@ -357,7 +370,7 @@ def _assert_source(exc: BaseException) -> str | None:
 
 def _event_text(exc: BaseException, node: int | None) -> str:
     if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
-        msg = [line.strip() for line in str(exc).strip().splitlines()]
+        msg = [line.strip() for line in _safe_str(exc).strip().splitlines()]
         if not msg:
             return _assert_source(exc) or "assertion failed"
         # pytest's rewritten message: "assert 2 == 1" then "+  where 2 = len({3, 4})".
@@ -384,8 +397,10 @@ def _failure(
         _headline(exc, outcome.failed_node),
         f"  (seed={seed}, iteration={iteration}, t={outcome.time:.6f}s, steps={outcome.steps})",
     ]
-    if isinstance(exc, DeadlockError) or (isinstance(exc, SimulationFailure) and "\n" in str(exc)):
-        lines += ["", *("  " + line for line in str(exc).splitlines()[1:])]
+    if isinstance(exc, DeadlockError) or (
+        isinstance(exc, SimulationFailure) and "\n" in _safe_str(exc)
+    ):
+        lines += ["", *("  " + line for line in _safe_str(exc).splitlines()[1:])]
     shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
     lines += ["", "  recent events"]
     lines += [f"  {e}" for e in shown[-_REPORT_EVENTS:]] or ["    (none)"]
@@ -419,9 +434,10 @@ def _divergence(fn: TestFn, seed: int, iteration: int, a: _Outcome, b: _Outcome)
             break
     else:
         if len(a.events) != len(b.events):
+            # The first event the shorter run lacks, taken from the longer run.
             k = min(len(a.events), len(b.events))
-            extra = (a.events + b.events)[k] if k < max(len(a.events), len(b.events)) else None
-            where = f"one run logged more events, starting with #{k}: {extra}"
+            longer, which = (a, 1) if len(a.events) > len(b.events) else (b, 2)
+            where = f"run {which} logged more events, starting with #{k}: {longer.events[k]}"
     return (
         f"{fn.__qualname__}: seed {seed} (iteration {iteration}) ran twice with different "
         f"traces (hash {a.trace_hash:#018x} vs {b.trace_hash:#018x}); {where}\n"
