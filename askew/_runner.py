@@ -18,6 +18,7 @@ import linecache
 import os
 import sys
 import traceback
+import types
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -92,15 +93,17 @@ def simulate(
     run_in_executor work at a seeded step instead of refusing it.
     check_determinism runs every seed twice.
     """
-    if callable(seed) and not isinstance(seed, int):
-        return simulate()(seed)  # used bare: @askew.simulate
-    if seed is not None:
-        check_seed(seed)
+    # Used bare (@askew.simulate) it receives the test itself. Only a function
+    # is taken for that: anything else given as the seed (a class, say) is a
+    # bad seed and is refused as one.
+    if inspect.isroutine(seed):
+        return simulate()(seed)
+    base = None if seed is None else check_seed(seed)
     check_iterations(iterations)
     if not isinstance(check_determinism, bool):
         raise TypeError(f"check_determinism must be a bool, got {check_determinism!r}")
     spec = _Spec(
-        seed,
+        base,
         iterations,
         RunConfig(
             strategy=strategy,
@@ -120,25 +123,40 @@ def simulate(
                 "is not a coroutine function"
             )
         params = list(inspect.signature(fn).parameters.values())
-        if not params or params[0].kind not in (
+        # A test method (pytest's test classes): the world comes after self,
+        # and the instance pytest passes is bound before the world is.
+        method = bool(params) and params[0].name == "self"
+        at = 1 if method else 0
+        if len(params) <= at or params[at].kind not in (
             inspect.Parameter.POSITIONAL_ONLY,
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.VAR_POSITIONAL,  # async def test(*args) takes it too
         ):
             raise TypeError(
                 f"@askew.simulate: {fn.__qualname__} must take the world as its first "
-                "parameter: async def test(world, ...)"
+                "parameter (after self, for a method): async def test(world, ...)"
             )
 
         def test(*args: Any, **kwargs: Any) -> None:
             __tracebackhide__ = True  # pytest shows the user's frames, not askew's
-            _sweep(fn, spec, args, kwargs, base=None)
+            if method:
+                if not args:
+                    raise TypeError(f"{fn.__qualname__} is a test method: call it on an instance")
+                _sweep(types.MethodType(fn, args[0]), spec, args[1:], kwargs, base=None)
+            else:
+                _sweep(fn, spec, args, kwargs, base=None)
 
         # Copy the names by hand: functools.wraps would set __wrapped__, and
         # pytest would then read the async signature, world included.
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             setattr(test, attr, getattr(fn, attr, None))
         test.__dict__.update(getattr(fn, "__dict__", {}))
-        signature = inspect.signature(fn).replace(parameters=params[1:])
+        # pytest sees the parameters but the world: its fixtures (a *args
+        # that takes the world stays, and asks pytest for nothing).
+        kept = params[:at] + (
+            params[at:] if params[at].kind is params[at].VAR_POSITIONAL else params[at + 1 :]
+        )
+        signature = inspect.signature(fn).replace(parameters=kept)
         test.__signature__ = signature  # type: ignore[attr-defined]
         test._askew_test = fn  # type: ignore[attr-defined]
         test._askew_spec = spec  # type: ignore[attr-defined]
@@ -157,6 +175,8 @@ class Replay:
         check_seed(seed)
         fn = getattr(test, "_askew_test", None)
         spec = getattr(test, "_askew_spec", None)
+        if fn is not None and inspect.ismethod(test):  # Replay.run(TestX().test_y, ...)
+            fn = types.MethodType(fn, test.__self__)
         if fn is None or spec is None:
             if not inspect.iscoroutinefunction(test):
                 raise TypeError(

@@ -540,3 +540,70 @@ def test_partition_survives_groups_that_change_while_read() -> None:
     loop._net_partition(outer)
     assert loop._net_link(0, 2)[4]
     loop.close()
+
+
+# ---- 10. methods, *args, and a class given as the seed --------------------------------
+
+
+def test_simulate_supports_test_methods_with_fixtures(tmp_path: Any) -> None:
+    from conftest import run_pytest
+
+    result = run_pytest(
+        tmp_path,
+        """
+        import askew
+
+        class TestX:
+            @askew.simulate(seed=3, iterations=2)
+            async def test_method(self, world, tmp_path):
+                assert isinstance(self, TestX) and tmp_path.exists()
+                await world.clock.advance(1)
+                assert world.now >= 1
+
+            @askew.simulate(seed=4, iterations=1)
+            async def test_method_fails_with_its_seed(self, world):
+                assert world.seed == -1
+        """,
+    )
+    assert "1 failed, 1 passed" in result.stdout, result.stdout
+    assert "seed=4" in result.stdout and "TestX::test_method_fails_with_its_seed" in result.stdout
+
+
+def test_replay_runs_a_test_method_given_bound() -> None:
+    class TestY:
+        seen: int | None = None
+
+        @askew.simulate(seed=1, iterations=1)
+        async def test_it(self, world: askew.World) -> None:
+            self.seen = world.seed
+
+    inst = TestY()
+    askew.Replay.run(inst.test_it, seed=99)
+    assert inst.seen == 99
+
+
+def test_a_test_taking_star_args_gets_the_world() -> None:
+    got: list[Any] = []
+
+    @askew.simulate(seed=8, iterations=1)
+    async def t(*args: Any) -> None:
+        got.extend(args)
+
+    t()
+    assert len(got) == 1 and isinstance(got[0], askew.World) and got[0].seed == 8
+
+
+def test_a_class_given_as_the_seed_is_refused_naming_the_seed() -> None:
+    class SomeClass:
+        pass
+
+    with pytest.raises(TypeError, match=r"seed must be an int.*SomeClass"):
+        askew.simulate(seed=SomeClass)  # type: ignore[arg-type]
+
+
+def test_a_method_without_a_world_parameter_is_refused_clearly() -> None:
+    with pytest.raises(TypeError, match="after self, for a method"):
+
+        @askew.simulate(seed=1)
+        async def test_m(self: Any) -> None:
+            pass
