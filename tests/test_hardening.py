@@ -607,3 +607,120 @@ def test_a_method_without_a_world_parameter_is_refused_clearly() -> None:
         @askew.simulate(seed=1)
         async def test_m(self: Any) -> None:
             pass
+
+
+# ---- 13. what the Python layer can close without askew-exec ---------------------------
+
+_ENTROPY_SCRIPT = """
+import random, secrets, sys, tempfile
+import askew
+
+out = []
+
+@askew.simulate(seed=int(sys.argv[1]), iterations=2)
+async def t(world):
+    out.append((
+        random.Random().random(),
+        random.SystemRandom().getrandbits(64),
+        secrets.token_hex(8),
+        next(tempfile._get_candidate_names()),
+    ))
+
+t()
+print(out)
+"""
+
+
+def test_unseeded_random_secrets_and_tempfile_names_follow_the_seed_in_every_process(
+    tmp_path: Any,
+) -> None:
+    script = tmp_path / "entropy.py"
+    script.write_text(_ENTROPY_SCRIPT)
+
+    def run(seed: int, hashseed: str) -> str:
+        env = {**os.environ, "PYTHONHASHSEED": hashseed, "PYTHONPATH": os.getcwd()}
+        return subprocess.run(
+            [sys.executable, str(script), str(seed)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    first = run(1, "0")
+    assert run(1, "123") == first  # another process, another hash seed: the same draws
+    assert run(2, "0") != first  # and they do come from the seed
+
+
+_ESCAPES = {
+    "subprocess.run": lambda: subprocess.run(["true"], check=False),
+    "subprocess.check_output": lambda: subprocess.check_output(["true"]),
+    "os.system": lambda: os.system("true"),
+    "os.fork": lambda: os.fork(),
+    "_thread.start_new_thread": lambda: __import__("_thread").start_new_thread(print, ()),
+    "socket.connect": lambda: __import__("socket").socket().connect(("127.0.0.1", 9)),
+    "socket.getfqdn": lambda: __import__("socket").getfqdn("8.8.8.8"),
+    "socket.gethostbyaddr": lambda: __import__("socket").gethostbyaddr("127.0.0.1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ESCAPES))
+def test_a_python_level_escape_fails_the_run_even_when_caught(name: str) -> None:
+    async def body(world: askew.World) -> None:
+        try:
+            _ESCAPES[name]()
+        except Exception:  # the code under test swallows it
+            pass
+        await asyncio.sleep(0)
+
+    with pytest.raises(NondeterminismError, match="inside a simulation"):
+        run_sim(body)
+
+
+def test_a_socket_made_before_the_run_cannot_do_io_inside_it() -> None:
+    import socket
+
+    a, b = socket.socketpair()
+    try:
+
+        async def body(world: askew.World) -> None:
+            with pytest.raises(NondeterminismError, match=r"socket\.send\(\)"):
+                a.send(b"x")
+            with pytest.raises(NondeterminismError, match=r"socket\.recv\(\)"):
+                b.recv(1)
+
+        with pytest.raises(NondeterminismError):
+            run_sim(body)
+        a.send(b"y")  # outside the run, the real thing again
+        assert b.recv(1) == b"y"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_scope_puts_back_every_name_it_closed() -> None:
+    import _thread
+    import random as random_module
+    import socket
+    import tempfile
+
+    def names() -> list[Any]:
+        return [
+            subprocess.Popen._execute_child,  # type: ignore[attr-defined]
+            os.system,
+            os.fork,
+            _thread.start_new_thread,
+            random_module._urandom,  # type: ignore[attr-defined]
+            random_module.Random.seed,
+            "connect" in vars(socket.socket),
+            socket.getaddrinfo,
+            tempfile._name_sequence,  # type: ignore[attr-defined]
+        ]
+
+    before = names()
+
+    async def body(world: askew.World) -> None:
+        assert names() != before
+
+    run_sim(body)
+    assert names() == before
