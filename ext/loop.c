@@ -684,6 +684,9 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
     self->node_current = -1;
     self->stopping = 0;
     askew__skew_reset(self);
+    /* The network's reset drops the old run's log, whose payloads may run a
+     * __del__ that queues a callback: it must not leak into the new run. */
+    clear_queues(self);
     Py_RETURN_NONE;
 }
 

@@ -88,6 +88,26 @@ def test_reset_survives_a_drop_that_queues_callbacks_and_sends_messages() -> Non
     loop.close()
 
 
+def test_work_queued_by_a_logged_payload_dropped_at_reset_does_not_leak_into_the_next_run() -> None:
+    ran: list[str] = []
+    loop = SimLoop(5)
+
+    class Payload:
+        __slots__ = ()
+
+        def __del__(self) -> None:
+            loop.call_soon(ran.append, "stray")
+
+    loop._set_payload_check(None)
+    a = loop._net_node_add()
+    loop._net_send_from(a << 32, a, Payload())  # the log keeps the last reference
+    loop._clear()  # the message leaves the wire; the log stays until reset
+    loop.reset(6)
+    loop.run_until_complete(asyncio.sleep(1))
+    assert ran == []
+    loop.close()
+
+
 # ---- 2. two receivers on one node -----------------------------------------------------
 
 
@@ -276,6 +296,37 @@ def test_an_exception_whose_str_raises_is_still_reported_with_its_seed() -> None
     with pytest.raises(SimulationFailure) as info:
         run_sim(body, seed=6)
     assert "Opaque" in info.value.report and "seed=6" in info.value.report
+
+
+class CallableWithBadRepr:
+    def __call__(self) -> None:
+        raise ValueError("the callback's own error")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr refused")
+
+
+def test_a_failing_callback_whose_repr_raises_reports_its_own_error() -> None:
+    async def body(world: askew.World) -> None:
+        asyncio.get_running_loop().call_soon(CallableWithBadRepr())
+        await asyncio.sleep(1)
+
+    with pytest.raises(SimulationFailure, match="the callback's own error"):
+        run_sim(body)
+
+
+def test_a_deadlock_report_survives_an_awaited_object_whose_repr_raises() -> None:
+    class Stuck(asyncio.Future):  # type: ignore[type-arg]
+        def __repr__(self) -> str:
+            raise RuntimeError("repr refused")
+
+    async def body(world: askew.World) -> None:
+        await Stuck()
+
+    with pytest.raises(askew.DeadlockError) as info:
+        run_sim(body, seed=9)
+    assert "<Stuck object; its __repr__ raised RuntimeError>" in info.value.report
+    assert "seed=9" in info.value.report
 
 
 # ---- 6. immutable subclasses only -----------------------------------------------------
