@@ -528,6 +528,8 @@ class World:
         loop._set_payload_check(check_payload)
 
     def __repr__(self) -> str:
+        if self._ended:
+            return f"<askew world seed={self.seed} ended nodes={len(self._slots)}>"
         return f"<askew world seed={self.seed} t={self.now:.6f}s nodes={len(self._slots)}>"
 
     @property
@@ -541,6 +543,8 @@ class World:
     @property
     def now(self) -> float:
         """Virtual time, seconds since the run started."""
+        if self._ended:  # the reused loop's clock is a later run's by now
+            self._check_live()
         return float(self._loop._now_ns) / 1e9
 
     @property

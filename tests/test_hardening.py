@@ -475,9 +475,11 @@ def test_an_ended_world_refuses_to_read_its_log_or_stats() -> None:
         lambda: old.log.hash,
         lambda: old.log.recent(3),
         lambda: old.net.stats(),
+        lambda: old.now,
     ):
         with pytest.raises(RuntimeError, match="run has ended"):
             read()
+    assert "ended" in repr(old)
 
 
 # ---- 9. an abandoned loop is collected ------------------------------------------------
