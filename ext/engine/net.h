@@ -90,7 +90,9 @@ struct askew_net_stats {
     uint64_t delivered;
     uint64_t dropped[ASKEW_NET_OUTCOMES]; /* indexed by outcome */
     uint64_t in_flight;
-    /* Always: sent + duplicated == delivered + sum(dropped) + in_flight. */
+    /* Always: sent + duplicated == delivered + sum(dropped) + in_flight +
+     * (copies taken off by askew_net_drain since the last reset, which is
+     * teardown and counted nowhere; tests/c/fuzz_engine.c checks this). */
 };
 
 struct askew_net_slab;
