@@ -145,6 +145,12 @@ def _seeded_seed(self: random.Random, a: Any = None, version: int = 2) -> None:
     _original_random_seed(self, a, version)
 
 
+def _module_seed(a: Any = None, version: int = 2) -> None:
+    # random.seed is the module generator's bound method, taken at import:
+    # look the method up again so the patched class attribute applies.
+    random._inst.seed(a, version)
+
+
 def _refusing_start(self: threading.Thread) -> None:
     if _virtual.in_simulation():
         refusal = NondeterminismError(
@@ -195,6 +201,7 @@ class Scope:
         # name generator per process, dropped here so the run makes its own.
         names.set(random, "_urandom", _virtual.urandom)
         names.set(random.Random, "seed", _seeded_seed)
+        names.set(random, "seed", _module_seed)
         names.set(tempfile, "_name_sequence", None)
         # Processes and raw threads.
         names.set(

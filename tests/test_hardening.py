@@ -678,6 +678,8 @@ async def t(world):
         secrets.token_hex(8),
         next(tempfile._get_candidate_names()),
     ))
+    random.seed()  # the module generator, reseeded with no seed
+    out.append(random.random())
 
 t()
 print(out)
@@ -765,6 +767,7 @@ def test_the_scope_puts_back_every_name_it_closed() -> None:
             _thread.start_new_thread,
             random_module._urandom,  # type: ignore[attr-defined]
             random_module.Random.seed,
+            random_module.seed,
             "connect" in vars(socket.socket),
             socket.getaddrinfo,
             tempfile._name_sequence,  # type: ignore[attr-defined]
