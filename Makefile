@@ -14,7 +14,7 @@ ENGINE_HDR := $(wildcard ext/engine/*.h)
 CHECK_ENGINE_SRC := $(filter-out tests/c/check_preload%.c,$(sort $(wildcard tests/c/check_*.c)))
 C_SOURCES := $(wildcard ext/*.c ext/*.h ext/engine/*.c ext/engine/*.h preload/*.c preload/*.h tests/c/*.c tests/c/*.h)
 
-.PHONY: all build demo test test-c test-py test-installed lint asan bench clean
+.PHONY: all build demo test test-c test-py test-installed lint asan bench clean fuzz
 
 all: build
 
@@ -33,10 +33,18 @@ $(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_C) -o $@ $(ENGINE_SRC) $(CHECK_ENGINE_SRC) $(LDLIBS_C)
 
+$(BUILD)/fuzz_engine: $(ENGINE_SRC) $(ENGINE_HDR) tests/c/fuzz_engine.c
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_C) -o $@ $(ENGINE_SRC) tests/c/fuzz_engine.c $(LDLIBS_C)
+
 test: test-c test-py
 
-test-c: .venv/bin/python $(BUILD)/check_engine
+# The engine fuzz target runs a bounded number of inputs here; `make fuzz`
+# runs many more (FUZZ_ITERATIONS, FUZZ_SEED), under ASan and UBSan.
+FUZZ_CI_ITERATIONS ?= 300
+test-c: .venv/bin/python $(BUILD)/check_engine $(BUILD)/fuzz_engine
 	$(BUILD)/check_engine
+	$(BUILD)/fuzz_engine $(FUZZ_CI_ITERATIONS) 1
 	@if [ -f tests/c/preload.mk ]; then $(MAKE) -f tests/c/preload.mk PYTHON=$(PYTHON) check-preload; fi
 
 test-py: build
@@ -63,6 +71,15 @@ lint: .venv/bin/python
 	$(PYTHON) -m ruff check askew tests bench examples scripts setup.py
 	$(PYTHON) -m ruff format --check askew tests bench examples scripts setup.py
 	$(PYTHON) -m mypy
+
+FUZZ_ITERATIONS ?= 200000
+FUZZ_SEED ?= $(shell date +%s)
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	$(CC) $(CFLAGS_C) -fsanitize=address,undefined -fno-sanitize-recover=all \
+		-fno-omit-frame-pointer -o $(BUILD)/fuzz/fuzz_engine $(ENGINE_SRC) tests/c/fuzz_engine.c \
+		$(LDLIBS_C) -fsanitize=address,undefined
+	$(BUILD)/fuzz/fuzz_engine $(FUZZ_ITERATIONS) $(FUZZ_SEED)
 
 # ASan + UBSan: both suites. The extension needs libasan preloaded before Python.
 asan:

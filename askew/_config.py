@@ -28,6 +28,14 @@ DEFAULT_OVERSHOOT = (0.0, 100e-6)
 # lateness, far below where nanoseconds overflow.
 MAX_SPAN_S = 3600.0
 DEFAULT_MAX_TIME = 365 * 24 * 3600.0  # one virtual year
+# The engine counts steps in a uint64: a budget that does not fit would wrap.
+STEPS_LIMIT = 2**64
+# The longest span of virtual seconds any knob may take: 2**62 ns, about 146
+# years, so that a deadline (now + span) stays inside int64 nanoseconds.
+SECONDS_LIMIT = 2**62 / 1e9
+# A clock skew of a century either way is past any step NTP could make, and
+# keeps epoch + offset + drift far inside int64 nanoseconds.
+OFFSET_LIMIT = 100 * 365.25 * 24 * 3600.0
 GC_EVERY_STEPS = 10_007  # a fixed count, so collections fall on the same steps
 
 
@@ -67,18 +75,60 @@ def check_executor(executor: object) -> str:
     return executor
 
 
-def check_max_steps(max_steps: object) -> int:
-    return check_positive_int(max_steps, "max_steps")
+def check_max_steps(max_steps: object, what: str = "max_steps") -> int:
+    steps = check_positive_int(max_steps, what)
+    if steps >= STEPS_LIMIT:
+        raise ValueError(
+            f"{what} must be < 2**64 (the engine counts steps in 64 bits), got {steps}"
+        )
+    return steps
+
+
+def _finite_seconds(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__} {value!r}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int too large for a float
+        seconds = math.inf
+    if math.isnan(seconds) or math.isinf(seconds):
+        raise ValueError(f"{what} must be a finite number of seconds, got {value!r}")
+    return seconds
 
 
 def check_seconds(value: object, what: str, *, allow_zero: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__} {value!r}")
-    seconds = float(value)
-    if math.isnan(seconds) or math.isinf(seconds):
-        raise ValueError(f"{what} must be a finite number of seconds, got {value!r}")
+    seconds = _finite_seconds(value, what)
     if seconds < 0 or (seconds == 0 and not allow_zero):
         raise ValueError(f"{what} must be {'>=' if allow_zero else '>'} 0 seconds, got {value!r}")
+    if seconds > SECONDS_LIMIT:
+        raise ValueError(
+            f"{what} must be at most {SECONDS_LIMIT:.4g} seconds (2**62 ns, ~146 years: "
+            f"virtual time is int64 nanoseconds), got {value!r}"
+        )
+    return seconds
+
+
+def check_max_time(value: object, what: str = "max_time") -> float:
+    """A time budget: finite, at least 1 ns. Any larger value is allowed and
+    means "until virtual time ends" (2**62 ns; see RunConfig.max_time_ns)."""
+    seconds = _finite_seconds(value, what)
+    if seconds <= 0:
+        raise ValueError(f"{what} must be > 0 seconds, got {value!r}")
+    # 0 ns would mean "no budget" to the engine: a tiny budget must not
+    # silently become an unbounded one.
+    if seconds < 1.0 and round(seconds * 1e9) < 1:
+        raise ValueError(f"{what} must be at least 1e-09 seconds (one nanosecond), got {value!r}")
+    return seconds
+
+
+def check_offset(value: object, what: str = "offset") -> float:
+    """A clock-skew offset in seconds, either sign, within OFFSET_LIMIT."""
+    seconds = _finite_seconds(value, what)
+    if abs(seconds) > OFFSET_LIMIT:
+        raise ValueError(
+            f"{what} must be within +/-{OFFSET_LIMIT:.4g} seconds (a century) so the "
+            f"skewed clock stays in range, got {value!r}"
+        )
     return seconds
 
 
@@ -119,7 +169,7 @@ class RunConfig:
         object.__setattr__(self, "cpu", check_span(self.cpu, "cpu"))
         object.__setattr__(self, "overshoot", check_span(self.overshoot, "overshoot"))
         check_max_steps(self.max_steps)
-        check_seconds(self.max_time, "max_time", allow_zero=False)
+        check_max_time(self.max_time)
         check_executor(self.executor)
 
     @property
@@ -129,7 +179,10 @@ class RunConfig:
 
     @property
     def max_time_ns(self) -> int:
-        return min(int(self.max_time * 1e9), 2**63 - 1)
+        # >= 1 by check_max_time; a budget past the end of virtual time is that end.
+        if self.max_time >= SECONDS_LIMIT:
+            return 2**62
+        return round(self.max_time * 1e9)
 
 
 def _env_int(name: str) -> int | None:
@@ -181,6 +234,10 @@ def parse_positive_int(text: str, what: str) -> int:
     return value
 
 
+def parse_max_steps(text: str, what: str) -> int:
+    return check_max_steps(parse_positive_int(text, what), what)
+
+
 def parse_seconds(text: str, what: str) -> float:
     try:
         seconds = float(text.strip())
@@ -188,7 +245,7 @@ def parse_seconds(text: str, what: str) -> float:
         seconds = math.nan
     if not (0.0 < seconds < math.inf):  # also false for NaN
         raise ValueError(f"{what} must be a number of seconds > 0, got {text!r}")
-    return seconds
+    return check_max_time(seconds, what)
 
 
 def parse_span(text: str, what: str) -> tuple[float, float]:
@@ -222,7 +279,7 @@ KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "strategy": ("ASKEW_STRATEGY", parse_strategy),
     "cpu": ("ASKEW_CPU", parse_span),
     "overshoot": ("ASKEW_OVERSHOOT", parse_span),
-    "max_steps": ("ASKEW_MAX_STEPS", parse_positive_int),
+    "max_steps": ("ASKEW_MAX_STEPS", parse_max_steps),
     "max_time": ("ASKEW_MAX_TIME", parse_seconds),
     "executor": ("ASKEW_EXECUTOR", parse_executor),
 }

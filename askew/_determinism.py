@@ -7,27 +7,38 @@ functions, which read virtual time and the entropy stream on the simulation
 thread (where a sleep consumes virtual time and returns at once) and call the
 originals anywhere else; os.times, resource.getrusage and the time module's
 calendar functions (localtime, gmtime, ctime, asctime, strftime) with no time
-given, and datetime.datetime.now/today/utcnow and datetime.date.today (through
-stand-in classes on the datetime module) read virtual clocks too; the local
-time zone is UTC (TZ=UTC, unless the run sets its own); logging's start time
-is the virtual epoch, so records' relativeCreated count virtual time since
-it; the global `random` module is reseeded from the run's seed; Thread.start
-is refused on the simulation thread; the cyclic gc only runs when the loop
-says. Closing the scope
-restores every one of these, also after an exception.
+given read virtual clocks too; the local time zone is UTC (TZ=UTC, unless the
+run sets its own); logging's start time is the virtual epoch, so records'
+relativeCreated count virtual time since it; the global `random` module is
+reseeded from the run's seed; Thread.start is refused on the simulation
+thread; the cyclic gc only runs when the loop says.
+
+The rest of what the Python layer can reach, on the simulation thread only:
+an unseeded `random.Random()` (and `random.seed()`), `random.SystemRandom`,
+`secrets` and tempfile's names draw from the entropy stream; subprocesses,
+`os.fork`/`system`/`posix_spawn`/`exec*`, `_thread.start_new_thread`, I/O
+on `socket.socket` objects and the resolver functions of `socket` are
+refused. What holds a C function directly (`_socket`, `from os import fork`
+taken before the run, a `datetime` class imported by name) only
+askew-exec's preload catches. Closing the scope restores every one of
+these, also after an exception.
 """
 
 from __future__ import annotations
 
 import _random
+import _thread
 import datetime
 import gc
 import os
 import random
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from . import _core
 from .errors import NondeterminismError
@@ -149,6 +160,52 @@ def _getrusage(who: int) -> Any:
 
 _original_start = threading.Thread.start
 _seed_generator = _random.Random.seed
+_original_random_seed = random.Random.seed
+_ABSENT = object()  # a name an owner inherits rather than defines
+_IO_HINT = (
+    "Use askew's simulated network between nodes (node.send / node.recv), "
+    "or run this code outside the simulation."
+)
+_PROCESS_HINT = (
+    "A child process runs outside the seed's control: fake it with a node, or run it outside."
+)
+# Blocking I/O on socket.socket objects, made before the run or in it.
+_SOCKET_METHODS = (
+    "accept",
+    "bind",
+    "connect",
+    "connect_ex",
+    "listen",
+    "recv",
+    "recv_into",
+    "recvfrom",
+    "recvfrom_into",
+    "recvmsg",
+    "recvmsg_into",
+    "send",
+    "sendall",
+    "sendfile",
+    "sendmsg",
+    "sendto",
+)
+# The resolver: each call is a real query whose answer would feed the run.
+_RESOLVER_NAMES = (
+    "getaddrinfo",
+    "gethostbyname",
+    "gethostbyname_ex",
+    "gethostbyaddr",
+    "getnameinfo",
+    "getfqdn",
+)
+_PROCESS_NAMES = (
+    "fork",
+    "forkpty",
+    "system",
+    "posix_spawn",
+    "posix_spawnp",
+    "execv",
+    "execve",
+)
 
 
 class NameSwap:
@@ -160,13 +217,50 @@ class NameSwap:
         self._saved: list[tuple[Any, str, Any]] = []
 
     def set(self, owner: Any, name: str, value: Any) -> None:
-        self._saved.append((owner, name, vars(owner)[name]))
+        self._saved.append((owner, name, vars(owner).get(name, _ABSENT)))
         setattr(owner, name, value)
 
     def undo(self) -> None:
         while self._saved:
             owner, name, value = self._saved.pop()
-            setattr(owner, name, value)
+            if value is _ABSENT:  # it was inherited: uncover the base's again
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+
+
+def _refuse(call: str, why: str, instead: str) -> NoReturn:
+    refusal = NondeterminismError(f"{call} inside a simulation {why}. {instead}")
+    _core._note_refusal(refusal)  # caught or not, the run fails after this step
+    raise refusal
+
+
+def _refusing(call: str, original: Any, why: str, instead: str) -> Any:
+    """`original`, refused on the simulation thread and passed through on any
+    other (a thread started before the run, pytest's own machinery)."""
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        if _virtual.in_simulation():
+            _refuse(call, why, instead)
+        return original(*args, **kwargs)
+
+    refusing.__name__ = getattr(original, "__name__", call)
+    refusing.__doc__ = getattr(original, "__doc__", None)
+    return refusing
+
+
+def _seeded_seed(self: random.Random, a: Any = None, version: int = 2) -> None:
+    # random.Random() and random.seed() with no seed read os-level entropy in
+    # C; inside a run, they take it from the run's entropy stream instead.
+    if a is None and _virtual.in_simulation():
+        a = int.from_bytes(_virtual.urandom(32), "little")
+    _original_random_seed(self, a, version)
+
+
+def _module_seed(a: Any = None, version: int = 2) -> None:
+    # random.seed is the module generator's bound method, taken at import:
+    # look the method up again so the patched class attribute applies.
+    random._inst.seed(a, version)
 
 
 def _refusing_start(self: threading.Thread) -> None:
@@ -221,11 +315,81 @@ class Scope:
             self._names.set(datetime, "date", _Date)
             self._names.set(threading.Thread, "start", _refusing_start)
             self._enter_host_state()
+            self._close_python_escapes()
             gc.disable()
         except BaseException:
             self.depth = 1
             self.exit()
             raise
+
+    def _close_python_escapes(self) -> None:
+        names = self._names
+        # Entropy: SystemRandom (and so `secrets`) reads random._urandom; an
+        # unseeded Random seeds itself from C's entropy; tempfile keeps one
+        # name generator per process, dropped here so the run makes its own.
+        names.set(random, "_urandom", _virtual.urandom)
+        names.set(random.Random, "seed", _seeded_seed)
+        names.set(random, "seed", _module_seed)
+        names.set(tempfile, "_name_sequence", None)
+        # Processes and raw threads.
+        names.set(
+            subprocess.Popen,
+            "_execute_child",
+            _refusing(
+                "subprocess (Popen, run, check_output, ...)",
+                subprocess.Popen._execute_child,  # type: ignore[attr-defined]
+                "would start a real process",
+                _PROCESS_HINT,
+            ),
+        )
+        for name in _PROCESS_NAMES:
+            if hasattr(os, name):
+                names.set(
+                    os,
+                    name,
+                    _refusing(
+                        f"os.{name}()",
+                        getattr(os, name),
+                        "would start a real process",
+                        _PROCESS_HINT,
+                    ),
+                )
+        for name in ("start_new_thread", "start_new", "start_joinable_thread"):
+            if hasattr(_thread, name):
+                names.set(
+                    _thread,
+                    name,
+                    _refusing(
+                        f"_thread.{name}()",
+                        getattr(_thread, name),
+                        "would start a real thread, outside the seed's control",
+                        "Use a task (asyncio.create_task) instead.",
+                    ),
+                )
+        # Sockets: blocking I/O and name resolution.
+        for name in _SOCKET_METHODS:
+            if hasattr(socket.socket, name):
+                names.set(
+                    socket.socket,
+                    name,
+                    _refusing(
+                        f"socket.{name}()",
+                        getattr(socket.socket, name),
+                        "would do real I/O, outside the seed's control",
+                        _IO_HINT,
+                    ),
+                )
+        for name in _RESOLVER_NAMES:
+            names.set(
+                socket,
+                name,
+                _refusing(
+                    f"socket.{name}()",
+                    getattr(socket, name),
+                    "would send a real DNS query",
+                    _IO_HINT,
+                ),
+            )
 
     def exit(self) -> None:
         if self.depth == 0:
@@ -276,6 +440,8 @@ class Scope:
         inst: Any = random._inst
         _seed_generator(inst, _core.seed_stream(seed, _core.STREAM_PYRANDOM))
         inst.gauss_next = None
+        # Each run names its temporary files from its own entropy.
+        tempfile._name_sequence = None  # type: ignore[attr-defined]
 
 
 scope = Scope()

@@ -29,6 +29,7 @@ from ._config import (
     span_ns,
 )
 from ._determinism import scope
+from ._world import safe_repr
 from .errors import BudgetExceeded, DeadlockError, NondeterminismError
 
 _T = TypeVar("_T")
@@ -299,7 +300,13 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
 
     def _callback_error(self, handle: Any, exc: BaseException) -> None:
         self.call_exception_handler(
-            {"message": f"Exception in callback {handle!r}", "exception": exc, "handle": handle}
+            # safe_repr: a callback whose __repr__ raises must not replace
+            # the exception it raised.
+            {
+                "message": f"Exception in callback {safe_repr(handle)}",
+                "exception": exc,
+                "handle": handle,
+            }
         )
 
     # The stdlib's exception handler API works unchanged on this loop.
@@ -618,7 +625,7 @@ def _frame_text(frame: Any) -> str:
 
 
 def _short(obj: Any) -> str:
-    text = repr(obj)
+    text = safe_repr(obj)  # a deadlock report must survive any user __repr__
     return text if len(text) <= 120 else text[:117] + "..."
 
 

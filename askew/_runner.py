@@ -18,6 +18,7 @@ import linecache
 import os
 import sys
 import traceback
+import types
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -92,15 +93,17 @@ def simulate(
     run_in_executor work at a seeded step instead of refusing it.
     check_determinism runs every seed twice.
     """
-    if callable(seed) and not isinstance(seed, int):
-        return simulate()(seed)  # used bare: @askew.simulate
-    if seed is not None:
-        check_seed(seed)
+    # Used bare (@askew.simulate) it receives the test itself. Only a function
+    # is taken for that: anything else given as the seed (a class, say) is a
+    # bad seed and is refused as one.
+    if inspect.isroutine(seed):
+        return simulate()(seed)
+    base = None if seed is None else check_seed(seed)
     check_iterations(iterations)
     if not isinstance(check_determinism, bool):
         raise TypeError(f"check_determinism must be a bool, got {check_determinism!r}")
     spec = _Spec(
-        seed,
+        base,
         iterations,
         RunConfig(
             strategy=strategy,
@@ -120,25 +123,40 @@ def simulate(
                 "is not a coroutine function"
             )
         params = list(inspect.signature(fn).parameters.values())
-        if not params or params[0].kind not in (
+        # A test method (pytest's test classes): the world comes after self,
+        # and the instance pytest passes is bound before the world is.
+        method = bool(params) and params[0].name == "self"
+        at = 1 if method else 0
+        if len(params) <= at or params[at].kind not in (
             inspect.Parameter.POSITIONAL_ONLY,
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.VAR_POSITIONAL,  # async def test(*args) takes it too
         ):
             raise TypeError(
                 f"@askew.simulate: {fn.__qualname__} must take the world as its first "
-                "parameter: async def test(world, ...)"
+                "parameter (after self, for a method): async def test(world, ...)"
             )
 
         def test(*args: Any, **kwargs: Any) -> None:
             __tracebackhide__ = True  # pytest shows the user's frames, not askew's
-            _sweep(fn, spec, args, kwargs, base=None)
+            if method:
+                if not args:
+                    raise TypeError(f"{fn.__qualname__} is a test method: call it on an instance")
+                _sweep(types.MethodType(fn, args[0]), spec, args[1:], kwargs, base=None)
+            else:
+                _sweep(fn, spec, args, kwargs, base=None)
 
         # Copy the names by hand: functools.wraps would set __wrapped__, and
         # pytest would then read the async signature, world included.
         for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
             setattr(test, attr, getattr(fn, attr, None))
         test.__dict__.update(getattr(fn, "__dict__", {}))
-        signature = inspect.signature(fn).replace(parameters=params[1:])
+        # pytest sees the parameters but the world: its fixtures (a *args
+        # that takes the world stays, and asks pytest for nothing).
+        kept = params[:at] + (
+            params[at:] if params[at].kind is params[at].VAR_POSITIONAL else params[at + 1 :]
+        )
+        signature = inspect.signature(fn).replace(parameters=kept)
         test.__signature__ = signature  # type: ignore[attr-defined]
         test._askew_test = fn  # type: ignore[attr-defined]
         test._askew_spec = spec  # type: ignore[attr-defined]
@@ -157,6 +175,8 @@ class Replay:
         check_seed(seed)
         fn = getattr(test, "_askew_test", None)
         spec = getattr(test, "_askew_spec", None)
+        if fn is not None and inspect.ismethod(test):  # Replay.run(TestX().test_y, ...)
+            fn = types.MethodType(fn, test.__self__)
         if fn is None or spec is None:
             if not inspect.iscoroutinefunction(test):
                 raise TypeError(
@@ -339,14 +359,27 @@ def _unhandled(context: dict[str, Any]) -> BaseException:
     return SimulationFailure(str(context.get("message", "an error reached the exception handler")))
 
 
+def _safe_str(exc: BaseException) -> str:
+    """str(exc), or a stand-in when the exception's __str__ (or a __repr__ it
+    calls) raises: the report of a failure must survive any user code."""
+    try:
+        text = str(exc)
+        if isinstance(text, str):
+            return text
+        problem = f"returned {type(text).__name__}"
+    except Exception as error:  # any user __str__, whatever it raises
+        problem = f"raised {type(error).__name__}"
+    return f"<{type(exc).__name__}: its __str__ {problem}>"
+
+
 def _headline(exc: BaseException, node: int | None) -> str:
     if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
         source = _assert_source(exc)
         if source:
             return source
-        msg = str(exc).strip().splitlines()
+        msg = _safe_str(exc).strip().splitlines()
         return f"AssertionError: {msg[0]}" if msg else "AssertionError"
-    text = str(exc).strip().splitlines()
+    text = _safe_str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     return f"node {node} raised {line}" if node is not None else line
 
@@ -362,7 +395,7 @@ def _assert_source(exc: BaseException) -> str | None:
 
 def _event_text(exc: BaseException, node: int | None) -> str:
     if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
-        msg = [line.strip() for line in str(exc).strip().splitlines()]
+        msg = [line.strip() for line in _safe_str(exc).strip().splitlines()]
         if not msg:
             return _assert_source(exc) or "assertion failed"
         # pytest's rewritten message: "assert 2 == 1" then "+  where 2 = len({3, 4})".
@@ -389,8 +422,10 @@ def _failure(
         _headline(exc, outcome.failed_node),
         f"  (seed={seed}, iteration={iteration}, t={outcome.time:.6f}s, steps={outcome.steps})",
     ]
-    if isinstance(exc, DeadlockError) or (isinstance(exc, SimulationFailure) and "\n" in str(exc)):
-        lines += ["", *("  " + line for line in str(exc).splitlines()[1:])]
+    if isinstance(exc, DeadlockError) or (
+        isinstance(exc, SimulationFailure) and "\n" in _safe_str(exc)
+    ):
+        lines += ["", *("  " + line for line in _safe_str(exc).splitlines()[1:])]
     shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
     lines += ["", "  recent events"]
     lines += [f"  {e}" for e in shown[-_REPORT_EVENTS:]] or ["    (none)"]
@@ -424,9 +459,10 @@ def _divergence(fn: TestFn, seed: int, iteration: int, a: _Outcome, b: _Outcome)
             break
     else:
         if len(a.events) != len(b.events):
+            # The first event the shorter run lacks, taken from the longer run.
             k = min(len(a.events), len(b.events))
-            extra = (a.events + b.events)[k] if k < max(len(a.events), len(b.events)) else None
-            where = f"one run logged more events, starting with #{k}: {extra}"
+            longer, which = (a, 1) if len(a.events) > len(b.events) else (b, 2)
+            where = f"run {which} logged more events, starting with #{k}: {longer.events[k]}"
     return (
         f"{fn.__qualname__}: seed {seed} (iteration {iteration}) ran twice with different "
         f"traces (hash {a.trace_hash:#018x} vs {b.trace_hash:#018x}); {where}\n"

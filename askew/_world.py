@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from . import _core
-from ._config import check_seconds
+from ._config import check_offset, check_seconds
 
 _node_var: contextvars.ContextVar[int] = contextvars.ContextVar("askew_node")
 _CoroutineType = types.CoroutineType
@@ -75,8 +75,21 @@ class Event(NamedTuple):
         return f"{self.time:>8.3f}s  {self.kind:<7} {self.text}"
 
 
+def safe_repr(obj: object) -> str:
+    """repr(obj), or a stand-in naming its type when the user's __repr__
+    raises: a failure report must never be replaced by an error in it."""
+    try:
+        text = repr(obj)
+        if isinstance(text, str):
+            return text
+        problem = f"returned {type(text).__name__}"
+    except Exception as exc:  # any user __repr__, whatever it raises
+        problem = f"raised {type(exc).__name__}"
+    return f"<{type(obj).__name__} object; its __repr__ {problem}>"
+
+
 def _short_repr(obj: object, limit: int = 48) -> str:
-    text = repr(obj)
+    text = safe_repr(obj)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -87,23 +100,52 @@ def _digest(text: str) -> int:
 
 
 _ATOMS = (int, float, complex, str, bytes, bool, type(None), range, type(...))
+_IMMUTABLE_BASES = (*_ATOMS, tuple, frozenset)
+
+
+def _own_state(cls: type) -> str | None:
+    """Where instances of a subclass of an immutable type keep state of their
+    own (an instance __dict__ or a slot), which the sender could change after
+    sending; None when they keep none (a NamedTuple's __slots__ = ())."""
+    for klass in cls.__mro__:
+        if klass.__module__ == "builtins":
+            continue
+        slots = vars(klass).get("__slots__")
+        if slots is None:
+            return f"{klass.__name__} has no __slots__, so its instances carry a __dict__"
+        names = (slots,) if isinstance(slots, str) else tuple(slots)
+        state = [n for n in names if n != "__weakref__"]
+        if state:
+            return f"{klass.__name__} has the slots {state!r}"
+    return None
 
 
 def check_payload(payload: object, _depth: int = 0) -> None:
     """Refuse a payload that its sender could still change after sending."""
-    if isinstance(payload, _ATOMS) or isinstance(payload, enum.Enum):
+    cls = type(payload)
+    if cls in _ATOMS or isinstance(payload, enum.Enum):
         return
     if _depth > 64:
         raise TypeError("payload nests deeper than 64 levels")
-    if isinstance(payload, (tuple, frozenset)):
-        for item in payload:
-            check_payload(item, _depth + 1)
-        return
     if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
         if getattr(payload, "__dataclass_params__").frozen:  # noqa: B009
             for field in dataclasses.fields(payload):
                 check_payload(getattr(payload, field.name), _depth + 1)
             return
+    if isinstance(payload, _IMMUTABLE_BASES):
+        # A subclass of an immutable type is immutable only if it adds no
+        # state: `class Tag(str): pass` has a __dict__ the receiver can write.
+        where = _own_state(cls) if cls not in (tuple, frozenset) else None
+        if where is not None:
+            raise TypeError(
+                f"payload of type {cls.__name__} subclasses {cls.__mro__[-2].__name__} but "
+                f"can be changed after sending: {where}. Declare `__slots__ = ()` on it, "
+                "or send a frozen dataclass or NamedTuple instead"
+            )
+        if isinstance(payload, (tuple, frozenset)):
+            for item in payload:
+                check_payload(item, _depth + 1)
+        return
     raise TypeError(
         f"payload {_short_repr(payload)} has a mutable part of type {type(payload).__name__}: "
         "messages travel by reference, so the sender could change them in flight. Send "
@@ -141,6 +183,10 @@ class Node:
     def id(self) -> int:
         """This node's id: 0, 1, 2... in spawn order."""
         return self._askew_token >> 32
+
+    # By id and incarnation, not identity, for the reason NodeHandle gives.
+    def __hash__(self) -> int:
+        return hash(self._askew_token)
 
     def __repr__(self) -> str:
         return f"<askew node {self.id}>"
@@ -223,6 +269,15 @@ class NodeHandle:
         if name == "id":
             raise AttributeError("a node's id cannot change")
         setattr(self._target(), name, value)
+
+    # Hashed by id, equal by identity: one handle per id per world, and a set
+    # of handles iterates in the same order in every process (by identity,
+    # its order would follow memory addresses).
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
 
     def __repr__(self) -> str:
         alive = self._world._loop._net_alive(self.id)[0] if not self._world._ended else None
@@ -344,6 +399,7 @@ class Network:
 
     def stats(self) -> dict[str, int]:
         """Counts of messages sent, delivered and dropped by reason."""
+        self._world._check_live()  # the loop holds a later run's counts by now
         stats: dict[str, int] = self._world._loop._net_stats()
         return stats
 
@@ -422,12 +478,7 @@ class Faults:
         1 + drift, and its timers fire when they say."""
         w = self._world
         node_id = w._node_id(node, "skew")
-        if isinstance(offset, bool) or not isinstance(offset, (int, float)):
-            raise TypeError(f"offset must be a number of seconds, got {offset!r}")
-        if not -9.2e9 < offset < 9.2e9:
-            raise ValueError(
-                f"offset must be finite seconds within +-9.2e9 (292 years), got {offset!r}"
-            )
+        offset = check_offset(offset)
         if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not -1 < drift < 1:
             raise ValueError(f"drift must be a number in (-1, 1) seconds per second, got {drift!r}")
         w._check_live()
@@ -507,17 +558,21 @@ class Log:
 
     def recent(self, n: int = LOG_KEPT) -> list[Event]:
         """The newest n events, oldest first."""
+        # The loop is reused: after the run, its log is a later run's.
+        self._world._check_live()
         return [event_from_entry(e) for e in self._world._loop._log_recent(n)]
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self.recent())
 
     def __len__(self) -> int:
+        self._world._check_live()
         return min(int(self._world._loop._log_count()), LOG_KEPT)
 
     @property
     def hash(self) -> int:
         """The run's trace hash so far."""
+        self._world._check_live()
         return int(self._world._loop._trace_hash)
 
 
@@ -555,6 +610,8 @@ class World:
         loop._set_payload_check(check_payload)
 
     def __repr__(self) -> str:
+        if self._ended:
+            return f"<askew world seed={self.seed} ended nodes={len(self._slots)}>"
         return f"<askew world seed={self.seed} t={self.now:.6f}s nodes={len(self._slots)}>"
 
     @property
@@ -568,6 +625,8 @@ class World:
     @property
     def now(self) -> float:
         """Virtual time, seconds since the run started."""
+        if self._ended:  # the reused loop's clock is a later run's by now
+            self._check_live()
         return float(self._loop._now_ns) / 1e9
 
     @property

@@ -707,9 +707,15 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
 
 static void clear_queues(struct askew_loop_state *self)
 {
-    askew__net_clear(self); /* messages leave the heap first */
-    askew_sched_clear(&self->sched, drop_item, drop_timer);
-    askew__skew_drop_held(self);
+    /* A drop can run user code (a finalizer, a __del__) that sends a
+     * message or queues a callback after its queue was emptied: go round
+     * until both are quiet, so that reset never finds work left over. */
+    do {
+        askew__net_clear(self); /* messages leave the heap first */
+        askew_sched_clear(&self->sched, drop_item, drop_timer);
+        askew__skew_drop_held(self);
+    } while (askew__net_busy(self) || askew_sched_pending(&self->sched) > 0 ||
+             self->sched.timers.len > 0);
 }
 
 static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
@@ -730,6 +736,9 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
     self->node_current = -1;
     self->stopping = 0;
     askew__skew_reset(self);
+    /* The network's reset drops the old run's log, whose payloads may run a
+     * __del__ that queues a callback: it must not leak into the new run. */
+    clear_queues(self);
     Py_RETURN_NONE;
 }
 
@@ -777,12 +786,25 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
  * name is checked again here. */
 static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 {
-    PyObject *strategy;
-    unsigned long long steps_max, gc_every;
+    PyObject *strategy, *steps_obj;
+    unsigned long long gc_every;
     long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi;
-    if (!PyArg_ParseTuple(args, "OKLK(LL)(LL)", &strategy, &steps_max, &time_max_ns,
-                          &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi))
+    if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)", &strategy, &PyLong_Type, &steps_obj,
+                          &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi))
         return NULL;
+    /* Not the "K" unit: it keeps the low 64 bits, so 2**64 + 3 would become a
+     * 3-step budget. Out of range is an error here, whatever Python checked. */
+    const unsigned long long steps_max = PyLong_AsUnsignedLongLong(steps_obj);
+    if (steps_max == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "max_steps must be in [0, 2**64), got %R",
+                     steps_obj);
+        return NULL;
+    }
+    if (time_max_ns < 0) {
+        PyErr_Format(PyExc_ValueError, "max_time must be >= 0 ns, got %lld",
+                     time_max_ns);
+        return NULL;
+    }
     enum askew_strategy s;
     if (strategy_from_name(strategy, &s) < 0)
         return NULL;
@@ -869,6 +891,26 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+struct gc_visit {
+    visitproc visit;
+    void *arg;
+};
+
+/* Every queued handle holds a reference (dropped by drop_item). */
+static int visit_queued(void *item, void *ctx)
+{
+    const struct gc_visit *v = ctx;
+    return v->visit((PyObject *)item, v->arg);
+}
+
+static int visit_timer(struct askew_timer *timer, void *ctx)
+{
+    /* A message's payload is the network's to visit (askew__net_traverse). */
+    if (timer->kind != ASKEW_TIMER_KIND_HANDLE)
+        return 0;
+    return visit_queued(HANDLE_OF(timer), ctx);
+}
+
 static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
@@ -876,7 +918,12 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     Py_VISIT(self->gc_collect);
     Py_VISIT(self->future_kwargs);
     Py_VISIT(self->time_view);
-    const int rc = askew__skew_traverse(self, visit, arg);
+    /* The queues too: a loop dropped with a timer pending whose callback
+     * refers back to it is a cycle the collector must be able to see. */
+    struct gc_visit v = {visit, arg};
+    int rc = askew_sched_visit(&self->sched, visit_queued, visit_timer, &v);
+    if (rc == 0)
+        rc = askew__skew_traverse(self, visit, arg);
     return rc ? rc : askew__net_traverse(self, visit, arg);
 }
 

@@ -96,6 +96,8 @@ int askew__net_fire(struct askew_loop_state *self, struct askew_timer *timer);
 void askew__net_drop_timer(struct askew_timer *timer);
 /* Drop messages in flight and what waits in inboxes (run teardown). */
 void askew__net_clear(struct askew_loop_state *self);
+/* Whether messages are still in flight. */
+int askew__net_busy(const struct askew_loop_state *self);
 /* The node (-1 for the world) and incarnation a context runs as; NULL is
  * the running context. 0, or -1 with an exception. */
 int askew__net_context_node(struct askew_loop_state *self, PyObject *context,

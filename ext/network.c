@@ -228,6 +228,17 @@ void askew__net_reset(struct askew_loop_state *self, uint64_t seed)
     ASKEW_ASSERT(askew_net_reset(&n->net, seed) == 0);
 }
 
+struct gc_visit {
+    visitproc visit;
+    void *arg;
+};
+
+static int visit_payload(void *payload, void *ctx)
+{
+    const struct gc_visit *v = ctx;
+    return v->visit((PyObject *)payload, v->arg);
+}
+
 int askew__net_traverse(struct askew_loop_state *self, visitproc visit, void *arg)
 {
     struct askew_network *n = self->net;
@@ -245,7 +256,14 @@ int askew__net_traverse(struct askew_loop_state *self, visitproc visit, void *ar
     const size_t used = n->log_count < n->log_cap ? (size_t)n->log_count : n->log_cap;
     for (size_t i = 0; i < used; i++)
         Py_VISIT(n->log[i].detail);
-    return 0;
+    /* One reference per copy on the wire (send_one), so one visit each. */
+    struct gc_visit v = {visit, arg};
+    return askew_net_visit(&n->net, visit_payload, &v);
+}
+
+int askew__net_busy(const struct askew_loop_state *self)
+{
+    return self->net != NULL && self->net->net.head != NULL;
 }
 
 static int deliver(struct askew_loop_state *self, const struct askew_net_delivery *d)
@@ -556,6 +574,24 @@ static PyObject *net_recv(struct askew_loop_state *self, PyObject *const *args,
         b->len--;
         return msg;
     }
+    /* One receiver at a time per node, as asyncio's StreamReader allows one
+     * reader: a second recv() while the first still waits is refused, not
+     * queued behind it and not allowed to replace it (which left the first
+     * waiting forever). docs/design.md §4 says why and what to do instead. */
+    if (b->waiter != NULL) {
+        const int is_done = askew__future_done(b->waiter);
+        if (is_done < 0)
+            return NULL;
+        if (is_done == 0) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "recv() on node %lld while another of its tasks is already "
+                         "waiting in recv(): a node receives in one task at a time. "
+                         "Receive in one task and hand messages to the others (an "
+                         "asyncio.Queue), or wait for the first recv() to return",
+                         node);
+            return NULL;
+        }
+    }
     PyObject *fut = askew__loop_new_future(self);
     if (fut == NULL)
         return NULL;
@@ -631,42 +667,45 @@ static PyObject *net_alive(struct askew_loop_state *self, PyObject *arg)
 /* _net_partition([[ids...], [ids...], ...]) */
 static PyObject *net_partition(struct askew_loop_state *self, PyObject *groups)
 {
-    PyObject *seq =
-        PySequence_Fast(groups, "groups must be a sequence"); // new reference
+    /* Every group is copied into a tuple first and the buffer sized from
+     * those copies, never from a length the caller reports: a __len__ that
+     * lies, or an __iter__ that grows a list while it is read, must not be
+     * able to write past the buffer. */
+    PyObject *seq = PySequence_Tuple(groups); // new reference
     if (seq == NULL)
         return NULL;
-    const Py_ssize_t ng = PySequence_Fast_GET_SIZE(seq);
+    const Py_ssize_t ng = PyTuple_GET_SIZE(seq);
+    PyObject *copies = PyTuple_New(ng); // new reference
+    uint32_t *ids = NULL;
+    size_t *lens = NULL;
+    PyObject *res = NULL;
+    if (copies == NULL)
+        goto done;
     size_t total = 0;
     for (Py_ssize_t g = 0; g < ng; g++) {
-        const Py_ssize_t len = PyObject_Length(PySequence_Fast_GET_ITEM(seq, g));
-        if (len < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        total += (size_t)len;
+        PyObject *group = PySequence_Tuple(PyTuple_GET_ITEM(seq, g)); // new reference
+        if (group == NULL)
+            goto done;
+        total += (size_t)PyTuple_GET_SIZE(group);
+        PyTuple_SET_ITEM(copies, g, group); // steals
     }
-    uint32_t *ids = PyMem_Malloc((total ? total : 1) * sizeof *ids);
-    size_t *lens = PyMem_Malloc((ng ? (size_t)ng : 1) * sizeof *lens);
-    PyObject *res = NULL;
+    ids = PyMem_Malloc((total ? total : 1) * sizeof *ids);
+    lens = PyMem_Malloc((ng ? (size_t)ng : 1) * sizeof *lens);
     if (ids == NULL || lens == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     size_t k = 0;
     for (Py_ssize_t g = 0; g < ng; g++) {
-        PyObject *group = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, g), "a group");
-        if (group == NULL)
-            goto done;
-        lens[g] = (size_t)PySequence_Fast_GET_SIZE(group);
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(group); i++) {
-            const long long id = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(group, i));
-            if ((id == -1 && PyErr_Occurred()) || node_get(self, id) == NULL) {
-                Py_DECREF(group);
+        PyObject *group = PyTuple_GET_ITEM(copies, g); // borrowed
+        lens[g] = (size_t)PyTuple_GET_SIZE(group);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(group); i++) {
+            const long long id = PyLong_AsLongLong(PyTuple_GET_ITEM(group, i));
+            if ((id == -1 && PyErr_Occurred()) || node_get(self, id) == NULL)
                 goto done;
-            }
+            ASKEW_ASSERT(k < total);
             ids[k++] = (uint32_t)id;
         }
-        Py_DECREF(group);
     }
     const int rc = askew_net_partition(&self->net->net, ids, lens, (size_t)ng);
     if (rc < 0) {
@@ -677,6 +716,7 @@ static PyObject *net_partition(struct askew_loop_state *self, PyObject *groups)
 done:
     PyMem_Free(ids);
     PyMem_Free(lens);
+    Py_XDECREF(copies);
     Py_DECREF(seq);
     return res;
 }

@@ -522,9 +522,9 @@ def test_timer_handle_when_is_in_the_nodes_clock() -> None:
 def test_skew_refuses_offsets_and_drifts_past_what_the_clock_can_hold() -> None:
     async def body(world: askew.World) -> None:
         n = world.spawn(reader)
-        with pytest.raises(ValueError, match="offset must be finite seconds"):
+        with pytest.raises(ValueError, match="offset must be"):
             world.faults.skew(n, offset=1e10)
-        with pytest.raises(ValueError, match="offset must be finite seconds"):
+        with pytest.raises(ValueError, match="offset must be"):
             world.faults.skew(n, offset=float("nan"))
         with pytest.raises(ValueError, match=r"drift must lie in \(-1, 1\)"):
             world.faults.skew(n, drift=0.9999999999)

@@ -276,6 +276,16 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx);
 void *askew_sched_next(struct askew_sched *sched);
 /* Items still queued for the current tick plus later ones. */
 size_t askew_sched_pending(const struct askew_sched *sched);
+/* Hand every queued item (the running batch's rest, then the ring) to
+ * `visit` and every timer in the heap to `visit_timer`, stopping at the
+ * first nonzero return, which is returned. Changes nothing and draws
+ * nothing: the binding's garbage-collector traversal, which must see every
+ * reference the queues hold or a loop dropped with work pending is never
+ * collected. */
+typedef int (*askew_visit_fn)(void *item, void *ctx);
+typedef int (*askew_visit_timer_fn)(struct askew_timer *timer, void *ctx);
+int askew_sched_visit(const struct askew_sched *sched, askew_visit_fn visit,
+                      askew_visit_timer_fn visit_timer, void *ctx);
 /* Drop every queued item, handing each to `drop` (run teardown). */
 void askew_sched_clear(struct askew_sched *sched, void (*drop)(void *item),
                        void (*drop_timer)(struct askew_timer *timer));

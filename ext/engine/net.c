@@ -562,6 +562,17 @@ void askew_net_drain(struct askew_net *net, askew_net_release_fn release, void *
     }
 }
 
+int askew_net_visit(const struct askew_net *net, int (*visit)(void *payload, void *ctx),
+                    void *ctx)
+{
+    for (const struct askew_net_msg *msg = net->head; msg != NULL; msg = msg->next) {
+        const int rc = visit(msg->payload, ctx);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 void askew_net_free(struct askew_net *net, askew_net_release_fn release, void *ctx)
 {
     askew_net_drain(net, release, ctx);

@@ -90,7 +90,9 @@ struct askew_net_stats {
     uint64_t delivered;
     uint64_t dropped[ASKEW_NET_OUTCOMES]; /* indexed by outcome */
     uint64_t in_flight;
-    /* Always: sent + duplicated == delivered + sum(dropped) + in_flight. */
+    /* Always: sent + duplicated == delivered + sum(dropped) + in_flight +
+     * (copies taken off by askew_net_drain since the last reset, which is
+     * teardown and counted nowhere; tests/c/fuzz_engine.c checks this). */
 };
 
 struct askew_net_slab;
@@ -156,6 +158,12 @@ int askew_net_reset(struct askew_net *net, uint64_t seed);
  * ASKEW_NET_DROPPED_RESET. Not traced, not counted as dropped: it is run
  * teardown. Safe before or after askew_sched_clear. */
 void askew_net_drain(struct askew_net *net, askew_net_release_fn release, void *ctx);
+
+/* Hand the payload of every message in flight to `visit`, in send order,
+ * stopping at the first nonzero return, which is returned. Changes nothing:
+ * the binding's garbage-collector traversal. */
+int askew_net_visit(const struct askew_net *net, int (*visit)(void *payload, void *ctx),
+                    void *ctx);
 
 /* Nodes get ids 0, 1, ... in order; a new node is alive, incarnation 0. */
 int askew_net_node_add(struct askew_net *net, uint32_t *node);

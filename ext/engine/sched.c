@@ -371,6 +371,30 @@ done:
     return NULL;
 }
 
+int askew_sched_visit(const struct askew_sched *sched, askew_visit_fn visit,
+                      askew_visit_timer_fn visit_timer, void *ctx)
+{
+    int rc;
+    if (grouped(sched)) {
+        for (size_t g = 0; g < sched->groups_len; g++)
+            for (size_t i = sched->groups[g].pos; i < sched->groups[g].end; i++)
+                if ((rc = visit(sched->batch[i].item, ctx)) != 0)
+                    return rc;
+    } else {
+        for (size_t i = sched->batch_pos; i < sched->batch_len; i++)
+            if ((rc = visit(sched->batch[i].item, ctx)) != 0)
+                return rc;
+    }
+    for (size_t i = 0; i < sched->ring_len; i++)
+        if ((rc = visit(sched->ring[(sched->ring_head + i) % sched->ring_cap].item,
+                        ctx)) != 0)
+            return rc;
+    for (size_t i = 0; i < sched->timers.len; i++)
+        if ((rc = visit_timer(sched->timers.items[i].timer, ctx)) != 0)
+            return rc;
+    return 0;
+}
+
 void askew_sched_clear(struct askew_sched *sched, void (*drop)(void *item),
                        void (*drop_timer)(struct askew_timer *timer))
 {
