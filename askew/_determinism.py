@@ -146,8 +146,8 @@ class _Date(_real_date, metaclass=_StandIn):
 
 
 def _times() -> os.times_result:
-    # CPU time is the run's virtual time (askew_preload.h), all of it user
-    # time; no children ran; `elapsed` is the node's monotonic clock.
+    # CPU time is the node's virtual CPU time (askew_preload.h), all of it
+    # user time; no children ran; `elapsed` is the node's monotonic clock.
     cpu = time.process_time()
     return os.times_result((cpu, 0.0, 0.0, 0.0, time.monotonic()))
 

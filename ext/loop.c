@@ -6,6 +6,7 @@
  * never blocks. One loop is reset and reused across the iterations of a run. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "handle.h"
 #include "loop.h"
@@ -90,12 +91,44 @@ static int seconds_to_ns(double when, int64_t *out)
     return 0;
 }
 
+int64_t askew__loop_cpu_ns(struct askew_loop_state *self)
+{
+    const size_t i = (size_t)(self->node_current + 1);
+    return i < self->cpu_len ? self->cpu[i].ns : 0;
+}
+
+/* Add the step just run to its node's CPU time. A restarted node is a new
+ * process: its CPU time starts again from zero. */
+static int charge_cpu(struct askew_loop_state *self, const askew_handle *h)
+{
+    const size_t i = (size_t)(h->node + 1);
+    if (i >= self->cpu_len) {
+        const size_t len = i + 16;
+        struct askew_cpu *cpu = PyMem_Realloc(self->cpu, len * sizeof *cpu);
+        if (cpu == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(cpu + self->cpu_len, 0, (len - self->cpu_len) * sizeof *cpu);
+        self->cpu = cpu;
+        self->cpu_len = len;
+    }
+    struct askew_cpu *c = &self->cpu[i];
+    if (c->incarnation != h->incarnation) {
+        c->incarnation = h->incarnation;
+        c->ns = 0;
+    }
+    c->ns += self->sched.step_cpu_ns;
+    return 0;
+}
+
 int askew__clock_read(void *ctx, int realtime, struct timespec *out)
 {
     struct askew_loop_state *self = ctx;
     if (realtime == ASKEW_CLOCK_CPUTIME) {
-        out->tv_sec = (time_t)(self->sched.now_ns / 1000000000);
-        out->tv_nsec = (long)(self->sched.now_ns % 1000000000);
+        const int64_t cpu_ns = askew__loop_cpu_ns(self);
+        out->tv_sec = (time_t)(cpu_ns / 1000000000);
+        out->tv_nsec = (long)(cpu_ns % 1000000000);
         return 0;
     }
     int64_t ns = realtime ? askew__loop_wall_ns(self) : askew__loop_local_ns(self);
@@ -676,7 +709,8 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             if (h->callback != NULL &&
                 (!self->gated || askew__net_alive(self, h->node, h->incarnation))) {
                 self->node_current = h->node;
-                if (askew__handle_run(h) < 0 && callback_failed(self, h) < 0) {
+                if ((askew__handle_run(h) < 0 && callback_failed(self, h) < 0) ||
+                    charge_cpu(self, h) < 0) {
                     Py_DECREF(h);
                     self->node_current = -1;
                     return NULL;
@@ -736,6 +770,8 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
     self->node_current = -1;
     self->stopping = 0;
     askew__skew_reset(self);
+    if (self->cpu_len > 0)
+        memset(self->cpu, 0, self->cpu_len * sizeof *self->cpu);
     /* The network's reset drops the old run's log, whose payloads may run a
      * __del__ that queues a callback: it must not leak into the new run. */
     clear_queues(self);
@@ -949,6 +985,7 @@ static void loop_dealloc(struct askew_loop_state *self)
     askew__net_free(self);
     askew__skew_free(self);
     askew_sched_free(&self->sched);
+    PyMem_Free(self->cpu);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }

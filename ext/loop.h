@@ -36,6 +36,13 @@ struct askew_loop_state {
     struct askew_handle **held;
     size_t held_len;
     size_t held_cap;
+    /* CPU time each node's incarnation has used (index node + 1; 0 is the
+     * world): the sum of its steps' CPU draws, what its CPU clocks read. */
+    struct askew_cpu {
+        int64_t ns;
+        uint32_t incarnation;
+    } *cpu;
+    size_t cpu_len;
     struct askew_network *net;
     char gated; /* callbacks carry a node: the world set its context variable */
     char running;
@@ -45,6 +52,8 @@ struct askew_loop_state {
 };
 
 int askew__loop_type_init(PyObject *module);
+/* The running node's CPU time, ns: what its CPU-time clocks read. */
+int64_t askew__loop_cpu_ns(struct askew_loop_state *self);
 /* A timer handle for deadline_ns on the world clock. New reference. */
 PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
                                  PyObject *callback, PyObject *const *args,

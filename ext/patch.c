@@ -47,14 +47,14 @@ static PyObject *call_original(int which, PyObject *const *args, Py_ssize_t narg
 }
 
 /* `wall` is an ASKEW_CLOCK_* kind: the node's wall clock, its monotonic
- * clock, or CPU time (the world's virtual time, see askew_preload.h). */
+ * clock, or its CPU time (its steps' CPU draws, see askew_preload.h). */
 static PyObject *virtual_seconds(int which, int wall)
 {
     struct askew_loop_state *loop = active_here();
     if (loop == NULL)
         return call_original(which, NULL, 0);
     if (wall == ASKEW_CLOCK_CPUTIME)
-        return PyFloat_FromDouble((double)loop->sched.now_ns / 1e9);
+        return PyFloat_FromDouble((double)askew__loop_cpu_ns(loop) / 1e9);
     const int64_t ns = wall ? askew__loop_wall_ns(loop) : askew__loop_local_ns(loop);
     return PyFloat_FromDouble((double)ns / 1e9 +
                               (wall ? (double)ASKEW_WALL_EPOCH_S : 0.0));
@@ -66,7 +66,7 @@ static PyObject *virtual_ns(int which, int wall)
     if (loop == NULL)
         return call_original(which, NULL, 0);
     if (wall == ASKEW_CLOCK_CPUTIME)
-        return PyLong_FromLongLong(loop->sched.now_ns);
+        return PyLong_FromLongLong(askew__loop_cpu_ns(loop));
     if (!wall)
         return PyLong_FromLongLong(askew__loop_local_ns(loop));
     /* In Python ints: a wall clock skewed near the int64 edge still reads. */
@@ -307,7 +307,8 @@ static PyMethodDef patch_methods[] = {
     {"perf_counter", v_perf_counter, METH_NOARGS, NULL},
     {"perf_counter_ns", v_perf_counter_ns, METH_NOARGS, NULL},
     {"process_time", v_process_time, METH_NOARGS,
-     "time.process_time() inside a run: the run's virtual time (CPU busy throughout)."},
+     "time.process_time() inside a run: the node's virtual CPU time (its steps' "
+     "draws)."},
     {"process_time_ns", v_process_time_ns, METH_NOARGS, NULL},
     {"thread_time", v_thread_time, METH_NOARGS, NULL},
     {"thread_time_ns", v_thread_time_ns, METH_NOARGS, NULL},

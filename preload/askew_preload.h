@@ -23,9 +23,8 @@ extern "C" {
  * wall clock inside a run is this plus virtual time (plus the node's skew). */
 #define ASKEW_WALL_EPOCH_S 1577836800LL
 
-/* The clocks `now` answers. CPU time is a documented deterministic value:
- * the world's virtual time since the run began, unskewed (the process as
- * if it were busy throughout). */
+/* The clocks `now` answers. CPU time is the running node's: the CPU time
+ * the scheduler charged to the steps it ran. */
 #define ASKEW_CLOCK_MONOTONIC 0
 #define ASKEW_CLOCK_REALTIME  1
 #define ASKEW_CLOCK_CPUTIME   2

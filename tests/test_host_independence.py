@@ -121,18 +121,41 @@ def test_a_test_may_set_its_own_time_zone_inside_a_run() -> None:
     assert os.environ.get("TZ") != "Asia/Tokyo"
 
 
-def test_cpu_time_clocks_read_the_runs_virtual_time() -> None:
+def test_cpu_time_clocks_read_the_nodes_cpu_time_not_the_time_it_waited() -> None:
+    async def busy(node: Any) -> None:
+        for _ in range(100):
+            await asyncio.sleep(0)  # 100 steps, each with its CPU-time draw
+        node.cpu = time.process_time()
+        await asyncio.sleep(5)  # waiting costs no CPU time
+        node.after_wait = time.process_time()
+        time.sleep(2)  # nor does a blocking sleep
+        node.after_sleep = time.process_time()
+
     async def body(world: askew.World) -> None:
-        n = world.spawn(idle)
-        world.faults.skew(n, offset=50, drift=0.5)  # CPU time is the world's, unskewed
-        await world.clock.advance(3)
-        now = world.now
-        assert time.process_time() == time.thread_time() == now
-        assert time.process_time_ns() == time.thread_time_ns() == round(now * 1e9)
+        n = world.spawn(busy)
+        world.faults.skew(n, offset=50, drift=0.5)  # CPU time is not skewed
+        body_cpu = time.process_time()
+        await world.clock.advance(10)
+        assert 0 < n.cpu < 100 * 20e-6
+        assert n.cpu < n.after_wait < n.cpu + 3 * 20e-6  # a step or two more
+        assert n.after_sleep == n.after_wait  # same step: no draw, and the sleep cost none
+        # The test body's own CPU time is its own: a few steps, not the node's.
+        now_cpu = time.process_time()
+        assert body_cpu <= now_cpu < 10 * 20e-6
+        assert time.thread_time() == now_cpu
+        assert time.process_time_ns() == time.thread_time_ns() == round(now_cpu * 1e9)
         times = os.times()
-        assert (times.user, times.system, times.children_user) == (now, 0.0, 0.0)
+        assert (times.user, times.system, times.children_user) == (now_cpu, 0.0, 0.0)
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        assert (usage.ru_utime, usage.ru_stime) == (now, 0.0)
+        assert (usage.ru_utime, usage.ru_stime) == (now_cpu, 0.0)
+
+    run_sim(body)
+
+
+def test_cpu_time_clocks_stay_at_zero_under_fifo_which_charges_none() -> None:
+    async def body(world: askew.World) -> None:
+        await world.clock.advance(3)
+        assert time.process_time() == 0.0 and os.times().user == 0.0
 
     run_sim(body, strategy="fifo")
 

@@ -218,6 +218,7 @@ struct askew_sched {
     int64_t cpu_ns_hi;
     int64_t overshoot_ns_lo;
     int64_t overshoot_ns_hi;
+    int64_t step_cpu_ns; /* the CPU time charged to the step last picked */
     uint64_t timer_seq;  /* next timer seq */
     uint64_t group_now;  /* group of the step running now (interleave) */
     uint64_t group_next; /* next fresh group id */

@@ -359,10 +359,11 @@ void *askew_sched_next(struct askew_sched *sched)
     uint64_t traced = r->seq;
     /* Code takes time to run: the step's CPU time passes before the next.
      * The draw is folded into the same trace value as the step. */
+    sched->step_cpu_ns = 0;
     if (sched->strategy == ASKEW_STRATEGY_FAITHFUL && sched->cpu_ns_hi > 0) {
-        const int64_t cpu_ns = draw_span(sched, sched->cpu_ns_lo, sched->cpu_ns_hi);
-        sched->now_ns += cpu_ns;
-        traced ^= (uint64_t)cpu_ns << 40;
+        sched->step_cpu_ns = draw_span(sched, sched->cpu_ns_lo, sched->cpu_ns_hi);
+        sched->now_ns += sched->step_cpu_ns;
+        traced ^= (uint64_t)sched->step_cpu_ns << 40;
     }
     askew_trace_mix(&sched->trace, traced);
     return r->item;
