@@ -21,9 +21,9 @@ import textwrap
 from typing import Any
 
 import pytest
+from conftest import run_sim
 
 import askew
-from conftest import run_sim
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -65,8 +65,8 @@ async def node_main(node: Any, ops: list[tuple[str, float]], peers: int) -> None
                 await asyncio.sleep(0)
             elif op == "child":
 
-                async def child(tag: int = round_) -> None:
-                    await asyncio.sleep(x)
+                async def child(tag: int = round_, delay: float = x) -> None:
+                    await asyncio.sleep(delay)
                     node.emit(f"child {tag} done at {asyncio.get_running_loop().time():.6f}")
 
                 node.children = getattr(node, "children", [])
