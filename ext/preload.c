@@ -4,9 +4,11 @@
  * late would interpose nothing), self-tests it, hands it the loop's clock,
  * entropy and sleep hooks around a run, and turns recorded refusals into
  * NondeterminismError, noted in refusal.c's slot like every other refusal.
- * Without the preload every entry point is a cheap no-op. The hooks called
- * from inside an interposer (on_violation, sleep) run possibly without the
- * GIL and must never call into Python themselves. */
+ * Without the preload every entry point is a cheap no-op. The sleep hook
+ * runs possibly without the GIL and never calls into Python; on_violation
+ * takes the GIL (the interposer's caller released it only for a blocking
+ * call it was about to come back from) so that the refusal is annotated with
+ * the task and the user's line while both are still on the stack. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -24,8 +26,9 @@ static char api_abi[24];   /* "1.1": what the preload found speaks */
 static uintptr_t api_base; /* load address of the preload, to skip its frames */
 
 /* on_violation sets askew__refusal_flag (refusal.c) and schedules at most
- * one pending call at a time. */
+ * one pending call at a time, which raises pending_exc; GIL-protected. */
 static atomic_int pending_call_scheduled;
+static PyObject *pending_exc;
 /* Refusals already turned into an exception; GIL-protected. */
 static uint64_t violations_seen;
 
@@ -33,8 +36,9 @@ static const char *kind_hint(uint32_t kind)
 {
     switch (kind) {
     case ASKEW_VIOLATION_THREAD:
-        return "a thread would run outside the seeded schedule; use "
-               "simulate(executor=\"inline\") or start threads before the run";
+        return "a thread would run outside the seeded schedule; run the work in "
+               "a task, or let askew run executor work inline "
+               "(simulate(executor=\"inline\"))";
     case ASKEW_VIOLATION_PROCESS:
         return "a child process is real concurrency with a real pid";
     case ASKEW_VIOLATION_SOCKET:
@@ -54,6 +58,24 @@ static const char *kind_hint(uint32_t kind)
     }
 }
 
+/* "symbol+0x1f" from the file's own symbol table (static functions
+ * included, which dladdr cannot name), or NULL: askew._preload.symbolize
+ * reads .symtab when the file still has one. */
+static PyObject *symtab_name(const char *path, uintptr_t offset)
+{
+    PyObject *mod = PyImport_ImportModule("askew._preload"); // new reference
+    PyObject *name = mod != NULL ? PyObject_CallMethod(mod, "symbolize", "sk", path,
+                                                       (unsigned long)offset)
+                                 : NULL;
+    Py_XDECREF(mod);
+    if (name == NULL || !PyUnicode_Check(name)) {
+        Py_XDECREF(name);
+        PyErr_Clear();
+        return NULL;
+    }
+    return name;
+}
+
 /* "0x7f...: libfoo.so(symbol+0x1f)" for each frame outside the preload. */
 static PyObject *format_frames(const struct askew_violation *v)
 {
@@ -71,7 +93,14 @@ static PyObject *format_frames(const struct askew_violation *v)
                 continue;
             const char *file = info.dli_fname ? info.dli_fname : "?";
             const char *slash = strrchr(file, '/');
-            if (info.dli_sname != NULL)
+            PyObject *sym = symtab_name(file, pc - (uintptr_t)info.dli_fbase);
+            if (sym != NULL) {
+                snprintf(buf, sizeof(buf), "    #%u 0x%lx in %s (%s)", idx,
+                         (unsigned long)pc, slash ? slash + 1 : file,
+                         PyUnicode_AsUTF8(sym));
+                Py_DECREF(sym);
+                PyErr_Clear();
+            } else if (info.dli_sname != NULL)
                 snprintf(buf, sizeof(buf), "    #%u 0x%lx in %s (%s+0x%lx)", idx,
                          (unsigned long)pc, slash ? slash + 1 : file, info.dli_sname,
                          (unsigned long)(pc - (uintptr_t)info.dli_saddr));
@@ -153,17 +182,21 @@ int askew__preload_check(void)
 /* Runs in the main thread with the GIL, at the next bytecode boundary,
  * usually in the frame that made the refused call: it raises the refusal
  * there, so a caller that retries a refused call forever (a loop on frozen
- * time, queue.get(timeout=...)) still gets the error, and the note learns
- * the user's line. The same exception is raised again at the step's end if
- * the caller swallows it. */
+ * time, queue.get(timeout=...)) still gets the error. The same exception is
+ * raised again at the step's end if the caller swallows it. */
 static int pending_raise(void *arg)
 {
     (void)arg;
     atomic_store(&pending_call_scheduled, 0);
+    PyObject *exc = pending_exc; // the reference pending_exc held
+    pending_exc = NULL;
     if (api == NULL || askew__active == NULL ||
-        PyThread_get_thread_ident() != askew__active_thread)
+        PyThread_get_thread_ident() != askew__active_thread) {
+        Py_XDECREF(exc);
         return 0;
-    PyObject *exc = take_violations(/* where_known */ 1);
+    }
+    if (exc == NULL)
+        exc = take_violations(/* where_known */ 1);
     if (exc == NULL)
         return PyErr_Occurred() ? -1 : 0;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
@@ -171,14 +204,46 @@ static int pending_raise(void *arg)
     return -1;
 }
 
-/* Called from inside an interposer on the simulation thread, maybe without
- * the GIL: only atomics and Py_AddPendingCall, which CPython documents as
- * callable from any thread without the GIL (3.11 through 3.13: it takes its
- * own lock, not the GIL, and signals the main interpreter's eval breaker). */
+/* With the GIL: the refusals recorded so far become one exception, noted
+ * (task and user's line) while the refused call's Python caller is still
+ * the innermost frame; an exception already set is kept aside meanwhile. */
+static void note_now(void)
+{
+    if (api == NULL || askew__active == NULL ||
+        PyThread_get_thread_ident() != askew__active_thread)
+        return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *exc = take_violations(ASKEW_WHERE_C_CALL);
+    if (exc != NULL)
+        Py_XSETREF(pending_exc, exc);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
+/* Called from inside an interposer on the simulation thread. It takes the
+ * GIL if the caller had released it: the caller was about to take it back
+ * on return, and between the release and here it holds no lock of
+ * CPython's. Then the pending call: Py_AddPendingCall is callable from any
+ * thread, and raises at the next bytecode boundary. A process refusal gets
+ * none: fork's callers run os.register_at_fork hooks next, where an
+ * exception would only be printed and ignored; the step's end raises it. */
 static void on_violation(void *ctx)
 {
     (void)ctx;
     atomic_store_explicit(&askew__refusal_flag, 1, memory_order_relaxed);
+    uint32_t kind = 0;
+    uint64_t n = api != NULL ? api->violations() : 0;
+    struct askew_violation v;
+    if (n > 0 && api->violation_get(n - 1, &v) == 0)
+        kind = v.kind;
+    if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        note_now();
+        PyGILState_Release(gil);
+    }
+    if (kind == ASKEW_VIOLATION_PROCESS)
+        return;
     int expected = 0;
     if (atomic_compare_exchange_strong(&pending_call_scheduled, &expected, 1) &&
         Py_AddPendingCall(pending_raise, NULL) < 0)
@@ -190,6 +255,7 @@ int askew__preload_enter(void *ctx)
 {
     askew__refusal_reset(); /* the slot is everybody's, preload or not */
     violations_seen = 0;
+    Py_CLEAR(pending_exc);
     if (api == NULL)
         return 0;
     if (!api_ok) {
@@ -223,6 +289,7 @@ void askew__preload_leave(void)
     /* A refusal noted after the last step's check (a run cut short by
      * KeyboardInterrupt, say) belongs to this run: the next starts clean. */
     askew__refusal_reset();
+    Py_CLEAR(pending_exc);
     if (api != NULL && api_ok)
         api->leave();
 }
