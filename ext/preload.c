@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core.h"
+#include "loop.h"
 
 static const struct askew_preload_api *api;
 static int api_found; /* the symbol is there, whatever its ABI */
@@ -29,6 +29,18 @@ static uintptr_t api_base; /* load address of the preload, to skip its frames */
  * one pending call at a time, which raises pending_exc; GIL-protected. */
 static atomic_int pending_call_scheduled;
 static PyObject *pending_exc;
+
+/* Entropy drawn while a module is being imported comes from a stream of
+ * its own, so that whether an iteration is the first to import a module
+ * (and so runs its initialisation, which may draw: cryptography draws 16
+ * bytes) does not shift os.urandom and the trace for the rest of the run.
+ * A sweep's iteration then replays alone under its reported seed. Stream
+ * number 7 extends engine.h's list (never renumber); GIL-protected. */
+#define IMPORT_STREAM 7
+static struct askew_rng import_rng;
+/* importlib._bootstrap._call_with_frames_removed's code: every module body
+ * and every extension module's creation and init runs under it. */
+static PyObject *import_code;
 /* Refusals already turned into an exception; GIL-protected. */
 static uint64_t violations_seen;
 
@@ -251,6 +263,64 @@ static void on_violation(void *ctx)
                                                      still reports it */
 }
 
+/* Whether the simulation thread is inside an import: a frame of
+ * _call_with_frames_removed on its stack. Takes the GIL if the caller had
+ * released it (os.urandom does, around getrandom). */
+static int importing(void)
+{
+    if (import_code == NULL || !Py_IsInitialized() || _Py_IsFinalizing())
+        return 0;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int found = 0;
+    PyFrameObject *frame = (PyFrameObject *)Py_XNewRef(PyEval_GetFrame());
+    while (frame != NULL && !found) {
+        PyCodeObject *code = PyFrame_GetCode(frame); // new reference
+        found = (PyObject *)code == import_code;
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(frame); // new reference
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    PyGILState_Release(gil);
+    return found;
+}
+
+/* The preload's entropy hook: the import stream during an import, the
+ * run's entropy stream (and its trace record) otherwise. */
+static int preload_random(void *ctx, void *buf, size_t len)
+{
+    if (len > 0 && importing()) {
+        askew_rng_fill(&import_rng, buf, len);
+        return 0;
+    }
+    return askew__entropy_fill(ctx, buf, len);
+}
+
+/* Seed the import stream from the run's entropy stream as it stands at
+ * enter (after the loop's reset), without drawing from it. */
+static void import_stream_setup(const struct askew_loop_state *loop)
+{
+    uint64_t seed = 0;
+    for (int i = 0; i < 4; i++)
+        seed = seed * 0x9E3779B97F4A7C15ull ^ loop->entropy.s[i];
+    askew_rng_seed(&import_rng, askew_seed_stream(seed, IMPORT_STREAM));
+    if (import_code != NULL)
+        return;
+    PyObject *bootstrap = PyImport_ImportModule("_frozen_importlib"); // new reference
+    PyObject *fn = bootstrap
+                       ? PyObject_GetAttrString(bootstrap, "_call_with_frames_removed")
+                       : NULL;
+    import_code = fn ? PyObject_GetAttrString(fn, "__code__") : NULL;
+    Py_XDECREF(bootstrap);
+    Py_XDECREF(fn);
+    PyErr_Clear(); /* without it, imports draw from the run's stream */
+}
+
 int askew__preload_enter(void *ctx)
 {
     askew__refusal_reset(); /* the slot is everybody's, preload or not */
@@ -265,11 +335,12 @@ int askew__preload_enter(void *ctx)
                      api_msg);
         return -1;
     }
+    import_stream_setup(ctx);
     struct askew_preload_hooks hooks = {
         .size = sizeof(struct askew_preload_hooks),
         .ctx = ctx,
         .now = askew__clock_read,
-        .random = askew__entropy_fill,
+        .random = preload_random,
         .on_violation = on_violation,
         .sleep = askew__loop_consume_ns,
     };

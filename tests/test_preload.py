@@ -601,3 +601,28 @@ def test_symbolize_names_static_functions_from_the_symbol_table() -> None:
     addr, _, name = statics[0]
     assert symbolize(lib, int(addr, 16) + 4) == f"{name}+0x4"
     assert symbolize("/nonexistent", 16) is None
+
+
+def test_entropy_drawn_during_an_import_does_not_shift_the_runs_stream(tmp_path: Path) -> None:
+    # An extension's initialisation draws entropy in C the first time it is
+    # imported (cryptography draws 16 bytes): only the first iteration of a
+    # sweep imports it, so the draw must not move os.urandom after it, or an
+    # iteration's reported seed would not replay alone.
+    _needs_askew()
+    (tmp_path / "draws_at_import.py").write_text("import os\nKEY = os.getrandom(16)\n")
+    out = run_python(
+        """
+import askew, json, os
+async def main(do_import):
+    if do_import:
+        import draws_at_import
+    return os.urandom(8).hex()
+plain = askew.run(main(False), seed=5)
+first_import = askew.run(main(True), seed=5)
+again = askew.run(main(True), seed=5)
+print(json.dumps([plain, first_import, again]))
+""",
+        pythonpath=tmp_path,
+    )
+    plain, first_import, again = json.loads(assert_ok(out))
+    assert plain == first_import == again
