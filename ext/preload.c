@@ -65,6 +65,11 @@ static const char *kind_hint(uint32_t kind)
     case ASKEW_VIOLATION_DEVRANDOM:
         return "reading the kernel's entropy bypasses the run's seed; use "
                "os.urandom or getrandom, which the run serves";
+    case ASKEW_VIOLATION_HANDOFF:
+        return "work handed to another thread runs outside the seeded schedule "
+               "and in real time (a thread pool, a queue consumer, Event.set); "
+               "run the work in a task, or let askew run executor work inline "
+               "(simulate(executor=\"inline\"))";
     default:
         return "refused by the preload";
     }
@@ -301,6 +306,57 @@ static int preload_random(void *ctx, void *buf, size_t len)
     return askew__entropy_fill(ctx, buf, len);
 }
 
+/* The handoff hook: a lock release or a blocking wait on the simulation
+ * thread is work handed to another thread when an executor is among the
+ * innermost Python frames
+ * (ThreadPoolExecutor.submit, Future.result: concurrent.futures, which
+ * asyncio.to_thread and run_in_executor use too). A hand-rolled Event or
+ * Queue between the run and a thread of the user's is let through, as
+ * docs/preload.md says. Takes the GIL if the caller had released it. */
+static int is_executor_file(PyObject *filename)
+{
+    const char *f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+    if (f == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return strstr(f, "/concurrent/futures/") != NULL;
+}
+
+#define HANDOFF_DEPTH 4
+
+static int preload_handoff(void *ctx, int waiting)
+{
+    (void)ctx;
+    if (!Py_IsInitialized() || _Py_IsFinalizing())
+        return 0;
+    /* A post made without the GIL is C code's own (no executor frame is
+     * running it): never wait for the GIL on one. */
+    if (!waiting && !PyGILState_Check())
+        return 0;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int found = 0;
+    PyFrameObject *frame = (PyFrameObject *)Py_XNewRef(PyEval_GetFrame());
+    /* submit, or Condition.wait under Future.result or futures.wait: the
+     * executor is among the innermost frames, and every lock release of
+     * the run comes here, so the walk stops early. */
+    for (int depth = 0; frame != NULL && !found && depth < HANDOFF_DEPTH; depth++) {
+        PyCodeObject *code = PyFrame_GetCode(frame); // new reference
+        found = is_executor_file(code->co_filename);
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(frame); // new reference
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    PyGILState_Release(gil);
+    return found;
+}
+
 /* Seed the import stream from the run's entropy stream as it stands at
  * enter (after the loop's reset), without drawing from it. */
 static void import_stream_setup(const struct askew_loop_state *loop)
@@ -343,6 +399,7 @@ int askew__preload_enter(void *ctx)
         .random = preload_random,
         .on_violation = on_violation,
         .sleep = askew__loop_consume_ns,
+        .handoff = preload_handoff,
     };
     int rc = api->enter(&hooks);
     if (rc < 0) {
@@ -374,10 +431,11 @@ static PyObject *preload_status(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 {
     /* A 1.0 preload works, but refuses every sleep: say which one is here. */
     return Py_BuildValue(
-        "{s:O,s:O,s:z,s:s,s:z,s:O}", "found", api_found ? Py_True : Py_False, "active",
-        api_ok ? Py_True : Py_False, "path", api_path[0] ? api_path : NULL, "self_test",
-        api_msg, "abi", api != NULL ? api_abi : NULL, "sleeps_cost_time",
-        api_ok && api->abi_minor >= 1 ? Py_True : Py_False);
+        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O}", "found", api_found ? Py_True : Py_False,
+        "active", api_ok ? Py_True : Py_False, "path", api_path[0] ? api_path : NULL,
+        "self_test", api_msg, "abi", api != NULL ? api_abi : NULL, "sleeps_cost_time",
+        api_ok && api->abi_minor >= 1 ? Py_True : Py_False, "refuses_handoffs",
+        api_ok && api->abi_minor >= 2 ? Py_True : Py_False);
 }
 
 static PyMethodDef preload_methods[] = {

@@ -62,6 +62,9 @@ enum askew_fn {
     FN_getentropy,
     FN_syscall,
     FN_pthread_create,
+    FN_sem_post,
+    FN_sem_wait,
+    FN_sem_trywait,
     FN_fork,
     FN_posix_spawn,
     FN_posix_spawnp,
@@ -169,6 +172,9 @@ int askew__hook_now(const struct askew_preload_hooks *h, int realtime,
                     struct timespec *out) ASKEW_HIDDEN;
 int askew__hook_random(const struct askew_preload_hooks *h, void *buf,
                        size_t len) ASKEW_HIDDEN;
+/* 1 when the extension says a wake-up or wait is a handoff to refuse; 0
+ * without a handoff hook (a table from before ABI 1.2). */
+int askew__hook_handoff(const struct askew_preload_hooks *h, int waiting) ASKEW_HIDDEN;
 /* -ENOSYS when the extension gave no sleep hook (a table from ABI 1.0). */
 int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns) ASKEW_HIDDEN;
 

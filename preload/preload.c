@@ -56,6 +56,9 @@ static const char *const fn_names[FN_COUNT] = {
     [FN_getentropy] = "getentropy",
     [FN_syscall] = "syscall",
     [FN_pthread_create] = "pthread_create",
+    [FN_sem_post] = "sem_post",
+    [FN_sem_wait] = "sem_wait",
+    [FN_sem_trywait] = "sem_trywait",
     [FN_fork] = "fork",
     [FN_posix_spawn] = "posix_spawn",
     [FN_posix_spawnp] = "posix_spawnp",
@@ -221,6 +224,16 @@ int askew__hook_random(const struct askew_preload_hooks *h, void *buf, size_t le
 {
     askew__t_hooks = NULL;
     int rc = h->random(h->ctx, buf, len);
+    askew__t_hooks = h;
+    return rc;
+}
+
+int askew__hook_handoff(const struct askew_preload_hooks *h, int waiting)
+{
+    if (h->handoff == NULL)
+        return 0;
+    askew__t_hooks = NULL;
+    int rc = h->handoff(h->ctx, waiting);
     askew__t_hooks = h;
     return rc;
 }

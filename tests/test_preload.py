@@ -626,3 +626,62 @@ print(json.dumps([plain, first_import, again]))
     )
     plain, first_import, again = json.loads(assert_ok(out))
     assert plain == first_import == again
+
+
+def test_work_handed_to_a_thread_pool_made_before_the_run_is_refused() -> None:
+    # The pool's worker is parked or busy; either way the run must fail, every
+    # time, and the advice must not be to start threads before the run.
+    _needs_askew()
+    out = run_python(
+        """
+import askew, concurrent.futures as cf, json, threading, time
+pool = cf.ThreadPoolExecutor(2)
+pool.submit(int).result()
+async def main():
+    return pool.submit(time.time).result()
+r = []
+for seed in range(10):
+    try:
+        askew.run(main(), seed=seed)
+        r.append("ran")
+    except askew.NondeterminismError as e:
+        r.append(str(e))
+# A hand-rolled Event between the run and a thread of the user's is let
+# through: docs/preload.md says so.
+go, done = threading.Event(), threading.Event()
+t = threading.Thread(target=lambda: (go.wait(60), done.set())); t.start()
+async def events():
+    go.set(); done.wait()
+    return "events ok"
+r.append(askew.run(events(), seed=1))
+t.join(); pool.shutdown()
+print(json.dumps(r))
+"""
+    )
+    *runs, events = json.loads(assert_ok(out))
+    assert events == "events ok"
+    for text in runs:
+        assert text.startswith(("sem_post() was refused", "sem_wait() was refused")), text
+        assert "Task-1 running main()" in text
+        assert "before the run" not in text
+
+
+def test_the_thread_refusal_does_not_advise_starting_threads_before_the_run(
+    probe_dir: Path,
+) -> None:
+    _needs_askew()
+    out = run_python(
+        """
+import askew, _askew_probe as p
+async def main():
+    p.pthread_create()
+try:
+    askew.run(main(), seed=1)
+except askew.NondeterminismError as e:
+    print(e)
+""",
+        pythonpath=probe_dir,
+    )
+    text = assert_ok(out)
+    assert text.startswith("pthread_create() was refused")
+    assert "before the run" not in text and "inline" in text

@@ -642,6 +642,55 @@ START_TEST(test_vfork_inside_a_run_is_refused_and_names_its_caller)
 }
 END_TEST
 
+static int handoff_answer;
+static int handoff_waits; /* how many of the hook's calls were waits */
+
+static int test_handoff(void *ctx, int waiting)
+{
+    (void)ctx;
+    handoff_waits += waiting;
+    return handoff_answer;
+}
+
+static void *post_later(void *arg)
+{
+    sem_post(arg);
+    return NULL;
+}
+
+START_TEST(test_sim_a_handoff_the_hook_names_is_recorded_and_still_happens)
+{
+    struct askew_preload_hooks h = sleep_hooks;
+    h.handoff = test_handoff;
+    sem_t sem;
+    sem_init(&sem, 0, 0);
+    ck_assert_int_eq(api->enter(&h), 0);
+    handoff_answer = 0;
+    ck_assert_int_eq(sem_post(&sem), 0); /* the hook says no: not recorded */
+    ck_assert_int_eq(sem_wait(&sem), 0); /* free: the hook is not even asked */
+    ck_assert_int_eq(api->violations(), 0);
+    ck_assert_int_eq(handoff_waits, 0);
+    handoff_answer = 1;
+    ck_assert_int_eq(sem_post(&sem), 0);
+    ck_assert_int_eq(api->violations(), 1);
+    ck_assert_str_eq(last_call(), "sem_post");
+    ck_assert_int_eq(sem_wait(&sem), 0); /* posted all the same */
+    api->leave();
+    /* A wait that only another thread can end: recorded, then it waits. */
+    pthread_t t;
+    ck_assert_int_eq(api->enter(&h), 0);
+    api->leave();
+    ck_assert_int_eq(pthread_create(&t, NULL, post_later, &sem), 0);
+    ck_assert_int_eq(api->enter(&h), 0);
+    ck_assert_int_eq(sem_wait(&sem), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+    pthread_join(t, NULL);
+    /* The post may have come first (then the wait did not block). */
+    ck_assert_int_le(api->violations(), 1);
+    ck_assert_int_eq(handoff_waits, (int)api->violations());
+}
+END_TEST
+
 /* ---- blocking calls return at once, sleeps cost virtual time ------------------- */
 
 START_TEST(test_sim_sleeps_without_a_sleep_hook_return_at_once_and_are_recorded)
@@ -1051,6 +1100,7 @@ static Suite *preload_suite(void)
     tcase_add_test(tc, test_sim_reverse_lookups_are_refused_unless_numeric);
     tcase_add_test(tc, test_sim_forkpty_daemon_and_fork_underscore_are_refused);
     tcase_add_test(tc, test_vfork_outside_a_run_is_a_real_vfork);
+    tcase_add_test(tc, test_sim_a_handoff_the_hook_names_is_recorded_and_still_happens);
     tcase_add_test(tc, test_vfork_inside_a_run_is_refused_and_names_its_caller);
     tcase_add_test(
         tc, test_sim_sleeps_without_a_sleep_hook_return_at_once_and_are_recorded);
