@@ -685,3 +685,26 @@ except askew.NondeterminismError as e:
     text = assert_ok(out)
     assert text.startswith("pthread_create() was refused")
     assert "before the run" not in text and "inline" in text
+
+
+def test_openssl_and_sqlite_prngs_replay_across_processes_inside_a_run() -> None:
+    # Both generators are used (and so seeded) before the run, and OpenSSL
+    # mixes the pid and the thread's address into every draw: inside the run
+    # the bytes must depend on the seed alone.
+    _needs_askew()
+    code = """
+import askew, json, sqlite3, ssl
+before = (ssl.RAND_bytes(8), sqlite3.connect(":memory:").execute("select random()").fetchone())
+async def main():
+    db = sqlite3.connect(":memory:")
+    row = db.execute("select random(), hex(randomblob(8))").fetchone()
+    return [ssl.RAND_bytes(16).hex(), ssl.RAND_bytes(0).hex(), list(row)]
+inside = askew.run(main(), seed=11)
+after = (ssl.RAND_bytes(8), sqlite3.connect(":memory:").execute("select random()").fetchone())
+print(json.dumps([inside, len(after[0]) == 8 and after[1] is not None]))
+"""
+    runs = [json.loads(assert_ok(run_python(code, PYTHONHASHSEED=str(h)))) for h in (1, 2)]
+    assert runs[0] == runs[1]
+    (rand, empty, (sql_random, blob)), outside_ok = runs[0]
+    assert len(rand) == 32 and empty == "" and len(blob) == 16 and outside_ok
+    assert isinstance(sql_random, int)
