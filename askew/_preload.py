@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Where libaskew-preload.so lives, and whether this process runs under it.
 
-Finds the packaged library with importlib.resources, refuses a path that
+Finds the packaged library beside this file, refuses a path that
 LD_PRELOAD cannot carry (glibc splits the variable on spaces and colons),
 and builds the LD_PRELOAD value askew-exec hands on. It never loads the
 library itself: a dlopen'ed copy would interpose nothing.
@@ -12,10 +12,12 @@ from __future__ import annotations
 import bisect
 import functools
 import importlib
-import importlib.resources
 import os
 import struct
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's, which askew-exec's start-up would pay for
+if TYPE_CHECKING:
+    from typing import Any
 
 LIBRARY_NAME = "libaskew-preload.so"
 
@@ -49,8 +51,10 @@ def check_preload_path(path: str) -> str:
 
 def library_path() -> str:
     """The absolute path of the packaged libaskew-preload.so, checked for LD_PRELOAD."""
-    resource = importlib.resources.files("askew") / LIBRARY_NAME
-    path = os.path.abspath(os.fspath(resource))  # type: ignore[call-overload]
+    # Beside this module, as importlib.resources.files("askew") would find it
+    # for any installation LD_PRELOAD can use (a zip cannot be preloaded),
+    # without the 5 ms importlib.resources costs askew-exec's start.
+    path = os.path.abspath(os.path.join(os.path.dirname(__file__), LIBRARY_NAME))
     if not os.path.isfile(path):
         raise PreloadPathError(
             f"askew's preload is missing: expected {path!r}. Reinstall askew, or run "
