@@ -306,55 +306,77 @@ static int preload_random(void *ctx, void *buf, size_t len)
     return askew__entropy_fill(ctx, buf, len);
 }
 
-/* The handoff hook: a lock release or a blocking wait on the simulation
- * thread is work handed to another thread when an executor is among the
- * innermost Python frames
- * (ThreadPoolExecutor.submit, Future.result: concurrent.futures, which
- * asyncio.to_thread and run_in_executor use too). A hand-rolled Event or
- * Queue between the run and a thread of the user's is let through, as
- * docs/preload.md says. Takes the GIL if the caller had released it. */
-static int is_executor_file(PyObject *filename)
-{
-    const char *f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
-    if (f == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    return strstr(f, "/concurrent/futures/") != NULL;
-}
+/* The handoff hook: a lock release or a wait that would block on the
+ * simulation thread hands work to another thread when concurrent.futures'
+ * thread.py or _base.py is among the innermost Python frames (submit's put
+ * to the work queue and the idle-worker check before it; Future.result and
+ * futures.wait blocking). asyncio.to_thread and run_in_executor on a real
+ * executor come through the same. A hand-rolled Event or Queue between the
+ * run and a thread of the user's is let through, as docs/preload.md says.
+ * Every lock release of the run asks, so the check compares each frame's
+ * file with two cached objects (code objects of one module share their
+ * co_filename) and takes nothing without the GIL; only the rare blocking
+ * wait takes the GIL back if the caller had released it. The files are
+ * cached at enter: a pool made before the run means concurrent.futures
+ * was imported then, and a pool made inside the run cannot start threads. */
+static PyObject *executor_files[2]; /* thread.py, _base.py; NULL if unused */
 
 #define HANDOFF_DEPTH 4
 
-static int preload_handoff(void *ctx, int waiting)
+static int executor_on_stack(void)
 {
-    (void)ctx;
-    if (!Py_IsInitialized() || _Py_IsFinalizing())
-        return 0;
-    /* A post made without the GIL is C code's own (no executor frame is
-     * running it): never wait for the GIL on one. */
-    if (!waiting && !PyGILState_Check())
-        return 0;
-    PyGILState_STATE gil = PyGILState_Ensure();
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
+    /* Making a frame object can fail; that must not leave an exception
+     * behind in whatever C code released the lock. */
+    const int had_error = PyErr_Occurred() != NULL;
     int found = 0;
     PyFrameObject *frame = (PyFrameObject *)Py_XNewRef(PyEval_GetFrame());
-    /* submit, or Condition.wait under Future.result or futures.wait: the
-     * executor is among the innermost frames, and every lock release of
-     * the run comes here, so the walk stops early. */
     for (int depth = 0; frame != NULL && !found && depth < HANDOFF_DEPTH; depth++) {
         PyCodeObject *code = PyFrame_GetCode(frame); // new reference
-        found = is_executor_file(code->co_filename);
+        found = code->co_filename == executor_files[0] ||
+                code->co_filename == executor_files[1];
         Py_DECREF(code);
         PyFrameObject *back = PyFrame_GetBack(frame); // new reference
         Py_DECREF(frame);
         frame = back;
     }
     Py_XDECREF(frame);
-    PyErr_Clear();
-    PyErr_Restore(type, value, tb);
+    if (!had_error && PyErr_Occurred())
+        PyErr_Clear();
+    return found;
+}
+
+static int preload_handoff(void *ctx, int waiting)
+{
+    (void)ctx;
+    if (executor_files[0] == NULL || !Py_IsInitialized() || _Py_IsFinalizing())
+        return 0;
+    if (PyGILState_Check())
+        return executor_on_stack();
+    /* A post made without the GIL is C code's own: never wait for the GIL
+     * on one. */
+    if (!waiting)
+        return 0;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    const int found = executor_on_stack();
     PyGILState_Release(gil);
     return found;
+}
+
+/* co_filename of `module`.`cls`.`fn` if the module is imported, else NULL;
+ * new reference. */
+static PyObject *code_file(const char *module, const char *cls, const char *fn)
+{
+    PyObject *modules = PyImport_GetModuleDict();          // borrowed
+    PyObject *mod = PyDict_GetItemString(modules, module); // borrowed
+    PyObject *type = mod ? PyObject_GetAttrString(mod, cls) : NULL;
+    PyObject *func = type ? PyObject_GetAttrString(type, fn) : NULL;
+    PyObject *code = func ? PyObject_GetAttrString(func, "__code__") : NULL;
+    PyObject *file = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+    Py_XDECREF(type);
+    Py_XDECREF(func);
+    Py_XDECREF(code);
+    PyErr_Clear();
+    return file;
 }
 
 /* Seed the import stream from the run's entropy stream as it stands at
@@ -392,6 +414,10 @@ int askew__preload_enter(void *ctx)
         return -1;
     }
     import_stream_setup(ctx);
+    Py_XSETREF(executor_files[0],
+               code_file("concurrent.futures.thread", "ThreadPoolExecutor", "submit"));
+    Py_XSETREF(executor_files[1],
+               code_file("concurrent.futures._base", "Future", "result"));
     struct askew_preload_hooks hooks = {
         .size = sizeof(struct askew_preload_hooks),
         .ctx = ctx,
