@@ -3,27 +3,72 @@
 
 Virtual time, a seeded schedule and a simulated network: one integer
 describes a whole run, and replays it.
+
+The public names are imported on first use (PEP 562), so that a process
+importing only a part of askew (askew-exec's launcher, which must start in
+a few milliseconds, imports askew._cli) does not pay for asyncio and the
+extension.
 """
 
-from ._loop import SimLoop, new_event_loop, run
-from ._preload import preload_active
-from ._runner import Replay, simulate
-from ._world import Message, World
-from .errors import BudgetExceeded, DeadlockError, NondeterminismError, SimulationFailure
+from __future__ import annotations
 
-__all__ = [
-    "BudgetExceeded",
-    "DeadlockError",
-    "Message",
-    "NondeterminismError",
-    "Replay",
-    "SimLoop",
-    "SimulationFailure",
-    "World",
-    "new_event_loop",
-    "preload_active",
-    "run",
-    "simulate",
-]
+import importlib
+
+# Not typing.TYPE_CHECKING: importing typing alone costs the launcher 5 ms.
+# mypy takes any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._loop import SimLoop as SimLoop
+    from ._loop import new_event_loop as new_event_loop
+    from ._loop import run as run
+    from ._preload import preload_active as preload_active
+    from ._runner import Replay as Replay
+    from ._runner import simulate as simulate
+    from ._world import Message as Message
+    from ._world import World as World
+    from .errors import BudgetExceeded as BudgetExceeded
+    from .errors import DeadlockError as DeadlockError
+    from .errors import NondeterminismError as NondeterminismError
+    from .errors import SimulationFailure as SimulationFailure
+
+# Where each public name lives: one table, read by __getattr__.
+_LAZY = {
+    "BudgetExceeded": ".errors",
+    "DeadlockError": ".errors",
+    "Message": "._world",
+    "NondeterminismError": ".errors",
+    "Replay": "._runner",
+    "SimLoop": "._loop",
+    "SimulationFailure": ".errors",
+    "World": "._world",
+    "new_event_loop": "._loop",
+    "preload_active": "._preload",
+    "run": "._loop",
+    "simulate": "._runner",
+}
+
+__all__ = sorted(_LAZY)
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+    elif name.startswith("_") and not name.startswith("__"):
+        # askew._core, askew._preload, ...: a private submodule on first use.
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError:
+            raise AttributeError(f"module 'askew' has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module 'askew' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -11,14 +11,19 @@ touches the user's other environment variables.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-import subprocess
 import sys
-from collections.abc import Callable, Sequence
 
-from ._config import KNOBS, knob_text, parse_positive_int
 from ._preload import PreloadPathError, ld_preload_with, library_path
+
+TYPE_CHECKING = False  # not typing's: see askew/__init__.py
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+# The launcher's start-up is every askew-exec's: it imports no asyncio, no
+# extension, and neither askew._config (dataclasses, inspect) nor
+# subprocess and json unless an option or --check needs them.
 
 USAGE = """\
 usage: askew-exec [--seed S] [--iterations N] [--wrap [wrap options]] [--] command [arg ...]
@@ -73,16 +78,31 @@ def _parse_seed(text: str, what: str) -> int:
     return value
 
 
-# askew-exec's wrap options -> (the ASKEW_* variable, the parser that checks the value).
-_WRAP_OPTIONS: dict[str, tuple[str, Callable[[str, str], object]]] = {
-    "--seeds": ("ASKEW_SEEDS", parse_positive_int),
-    **{"--" + name.replace("_", "-"): knob for name, knob in KNOBS.items()},
-}
-_VALUE_OPTIONS = {
-    "--seed": ("ASKEW_SEED", _parse_seed),
-    "--iterations": ("ASKEW_ITERATIONS", parse_positive_int),
-    **_WRAP_OPTIONS,
-}
+def _knob_text(value: object) -> str:
+    from ._config import knob_text
+
+    return knob_text(value)
+
+
+@functools.lru_cache(maxsize=1)
+def _options() -> tuple[
+    dict[str, tuple[str, Callable[[str, str], object]]],
+    dict[str, tuple[str, Callable[[str, str], object]]],
+]:
+    """(the wrap options, every option taking a value): each maps to its ASKEW_*
+    variable and the parser that checks the value."""
+    from ._config import KNOBS, parse_positive_int
+
+    wrap: dict[str, tuple[str, Callable[[str, str], object]]] = {
+        "--seeds": ("ASKEW_SEEDS", parse_positive_int),
+        **{"--" + name.replace("_", "-"): knob for name, knob in KNOBS.items()},
+    }
+    value: dict[str, tuple[str, Callable[[str, str], object]]] = {
+        "--seed": ("ASKEW_SEED", _parse_seed),
+        "--iterations": ("ASKEW_ITERATIONS", parse_positive_int),
+        **wrap,
+    }
+    return wrap, value
 
 
 def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
@@ -99,8 +119,17 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
             break
         if not arg.startswith("-") or arg == "-":
             break
-        name, eq, inline = arg.partition("=")
-        if name in _VALUE_OPTIONS:
+        if arg == "--wrap":
+            settings["ASKEW_WRAP"] = "1"
+        elif arg == "--check":
+            check = True
+        elif arg in ("-h", "--help"):
+            raise SystemExit(_print_help())
+        else:
+            name, eq, inline = arg.partition("=")
+            wrap_table, value_table = _options()
+            if name not in value_table:
+                raise UsageError(f"unknown option {arg!r}")
             if eq:
                 value = inline
             elif i + 1 < len(args):
@@ -108,21 +137,13 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, str], bool, list[str]]:
                 value = args[i]
             else:
                 raise UsageError(f"{name} needs a value")
-            variable, parse = _VALUE_OPTIONS[name]
+            variable, parse = value_table[name]
             try:
-                settings[variable] = knob_text(parse(value, name))
+                settings[variable] = _knob_text(parse(value, name))
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
-            if name in _WRAP_OPTIONS:
+            if name in wrap_table:
                 wrap_options.append(name)
-        elif arg == "--wrap":
-            settings["ASKEW_WRAP"] = "1"
-        elif arg == "--check":
-            check = True
-        elif arg in ("-h", "--help"):
-            raise SystemExit(_print_help())
-        else:
-            raise UsageError(f"unknown option {arg!r}")
         i += 1
     command = args[i:]
     if wrap_options and "ASKEW_WRAP" not in settings:
@@ -151,6 +172,9 @@ def child_environ(settings: dict[str, str], base: dict[str, str] | None = None) 
 
 
 def _check(env: dict[str, str]) -> int:
+    import json
+    import subprocess
+
     proc = subprocess.run(
         [sys.executable, "-c", _CHECK_CODE],
         env=env,

@@ -268,7 +268,7 @@ def _refusing_start(self: threading.Thread) -> None:
         refusal = NondeterminismError(
             f"threading.Thread.start() for {self.name!r} inside a simulation: a real thread "
             "runs outside the seed's control. Use a task (asyncio.create_task) instead, or "
-            "start the thread before the simulation."
+            "executor='inline' for blocking work handed to asyncio.to_thread."
         )
         _core._note_refusal(refusal)  # caught or not, the run fails after this step
         raise refusal

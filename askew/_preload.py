@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Where libaskew-preload.so lives, and whether this process runs under it.
 
-Finds the packaged library with importlib.resources, refuses a path that
+Finds the packaged library beside this file, refuses a path that
 LD_PRELOAD cannot carry (glibc splits the variable on spaces and colons),
 and builds the LD_PRELOAD value askew-exec hands on. It never loads the
 library itself: a dlopen'ed copy would interpose nothing.
@@ -9,10 +9,15 @@ library itself: a dlopen'ed copy would interpose nothing.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import importlib
-import importlib.resources
 import os
-from typing import Any
+import struct
+
+TYPE_CHECKING = False  # not typing's, which askew-exec's start-up would pay for
+if TYPE_CHECKING:
+    from typing import Any
 
 LIBRARY_NAME = "libaskew-preload.so"
 
@@ -24,6 +29,7 @@ __all__ = [
     "library_path",
     "preload_active",
     "preload_status",
+    "symbolize",
 ]
 
 
@@ -45,8 +51,10 @@ def check_preload_path(path: str) -> str:
 
 def library_path() -> str:
     """The absolute path of the packaged libaskew-preload.so, checked for LD_PRELOAD."""
-    resource = importlib.resources.files("askew") / LIBRARY_NAME
-    path = os.path.abspath(os.fspath(resource))  # type: ignore[call-overload]
+    # Beside this module, as importlib.resources.files("askew") would find it
+    # for any installation LD_PRELOAD can use (a zip cannot be preloaded),
+    # without the 5 ms importlib.resources costs askew-exec's start.
+    path = os.path.abspath(os.path.join(os.path.dirname(__file__), LIBRARY_NAME))
     if not os.path.isfile(path):
         raise PreloadPathError(
             f"askew's preload is missing: expected {path!r}. Reinstall askew, or run "
@@ -94,3 +102,67 @@ def preload_status() -> dict[str, Any]:
             "self_test": "askew._core is not built",
         }
     return dict(core.preload_status())
+
+
+# ---- naming C callers ---------------------------------------------------------
+
+_SHT_SYMTAB = 2
+_STT_FUNC = 2
+_ET_EXEC = 2
+_PT_LOAD = 1
+
+
+@functools.lru_cache(maxsize=64)
+def _functions(path: str) -> tuple[list[int], list[tuple[int, int, str]]]:
+    """Sorted (start, size, name) of every function in `path`'s .symtab, static
+    ones included, with addresses relative to the load base; empty when the file
+    is stripped, is not a 64-bit little-endian ELF file, or cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return [], []
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return [], []
+    e_type = struct.unpack_from("<H", data, 16)[0]
+    e_phoff, e_shoff = struct.unpack_from("<QQ", data, 32)
+    e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from("<HHHH", data, 54)
+    base = 0
+    if e_type == _ET_EXEC:  # not position-independent: dladdr's base is the first load
+        loads = [
+            struct.unpack_from("<Q", data, e_phoff + i * e_phentsize + 16)[0]
+            for i in range(e_phnum)
+            if struct.unpack_from("<I", data, e_phoff + i * e_phentsize)[0] == _PT_LOAD
+        ]
+        base = min(loads, default=0) & ~0xFFF
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize) for i in range(e_shnum)
+    ]
+    funcs: list[tuple[int, int, str]] = []
+    for sh in sections:
+        if sh[1] != _SHT_SYMTAB:
+            continue
+        offset, size, link, entsize = sh[4], sh[5], sh[6], sh[9] or 24
+        strtab = sections[link][4]
+        for at in range(offset, offset + size, entsize):
+            name, info, _other, shndx, value, sym_size = struct.unpack_from("<IBBHQQ", data, at)
+            if info & 0xF != _STT_FUNC or shndx == 0 or value == 0:
+                continue
+            end = data.index(b"\0", strtab + name)
+            funcs.append((value - base, sym_size, data[strtab + name : end].decode()))
+    funcs.sort()
+    return [start for start, _, _ in funcs], funcs
+
+
+def symbolize(path: str, address: int) -> str | None:
+    """ "function+0x1f" for a return address `address` bytes past `path`'s load
+    base, from the file's own symbol table (so static functions, which dladdr
+    cannot name, are named too); None when the table does not cover it."""
+    starts, funcs = _functions(path)
+    i = bisect.bisect_right(starts, address - 1) - 1
+    if i < 0:
+        return None
+    start, size, name = funcs[i]
+    if size and address - 1 >= start + size:
+        return None
+    return f"{name}+{address - start:#x}"

@@ -7,6 +7,9 @@ round so machine drift hits both alike:
 - clock: ns per clock_gettime(CLOCK_MONOTONIC) call from C (a tiny program
   compiled here) and per time.monotonic_ns() from Python, without and with
   LD_PRELOAD=libaskew-preload.so. Goal: at most 5 ns of overhead per call.
+- spawn: ms per subprocess.run(["true"]) from a process holding 1.5 GiB,
+  without and with the preload (vfork must stay vfork outside a run).
+- launcher: ms for `askew-exec -- python -c pass` against `python -c pass`.
 - suite: wall time of the project's pytest suite, plain and under
   askew-exec. Goal: at most 3% slower.
 
@@ -108,6 +111,43 @@ def bench_clock(rounds: int, calls: int) -> float:
     return overhead
 
 
+SPAWN_PY = (
+    "import subprocess, time\n"
+    "big = bytearray(1536 << 20)\n"
+    "for i in range(0, len(big), 4096): big[i] = 1\n"
+    "subprocess.run(['true'])\n"
+    "n = {n}; t0 = time.perf_counter()\n"
+    "for _ in range(n): subprocess.run(['true'])\n"
+    "print((time.perf_counter() - t0) / n * 1e9)\n"
+)
+
+
+def bench_spawn(rounds: int) -> None:
+    print("subprocess.run(['true']) from a 1.5 GiB process, outside a simulation")
+    p, q = _side_by_side("subprocess.run", [sys.executable, "-c", SPAWN_PY.format(n=10)], rounds)
+    print(f"  = {p / 1e6:.2f} ms plain, {q / 1e6:.2f} ms with the preload")
+
+
+def _wall_ms(argv: list[str], n: int) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run(argv, env=_env(False), check=True, capture_output=True)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def bench_launcher(rounds: int) -> None:
+    print("askew-exec start-up (median wall ms)")
+    plain = _wall_ms([sys.executable, "-c", "pass"], 3 * rounds)
+    exe = [sys.executable, "-m", "askew._cli", "--", sys.executable, "-c", "pass"]
+    launched = _wall_ms(exe, 3 * rounds)
+    print(
+        f"  python -c pass {plain:6.1f} ms   askew-exec -- python -c pass {launched:6.1f} ms   "
+        f"launcher {launched - plain:+6.1f} ms"
+    )
+
+
 def _run_suite(argv: list[str], preload: bool) -> float:
     cmd = argv
     if preload:
@@ -161,6 +201,8 @@ def main() -> int:
     rounds = args.rounds or (3 if args.quick else 9)
     calls = 2_000_000 if args.quick else 20_000_000
     overhead = bench_clock(rounds, calls)
+    bench_spawn(max(3, rounds // 3))
+    bench_launcher(rounds)
     goals = [("clock_gettime overhead <= 5 ns", overhead <= 5.0, f"{overhead:+.2f} ns")]
     if not (args.quick or args.no_suite):
         ratio = bench_suite(args.suite_rounds, args.suite_args)

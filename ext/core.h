@@ -63,6 +63,9 @@ int askew__refusal_note(PyObject *exc);
 /* As askew__refusal_note(exc); where_known is 0 when no Python frame ran
  * since the refused call, so the frames on the stack are not its caller's. */
 int askew__refusal_note_at(PyObject *exc, int where_known);
+/* where_known for a refusal noted from inside the refused C call (preload.c):
+ * the innermost frames are the caller's unless askew's own come first. */
+#define ASKEW_WHERE_C_CALL 2
 /* Set by every note, and by the preload's on_violation without the GIL:
  * what askew__preload_check loads after each step. */
 extern atomic_int askew__refusal_flag;

@@ -4,16 +4,18 @@
  * late would interpose nothing), self-tests it, hands it the loop's clock,
  * entropy and sleep hooks around a run, and turns recorded refusals into
  * NondeterminismError, noted in refusal.c's slot like every other refusal.
- * Without the preload every entry point is a cheap no-op. The hooks called
- * from inside an interposer (on_violation, sleep) run possibly without the
- * GIL and must never call into Python themselves. */
+ * Without the preload every entry point is a cheap no-op. The sleep hook
+ * runs possibly without the GIL and never calls into Python; on_violation
+ * takes the GIL (the interposer's caller released it only for a blocking
+ * call it was about to come back from) so that the refusal is annotated with
+ * the task and the user's line while both are still on the stack. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "core.h"
+#include "loop.h"
 
 static const struct askew_preload_api *api;
 static int api_found; /* the symbol is there, whatever its ABI */
@@ -24,8 +26,21 @@ static char api_abi[24];   /* "1.1": what the preload found speaks */
 static uintptr_t api_base; /* load address of the preload, to skip its frames */
 
 /* on_violation sets askew__refusal_flag (refusal.c) and schedules at most
- * one pending call at a time. */
+ * one pending call at a time, which raises pending_exc; GIL-protected. */
 static atomic_int pending_call_scheduled;
+static PyObject *pending_exc;
+
+/* Entropy drawn while a module is being imported comes from a stream of
+ * its own, so that whether an iteration is the first to import a module
+ * (and so runs its initialisation, which may draw: cryptography draws 16
+ * bytes) does not shift os.urandom and the trace for the rest of the run.
+ * A sweep's iteration then replays alone under its reported seed. Stream
+ * number 7 extends engine.h's list (never renumber); GIL-protected. */
+#define IMPORT_STREAM 7
+static struct askew_rng import_rng;
+/* importlib._bootstrap._call_with_frames_removed's code: every module body
+ * and every extension module's creation and init runs under it. */
+static PyObject *import_code;
 /* Refusals already turned into an exception; GIL-protected. */
 static uint64_t violations_seen;
 
@@ -33,8 +48,9 @@ static const char *kind_hint(uint32_t kind)
 {
     switch (kind) {
     case ASKEW_VIOLATION_THREAD:
-        return "a thread would run outside the seeded schedule; use "
-               "simulate(executor=\"inline\") or start threads before the run";
+        return "a thread would run outside the seeded schedule; run the work in "
+               "a task, or let askew run executor work inline "
+               "(simulate(executor=\"inline\"))";
     case ASKEW_VIOLATION_PROCESS:
         return "a child process is real concurrency with a real pid";
     case ASKEW_VIOLATION_SOCKET:
@@ -49,9 +65,32 @@ static const char *kind_hint(uint32_t kind)
     case ASKEW_VIOLATION_DEVRANDOM:
         return "reading the kernel's entropy bypasses the run's seed; use "
                "os.urandom or getrandom, which the run serves";
+    case ASKEW_VIOLATION_HANDOFF:
+        return "work handed to another thread runs outside the seeded schedule "
+               "and in real time (a thread pool, a queue consumer, Event.set); "
+               "run the work in a task, or let askew run executor work inline "
+               "(simulate(executor=\"inline\"))";
     default:
         return "refused by the preload";
     }
+}
+
+/* "symbol+0x1f" from the file's own symbol table (static functions
+ * included, which dladdr cannot name), or NULL: askew._preload.symbolize
+ * reads .symtab when the file still has one. */
+static PyObject *symtab_name(const char *path, uintptr_t offset)
+{
+    PyObject *mod = PyImport_ImportModule("askew._preload"); // new reference
+    PyObject *name = mod != NULL ? PyObject_CallMethod(mod, "symbolize", "sk", path,
+                                                       (unsigned long)offset)
+                                 : NULL;
+    Py_XDECREF(mod);
+    if (name == NULL || !PyUnicode_Check(name)) {
+        Py_XDECREF(name);
+        PyErr_Clear();
+        return NULL;
+    }
+    return name;
 }
 
 /* "0x7f...: libfoo.so(symbol+0x1f)" for each frame outside the preload. */
@@ -71,7 +110,14 @@ static PyObject *format_frames(const struct askew_violation *v)
                 continue;
             const char *file = info.dli_fname ? info.dli_fname : "?";
             const char *slash = strrchr(file, '/');
-            if (info.dli_sname != NULL)
+            PyObject *sym = symtab_name(file, pc - (uintptr_t)info.dli_fbase);
+            if (sym != NULL) {
+                snprintf(buf, sizeof(buf), "    #%u 0x%lx in %s (%s)", idx,
+                         (unsigned long)pc, slash ? slash + 1 : file,
+                         PyUnicode_AsUTF8(sym));
+                Py_DECREF(sym);
+                PyErr_Clear();
+            } else if (info.dli_sname != NULL)
                 snprintf(buf, sizeof(buf), "    #%u 0x%lx in %s (%s+0x%lx)", idx,
                          (unsigned long)pc, slash ? slash + 1 : file, info.dli_sname,
                          (unsigned long)(pc - (uintptr_t)info.dli_saddr));
@@ -153,17 +199,21 @@ int askew__preload_check(void)
 /* Runs in the main thread with the GIL, at the next bytecode boundary,
  * usually in the frame that made the refused call: it raises the refusal
  * there, so a caller that retries a refused call forever (a loop on frozen
- * time, queue.get(timeout=...)) still gets the error, and the note learns
- * the user's line. The same exception is raised again at the step's end if
- * the caller swallows it. */
+ * time, queue.get(timeout=...)) still gets the error. The same exception is
+ * raised again at the step's end if the caller swallows it. */
 static int pending_raise(void *arg)
 {
     (void)arg;
     atomic_store(&pending_call_scheduled, 0);
+    PyObject *exc = pending_exc; // the reference pending_exc held
+    pending_exc = NULL;
     if (api == NULL || askew__active == NULL ||
-        PyThread_get_thread_ident() != askew__active_thread)
+        PyThread_get_thread_ident() != askew__active_thread) {
+        Py_XDECREF(exc);
         return 0;
-    PyObject *exc = take_violations(/* where_known */ 1);
+    }
+    if (exc == NULL)
+        exc = take_violations(/* where_known */ 1);
     if (exc == NULL)
         return PyErr_Occurred() ? -1 : 0;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
@@ -171,14 +221,46 @@ static int pending_raise(void *arg)
     return -1;
 }
 
-/* Called from inside an interposer on the simulation thread, maybe without
- * the GIL: only atomics and Py_AddPendingCall, which CPython documents as
- * callable from any thread without the GIL (3.11 through 3.13: it takes its
- * own lock, not the GIL, and signals the main interpreter's eval breaker). */
+/* With the GIL: the refusals recorded so far become one exception, noted
+ * (task and user's line) while the refused call's Python caller is still
+ * the innermost frame; an exception already set is kept aside meanwhile. */
+static void note_now(void)
+{
+    if (api == NULL || askew__active == NULL ||
+        PyThread_get_thread_ident() != askew__active_thread)
+        return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *exc = take_violations(ASKEW_WHERE_C_CALL);
+    if (exc != NULL)
+        Py_XSETREF(pending_exc, exc);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+}
+
+/* Called from inside an interposer on the simulation thread. It takes the
+ * GIL if the caller had released it: the caller was about to take it back
+ * on return, and between the release and here it holds no lock of
+ * CPython's. Then the pending call: Py_AddPendingCall is callable from any
+ * thread, and raises at the next bytecode boundary. A process refusal gets
+ * none: fork's callers run os.register_at_fork hooks next, where an
+ * exception would only be printed and ignored; the step's end raises it. */
 static void on_violation(void *ctx)
 {
     (void)ctx;
     atomic_store_explicit(&askew__refusal_flag, 1, memory_order_relaxed);
+    uint32_t kind = 0;
+    uint64_t n = api != NULL ? api->violations() : 0;
+    struct askew_violation v;
+    if (n > 0 && api->violation_get(n - 1, &v) == 0)
+        kind = v.kind;
+    if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        note_now();
+        PyGILState_Release(gil);
+    }
+    if (kind == ASKEW_VIOLATION_PROCESS)
+        return;
     int expected = 0;
     if (atomic_compare_exchange_strong(&pending_call_scheduled, &expected, 1) &&
         Py_AddPendingCall(pending_raise, NULL) < 0)
@@ -186,10 +268,142 @@ static void on_violation(void *ctx)
                                                      still reports it */
 }
 
+/* Whether the simulation thread is inside an import: a frame of
+ * _call_with_frames_removed on its stack. Takes the GIL if the caller had
+ * released it (os.urandom does, around getrandom). */
+static int importing(void)
+{
+    if (import_code == NULL || !Py_IsInitialized() || _Py_IsFinalizing())
+        return 0;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int found = 0;
+    PyFrameObject *frame = (PyFrameObject *)Py_XNewRef(PyEval_GetFrame());
+    while (frame != NULL && !found) {
+        PyCodeObject *code = PyFrame_GetCode(frame); // new reference
+        found = (PyObject *)code == import_code;
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(frame); // new reference
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    PyGILState_Release(gil);
+    return found;
+}
+
+/* The preload's entropy hook: the import stream during an import, the
+ * run's entropy stream (and its trace record) otherwise. */
+static int preload_random(void *ctx, void *buf, size_t len)
+{
+    if (len > 0 && importing()) {
+        askew_rng_fill(&import_rng, buf, len);
+        return 0;
+    }
+    return askew__entropy_fill(ctx, buf, len);
+}
+
+/* The handoff hook: a lock release or a wait that would block on the
+ * simulation thread hands work to another thread when concurrent.futures'
+ * thread.py or _base.py is among the innermost Python frames (submit's put
+ * to the work queue and the idle-worker check before it; Future.result and
+ * futures.wait blocking). asyncio.to_thread and run_in_executor on a real
+ * executor come through the same. A hand-rolled Event or Queue between the
+ * run and a thread of the user's is let through, as docs/preload.md says.
+ * Every lock release of the run asks, so the check compares each frame's
+ * file with two cached objects (code objects of one module share their
+ * co_filename) and takes nothing without the GIL; only the rare blocking
+ * wait takes the GIL back if the caller had released it. The files are
+ * cached at enter: a pool made before the run means concurrent.futures
+ * was imported then, and a pool made inside the run cannot start threads. */
+static PyObject *executor_files[2]; /* thread.py, _base.py; NULL if unused */
+
+#define HANDOFF_DEPTH 4
+
+static int executor_on_stack(void)
+{
+    /* Making a frame object can fail; that must not leave an exception
+     * behind in whatever C code released the lock. */
+    const int had_error = PyErr_Occurred() != NULL;
+    int found = 0;
+    PyFrameObject *frame = (PyFrameObject *)Py_XNewRef(PyEval_GetFrame());
+    for (int depth = 0; frame != NULL && !found && depth < HANDOFF_DEPTH; depth++) {
+        PyCodeObject *code = PyFrame_GetCode(frame); // new reference
+        found = code->co_filename == executor_files[0] ||
+                code->co_filename == executor_files[1];
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(frame); // new reference
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    if (!had_error && PyErr_Occurred())
+        PyErr_Clear();
+    return found;
+}
+
+static int preload_handoff(void *ctx, int waiting)
+{
+    (void)ctx;
+    if (executor_files[0] == NULL || !Py_IsInitialized() || _Py_IsFinalizing())
+        return 0;
+    if (PyGILState_Check())
+        return executor_on_stack();
+    /* A post made without the GIL is C code's own: never wait for the GIL
+     * on one. */
+    if (!waiting)
+        return 0;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    const int found = executor_on_stack();
+    PyGILState_Release(gil);
+    return found;
+}
+
+/* co_filename of `module`.`cls`.`fn` if the module is imported, else NULL;
+ * new reference. */
+static PyObject *code_file(const char *module, const char *cls, const char *fn)
+{
+    PyObject *modules = PyImport_GetModuleDict();          // borrowed
+    PyObject *mod = PyDict_GetItemString(modules, module); // borrowed
+    PyObject *type = mod ? PyObject_GetAttrString(mod, cls) : NULL;
+    PyObject *func = type ? PyObject_GetAttrString(type, fn) : NULL;
+    PyObject *code = func ? PyObject_GetAttrString(func, "__code__") : NULL;
+    PyObject *file = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+    Py_XDECREF(type);
+    Py_XDECREF(func);
+    Py_XDECREF(code);
+    PyErr_Clear();
+    return file;
+}
+
+/* Seed the import stream from the run's entropy stream as it stands at
+ * enter (after the loop's reset), without drawing from it. */
+static void import_stream_setup(const struct askew_loop_state *loop)
+{
+    uint64_t seed = 0;
+    for (int i = 0; i < 4; i++)
+        seed = seed * 0x9E3779B97F4A7C15ull ^ loop->entropy.s[i];
+    askew_rng_seed(&import_rng, askew_seed_stream(seed, IMPORT_STREAM));
+    if (import_code != NULL)
+        return;
+    PyObject *bootstrap = PyImport_ImportModule("_frozen_importlib"); // new reference
+    PyObject *fn = bootstrap
+                       ? PyObject_GetAttrString(bootstrap, "_call_with_frames_removed")
+                       : NULL;
+    import_code = fn ? PyObject_GetAttrString(fn, "__code__") : NULL;
+    Py_XDECREF(bootstrap);
+    Py_XDECREF(fn);
+    PyErr_Clear(); /* without it, imports draw from the run's stream */
+}
+
 int askew__preload_enter(void *ctx)
 {
     askew__refusal_reset(); /* the slot is everybody's, preload or not */
     violations_seen = 0;
+    Py_CLEAR(pending_exc);
     if (api == NULL)
         return 0;
     if (!api_ok) {
@@ -199,13 +413,19 @@ int askew__preload_enter(void *ctx)
                      api_msg);
         return -1;
     }
+    import_stream_setup(ctx);
+    Py_XSETREF(executor_files[0],
+               code_file("concurrent.futures.thread", "ThreadPoolExecutor", "submit"));
+    Py_XSETREF(executor_files[1],
+               code_file("concurrent.futures._base", "Future", "result"));
     struct askew_preload_hooks hooks = {
         .size = sizeof(struct askew_preload_hooks),
         .ctx = ctx,
         .now = askew__clock_read,
-        .random = askew__entropy_fill,
+        .random = preload_random,
         .on_violation = on_violation,
         .sleep = askew__loop_consume_ns,
+        .handoff = preload_handoff,
     };
     int rc = api->enter(&hooks);
     if (rc < 0) {
@@ -223,6 +443,7 @@ void askew__preload_leave(void)
     /* A refusal noted after the last step's check (a run cut short by
      * KeyboardInterrupt, say) belongs to this run: the next starts clean. */
     askew__refusal_reset();
+    Py_CLEAR(pending_exc);
     if (api != NULL && api_ok)
         api->leave();
 }
@@ -236,10 +457,11 @@ static PyObject *preload_status(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 {
     /* A 1.0 preload works, but refuses every sleep: say which one is here. */
     return Py_BuildValue(
-        "{s:O,s:O,s:z,s:s,s:z,s:O}", "found", api_found ? Py_True : Py_False, "active",
-        api_ok ? Py_True : Py_False, "path", api_path[0] ? api_path : NULL, "self_test",
-        api_msg, "abi", api != NULL ? api_abi : NULL, "sleeps_cost_time",
-        api_ok && api->abi_minor >= 1 ? Py_True : Py_False);
+        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O}", "found", api_found ? Py_True : Py_False,
+        "active", api_ok ? Py_True : Py_False, "path", api_path[0] ? api_path : NULL,
+        "self_test", api_msg, "abi", api != NULL ? api_abi : NULL, "sleeps_cost_time",
+        api_ok && api->abi_minor >= 1 ? Py_True : Py_False, "refuses_handoffs",
+        api_ok && api->abi_minor >= 2 ? Py_True : Py_False);
 }
 
 static PyMethodDef preload_methods[] = {

@@ -86,6 +86,16 @@ static int is_library(PyObject *filename)
            strstr(f + strlen(stdlib_dir), "-packages/") == NULL;
 }
 
+static int is_askew(PyObject *filename)
+{
+    const char *f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+    if (f == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return strncmp(f, askew_dir, strlen(askew_dir)) == 0;
+}
+
 static PyObject *frame_text(PyFrameObject *frame)
 {
     PyCodeObject *code = PyFrame_GetCode(frame); // new reference
@@ -97,8 +107,11 @@ static PyObject *frame_text(PyFrameObject *frame)
 
 /* The innermost frame of this thread outside askew and the standard
  * library, as "file:line in function()"; the innermost frame when every
- * frame is library code; NULL when no Python frame runs. */
-static PyObject *user_line(void)
+ * frame is library code; NULL when no Python frame runs. `strict` (a C-level
+ * refusal noted from inside the refused call): NULL also when askew's own
+ * frames come first, as they do when the loop called a C callback itself,
+ * since the frames above them only show who started the run. */
+static PyObject *user_line(int strict)
 {
     PyFrameObject *innermost = PyEval_GetFrame(); // borrowed
     if (innermost == NULL || find_dirs() < 0)
@@ -107,7 +120,12 @@ static PyObject *user_line(void)
     while (frame != NULL) {
         PyCodeObject *code = PyFrame_GetCode(frame); // new reference
         const int library = is_library(code->co_filename);
+        const int own = strict && is_askew(code->co_filename);
         Py_DECREF(code);
+        if (own) {
+            Py_DECREF(frame);
+            return NULL;
+        }
         if (!library) {
             PyObject *text = frame_text(frame);
             Py_DECREF(frame);
@@ -193,7 +211,8 @@ static void append_message(PyObject *exc, PyObject *more)
 /* Name the task and the user's line, in the message and as the attributes
  * `task` and `where`, once per exception. where_known is 0 when no Python
  * frame ran since the refused call (a preload refusal seen at the step's
- * end): the frames then are the loop's, not the caller's. Returns the task
+ * end): the frames then are the loop's, not the caller's;
+ * ASKEW_WHERE_C_CALL when noted from inside the refused C call. Returns the task
  * (new reference) or NULL; never fails: a refusal without its task is
  * still a refusal. */
 static PyObject *annotate(PyObject *exc, int where_known)
@@ -206,7 +225,8 @@ static PyObject *annotate(PyObject *exc, int where_known)
         return NULL;
     PyObject *task;
     PyObject *who = task_text(&task);
-    PyObject *where = where_known ? user_line() : NULL;
+    PyObject *where =
+        where_known ? user_line(/* strict */ where_known == ASKEW_WHERE_C_CALL) : NULL;
     PyErr_Clear();
     PyObject *more =
         where != NULL
@@ -293,17 +313,20 @@ int askew__refusal_note(PyObject *exc)
     return rc;
 }
 
-/* Whether the task let the refusal escape (it failed with this very
- * exception) or caught it. Asking a failed task for its exception also
- * marks it retrieved: the run's failure reports it, asyncio need not. */
+/* Whether the task caught the refusal: it is still running or it returned.
+ * A task that failed, with this exception or with the OSError the refused
+ * C call turned into, did not catch it. Asking a failed task for its
+ * exception also marks it retrieved: the run's failure reports it, asyncio
+ * need not. */
 static int was_caught(PyObject *task, PyObject *exc)
 {
+    (void)exc;
     PyObject *done = PyObject_CallMethod(task, "done", NULL); // new reference
     PyObject *cancelled =
         done == Py_True ? PyObject_CallMethod(task, "cancelled", NULL) : NULL;
     PyObject *failed =
         cancelled == Py_False ? PyObject_CallMethod(task, "exception", NULL) : NULL;
-    const int caught = failed != exc;
+    const int caught = done == Py_False || failed == Py_None;
     Py_XDECREF(done);
     Py_XDECREF(cancelled);
     Py_XDECREF(failed);

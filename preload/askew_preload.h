@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define ASKEW_PRELOAD_ABI_MAJOR 1u
-#define ASKEW_PRELOAD_ABI_MINOR 1u
+#define ASKEW_PRELOAD_ABI_MINOR 2u
 #define ASKEW_PRELOAD_GET_API   "askew_preload_get_api"
 
 /* Virtual time at the Unix epoch offset below: 2020-01-01T00:00:00Z. The
@@ -51,15 +51,25 @@ struct askew_preload_hooks {
      * the run's time budget); the preload then refuses and records the
      * sleep, which is what it does with every sleep when this is NULL. */
     int (*sleep)(void *ctx, int64_t ns);
+    /* Since ABI 1.2. The simulation thread releases a semaphore (sem_post,
+     * which may wake another thread) or is about to wait for another thread
+     * (a sem_wait that would block): 1 when that hands work to another
+     * thread and must be refused, 0 when it may go on unrecorded. Called on
+     * every sem_post inside a run (after the post: the semaphore is never
+     * held while the hook runs), so it must be cheap. `waiting` is 1 for
+     * the sem_wait; then it may take the GIL. When NULL, no handoff is ever
+     * recorded. */
+    int (*handoff)(void *ctx, int waiting);
 };
 
 enum askew_violation_kind {
-    ASKEW_VIOLATION_THREAD = 1,   /* pthread_create */
-    ASKEW_VIOLATION_PROCESS = 2,  /* fork, vfork, posix_spawn, exec* */
-    ASKEW_VIOLATION_SOCKET = 3,   /* socket, connect, bind on real families */
-    ASKEW_VIOLATION_DNS = 4,      /* getaddrinfo of a real name */
-    ASKEW_VIOLATION_SLEEP = 5,    /* timed waits, poll; sleeps the hook cannot take */
-    ASKEW_VIOLATION_DEVRANDOM = 6 /* opening /dev/urandom or /dev/random */
+    ASKEW_VIOLATION_THREAD = 1,    /* pthread_create */
+    ASKEW_VIOLATION_PROCESS = 2,   /* fork, vfork, posix_spawn, exec* */
+    ASKEW_VIOLATION_SOCKET = 3,    /* socket, connect, bind on real families */
+    ASKEW_VIOLATION_DNS = 4,       /* getaddrinfo of a real name */
+    ASKEW_VIOLATION_SLEEP = 5,     /* timed waits, poll; sleeps the hook cannot take */
+    ASKEW_VIOLATION_DEVRANDOM = 6, /* opening /dev/urandom or /dev/random */
+    ASKEW_VIOLATION_HANDOFF = 7 /* work handed to another thread (sem_post, sem_wait) */
 };
 
 #define ASKEW_VIOLATION_FRAMES 8

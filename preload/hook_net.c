@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The network: socket, connect, bind and name lookup (getaddrinfo,
- * gethostbyname, gethostbyname2, gethostbyname_r). Inside a run anything
- * but AF_UNIX is refused with EACCES and recorded; name lookups pass for
+ * gethostbyname, gethostbyname2, gethostbyname_r) and reverse lookup
+ * (gethostbyaddr, gethostbyaddr_r, getnameinfo). Inside a run anything but
+ * AF_UNIX is refused with EACCES and recorded; name lookups pass for
  * numeric addresses, a NULL host and "localhost", which need no resolver,
- * and are refused for every other name. Outside a run all of it is libc's,
+ * and are refused for every other name; a reverse lookup passes only when
+ * it asks for the numeric form (NI_NUMERICHOST) or no host at all. I/O on
+ * sockets made before the run is hook_sockio.c's. Outside a run all of it is libc's,
  * and this file never opens, reads or resolves anything itself. */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -159,4 +162,74 @@ ASKEW_EXPORT int gethostbyname_r(const char *restrict name,
     if (h_errnop != NULL)
         *h_errnop = NO_RECOVERY;
     return EACCES;
+}
+
+/* Reverse lookups: the answer for an address comes from /etc/hosts or a
+ * DNS server, both outside the run (socket.getfqdn(ip) and
+ * socket.gethostbyaddr reach these). Even loopback is refused: many hosts
+ * map 127.0.1.1 to their own name. */
+ASKEW_EXPORT struct hostent *gethostbyaddr(const void *addr, socklen_t len, int type)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        struct hostent *(*real)(const void *, socklen_t, int) = REAL(gethostbyaddr);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(addr, len, type);
+        h_errno = TRY_AGAIN;
+        return NULL;
+    }
+    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyaddr", type, 0,
+                  __builtin_return_address(0));
+    h_errno = NO_RECOVERY;
+    return NULL;
+}
+
+ASKEW_EXPORT int gethostbyaddr_r(const void *restrict addr, socklen_t len, int type,
+                                 struct hostent *restrict ret, char *restrict buf,
+                                 size_t buflen, struct hostent **restrict result,
+                                 int *restrict h_errnop)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        __typeof__(&gethostbyaddr_r) real = REAL(gethostbyaddr_r);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(addr, len, type, ret, buf, buflen, result, h_errnop);
+        return EAGAIN;
+    }
+    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyaddr_r", type, 0,
+                  __builtin_return_address(0));
+    if (result != NULL)
+        *result = NULL;
+    if (h_errnop != NULL)
+        *h_errnop = NO_RECOVERY;
+    return EACCES;
+}
+
+/* getnameinfo needs nobody when the host is not asked for, is asked for in
+ * numeric form, or the address is AF_UNIX (its "name" is its path). A
+ * service name comes from /etc/services without a resolver and passes. */
+static int nameinfo_is_local(const struct sockaddr *sa, socklen_t salen, char *host,
+                             socklen_t hostlen, int flags)
+{
+    if (host == NULL || hostlen == 0 || (flags & NI_NUMERICHOST) != 0)
+        return 1;
+    return sa != NULL && salen >= (socklen_t)sizeof(sa_family_t) &&
+           sa->sa_family == AF_UNIX;
+}
+
+ASKEW_EXPORT int getnameinfo(const struct sockaddr *restrict sa, socklen_t salen,
+                             char *restrict host, socklen_t hostlen,
+                             char *restrict serv, socklen_t servlen, int flags)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || nameinfo_is_local(sa, salen, host, hostlen, flags)) {
+        __typeof__(&getnameinfo) real = REAL(getnameinfo);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(sa, salen, host, hostlen, serv, servlen, flags);
+        return EAI_AGAIN;
+    }
+    askew__refuse(h, ASKEW_VIOLATION_DNS, "getnameinfo", flags, 0,
+                  __builtin_return_address(0));
+    errno = EACCES; /* EAI_SYSTEM: CPython raises PermissionError */
+    return EAI_SYSTEM;
 }

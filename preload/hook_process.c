@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Processes: fork, vfork, posix_spawn(p), the exec family, system and
- * popen. Inside a run each is refused (-1 with EAGAIN, the spawn error
- * code, or NULL) and recorded, because a child is real concurrency and a
- * real pid. Outside a run they forward to libc, except vfork, which must
- * become fork: a C wrapper cannot vfork safely, as the child would return
- * through the wrapper's frame on the parent's shared stack. */
+/* Processes: fork, _Fork, vfork, forkpty, daemon, posix_spawn(p), the exec
+ * family, system and popen. Inside a run each is refused (-1 with EAGAIN,
+ * the spawn error code, or NULL) and recorded, because a child is real
+ * concurrency and a real pid. Outside a run they forward to libc. vfork is
+ * a jump, not a call: a C wrapper cannot vfork safely (the child would
+ * return through the wrapper's frame on the parent's shared stack), so a
+ * few lines of assembly ask a C function where to go and jump there with
+ * the caller's own stack and return address. */
+#include <pty.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +45,117 @@ ASKEW_EXPORT pid_t fork(void)
 }
 ASKEW_SELF(fork);
 
+/* glibc >= 2.34 declares it; older headers do not. */
+pid_t _Fork(void);
+
+ASKEW_EXPORT pid_t _Fork(void)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        pid_t (*real)(void) = REAL(_Fork);
+        if (ASKEW_LIKELY(real != NULL))
+            return real();
+        return real_fork();
+    }
+    REFUSE(h, "_Fork", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+/* glibc forks inside forkpty and daemon through its own internal fork,
+ * which the fork interposer never sees (os.forkpty, pty.fork). */
+ASKEW_EXPORT int forkpty(int *amaster, char *name, const struct termios *termp,
+                         const struct winsize *winp)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        __typeof__(&forkpty) real = REAL(forkpty);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(amaster, name, termp, winp);
+        errno = ENOSYS;
+        return -1;
+    }
+    REFUSE(h, "forkpty", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int daemon(int nochdir, int noclose)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        int (*real)(int, int) = REAL(daemon);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(nochdir, noclose);
+        errno = EAGAIN;
+        return -1;
+    }
+    REFUSE(h, "daemon", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+/* What vfork jumps to, called as if by vfork's own caller. */
+__attribute__((used)) static pid_t vfork_refused(void)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (h != NULL)
+        REFUSE(h, "vfork", 0);
+    errno = EAGAIN;
+    return -1;
+}
+
+__attribute__((used)) static pid_t vfork_as_fork(void)
+{
+    return real_fork();
+}
+
+/* Where vfork goes: libc's vfork outside a run (real vfork, no page-table
+ * copy, which is what makes subprocess fast from a large process), the
+ * refusal inside one. Called from the stub below with nothing of the
+ * caller's on the stack but its return address, so it may not touch the
+ * argument registers vfork does not have anyway. */
+__attribute__((used)) static void *vfork_target(void)
+{
+    if (ASKEW_UNLIKELY(askew__t_hooks != NULL))
+        return (void *)&vfork_refused;
+    void *real = askew__real(FN_vfork);
+    return real != NULL ? real : (void *)&vfork_as_fork;
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        "vfork:\n"
+        "    .cfi_startproc\n"
+        "    subq $8, %rsp\n" /* align the stack for the call */
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    call vfork_target\n"
+        "    addq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    jmp *%rax\n" /* the caller's return address is on top again */
+        "    .cfi_endproc\n"
+        ".size vfork, .-vfork\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, %function\n"
+        "vfork:\n"
+        "    .cfi_startproc\n"
+        "    stp x29, x30, [sp, #-16]!\n"
+        "    .cfi_def_cfa_offset 16\n"
+        "    .cfi_offset 29, -16\n"
+        "    .cfi_offset 30, -8\n"
+        "    mov x29, sp\n"
+        "    bl vfork_target\n"
+        "    ldp x29, x30, [sp], #16\n"
+        "    .cfi_def_cfa_offset 0\n"
+        "    br x0\n" /* x30 is the caller's return address again */
+        "    .cfi_endproc\n"
+        ".size vfork, .-vfork\n");
+#else
+/* No stub for this architecture: vfork becomes fork outside a run. */
 ASKEW_EXPORT pid_t vfork(void)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
@@ -51,6 +165,7 @@ ASKEW_EXPORT pid_t vfork(void)
     errno = EAGAIN;
     return -1;
 }
+#endif
 
 ASKEW_EXPORT int posix_spawn(pid_t *restrict pid, const char *restrict path,
                              const posix_spawn_file_actions_t *fa,

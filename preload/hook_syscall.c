@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* syscall(2), the door CPython's os.getrandom, OpenSSL and Rust crates use
  * past the libc wrappers. Inside a run the numbers askew models (time,
- * getrandom, sleeps, process and thread creation, socket, connect, bind)
- * go to the same policy as their wrappers; everything else, and every call
- * outside a run, is forwarded with six long arguments, which is how every
- * Linux syscall takes its arguments on the architectures we build for. */
+ * getrandom, sleeps, process and thread creation, socket, connect, bind,
+ * I/O on sockets) go to the same policy as their wrappers; everything else,
+ * and every call outside a run, is forwarded with six long arguments, which
+ * is how every Linux syscall takes its arguments on the architectures we
+ * build for. */
 #include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -105,6 +106,23 @@ static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long
                       nr == SYS_connect ? "syscall(SYS_connect)" : "syscall(SYS_bind)",
                       a[0], sa != NULL ? sa->sa_family : -1, EACCES, ret);
     }
+    case SYS_read:
+    case SYS_write:
+    case SYS_readv:
+    case SYS_writev:
+    case SYS_sendto:
+    case SYS_recvfrom:
+    case SYS_sendmsg:
+    case SYS_recvmsg:
+    case SYS_sendmmsg:
+    case SYS_recvmmsg:
+    case SYS_accept:
+    case SYS_accept4:
+        /* I/O on a socket made before the run: see hook_sockio.c. */
+        if (!askew__sim_fd_refused((int)a[0]))
+            break;
+        return refuse(h, ASKEW_VIOLATION_SOCKET, "syscall(socket I/O)", a[0], nr,
+                      EACCES, ret);
     default:
         break;
     }

@@ -65,6 +65,9 @@ enum askew_fn {
     FN_getentropy,
     FN_syscall,
     FN_pthread_create,
+    FN_sem_post,
+    FN_sem_wait,
+    FN_sem_trywait,
     FN_fork,
     FN_posix_spawn,
     FN_posix_spawnp,
@@ -82,6 +85,27 @@ enum askew_fn {
     FN_gethostbyname,
     FN_gethostbyname2,
     FN_gethostbyname_r,
+    FN_gethostbyaddr,
+    FN_gethostbyaddr_r,
+    FN_getnameinfo,
+    FN_send,
+    FN_recv,
+    FN_sendto,
+    FN_recvfrom,
+    FN_sendmsg,
+    FN_recvmsg,
+    FN_sendmmsg,
+    FN_recvmmsg,
+    FN_read,
+    FN_write,
+    FN_readv,
+    FN_writev,
+    FN_accept,
+    FN_accept4,
+    FN___read_chk,
+    FN___recv_chk,
+    FN___recvfrom_chk,
+    FN_daemon,
     FN_nanosleep,
     FN_clock_nanosleep,
     FN_usleep,
@@ -110,6 +134,9 @@ enum askew_fn {
     FN_arc4random = FN_FIRST_OPTIONAL,
     FN_arc4random_buf,
     FN_arc4random_uniform,
+    FN_forkpty, /* in libutil before glibc 2.34 */
+    FN__Fork,   /* glibc 2.34 */
+    FN_vfork,
     FN_COUNT
 };
 
@@ -148,6 +175,9 @@ int askew__hook_now(const struct askew_preload_hooks *h, int realtime,
                     struct timespec *out) ASKEW_HIDDEN;
 int askew__hook_random(const struct askew_preload_hooks *h, void *buf,
                        size_t len) ASKEW_HIDDEN;
+/* 1 when the extension says a wake-up or wait is a handoff to refuse; 0
+ * without a handoff hook (a table from before ABI 1.2). */
+int askew__hook_handoff(const struct askew_preload_hooks *h, int waiting) ASKEW_HIDDEN;
 /* -ENOSYS when the extension gave no sleep hook (a table from ABI 1.0). */
 int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns) ASKEW_HIDDEN;
 
@@ -168,6 +198,9 @@ int askew__sim_sleep(const struct askew_preload_hooks *h, clockid_t clock, int f
                      void *ret) ASKEW_HIDDEN;
 /* 1 when the socket family is refused inside a simulation. */
 int askew__sim_family_refused(int family) ASKEW_HIDDEN;
+/* 1 when fd is a socket of a refused family (one made before the run, say):
+ * I/O on it inside a simulation would reach the real network. */
+int askew__sim_fd_refused(int fd) ASKEW_HIDDEN;
 
 /* Debug output under ASKEW_DEBUG only, to fd 2 with an "askew-preload: "
  * prefix; a no-op otherwise. No stdio, no malloc. */

@@ -59,6 +59,9 @@ static const char *const fn_names[FN_COUNT] = {
     [FN_getentropy] = "getentropy",
     [FN_syscall] = "syscall",
     [FN_pthread_create] = "pthread_create",
+    [FN_sem_post] = "sem_post",
+    [FN_sem_wait] = "sem_wait",
+    [FN_sem_trywait] = "sem_trywait",
     [FN_fork] = "fork",
     [FN_posix_spawn] = "posix_spawn",
     [FN_posix_spawnp] = "posix_spawnp",
@@ -76,6 +79,27 @@ static const char *const fn_names[FN_COUNT] = {
     [FN_gethostbyname] = "gethostbyname",
     [FN_gethostbyname2] = "gethostbyname2",
     [FN_gethostbyname_r] = "gethostbyname_r",
+    [FN_gethostbyaddr] = "gethostbyaddr",
+    [FN_gethostbyaddr_r] = "gethostbyaddr_r",
+    [FN_getnameinfo] = "getnameinfo",
+    [FN_send] = "send",
+    [FN_recv] = "recv",
+    [FN_sendto] = "sendto",
+    [FN_recvfrom] = "recvfrom",
+    [FN_sendmsg] = "sendmsg",
+    [FN_recvmsg] = "recvmsg",
+    [FN_sendmmsg] = "sendmmsg",
+    [FN_recvmmsg] = "recvmmsg",
+    [FN_read] = "read",
+    [FN_write] = "write",
+    [FN_readv] = "readv",
+    [FN_writev] = "writev",
+    [FN_accept] = "accept",
+    [FN_accept4] = "accept4",
+    [FN___read_chk] = "__read_chk",
+    [FN___recv_chk] = "__recv_chk",
+    [FN___recvfrom_chk] = "__recvfrom_chk",
+    [FN_daemon] = "daemon",
     [FN_nanosleep] = "nanosleep",
     [FN_clock_nanosleep] = "clock_nanosleep",
     [FN_usleep] = "usleep",
@@ -101,6 +125,9 @@ static const char *const fn_names[FN_COUNT] = {
     [FN_arc4random] = "arc4random",
     [FN_arc4random_buf] = "arc4random_buf",
     [FN_arc4random_uniform] = "arc4random_uniform",
+    [FN_forkpty] = "forkpty",
+    [FN__Fork] = "_Fork",
+    [FN_vfork] = "vfork",
 };
 
 long askew__raw_syscall(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
@@ -200,6 +227,16 @@ int askew__hook_random(const struct askew_preload_hooks *h, void *buf, size_t le
 {
     askew__t_hooks = NULL;
     int rc = h->random(h->ctx, buf, len);
+    askew__t_hooks = h;
+    return rc;
+}
+
+int askew__hook_handoff(const struct askew_preload_hooks *h, int waiting)
+{
+    if (h->handoff == NULL)
+        return 0;
+    askew__t_hooks = NULL;
+    int rc = h->handoff(h->ctx, waiting);
     askew__t_hooks = h;
     return rc;
 }
@@ -358,6 +395,8 @@ SELF_DECL(getaddrinfo);
 SELF_DECL(nanosleep);
 SELF_DECL(clock_nanosleep);
 SELF_DECL(open);
+SELF_DECL(read);
+SELF_DECL(send);
 
 static const struct {
     const char *name;
@@ -368,7 +407,7 @@ static const struct {
     SELF(getrandom),      SELF(getentropy),   SELF(syscall),
     SELF(pthread_create), SELF(fork),         SELF(socket),
     SELF(getaddrinfo),    SELF(nanosleep),    SELF(clock_nanosleep),
-    SELF(open),
+    SELF(open),           SELF(read),         SELF(send),
 #undef SELF
 };
 

@@ -357,3 +357,31 @@ def test_askew_exec_wrap_options_reach_the_wrapped_tests() -> None:
         "ASKEW_SEED=7 pytest --askew-wrap --askew-cpu=0.0,1e-05 --askew-max-steps=5000 "
         "--askew-executor=refuse test_threads.py::test_blocking_work_in_to_thread"
     ) in proc.stdout
+
+
+def test_the_launcher_imports_neither_asyncio_nor_the_extension() -> None:
+    # askew-exec's start-up is paid by every command it runs: a plain
+    # `askew-exec pytest` must not import asyncio, askew._core, askew's
+    # config (dataclasses, inspect), subprocess or typing.
+    code = textwrap.dedent(
+        """
+        import sys
+        from askew._cli import child_environ, parse_args
+        settings, check, command = parse_args(["pytest", "-q"])
+        env = child_environ(settings, {})
+        heavy = {"asyncio", "askew._core", "askew._config", "subprocess", "typing"}
+        print(sorted(heavy & set(sys.modules)), command, "LD_PRELOAD" in env)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, check=True
+    ).stdout
+    assert out.strip() == "[] ['pytest', '-q'] True"
+
+
+def test_the_public_names_are_there_on_first_use() -> None:
+    code = "import askew; print(askew.simulate.__name__, askew.NondeterminismError.__name__)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, check=True
+    ).stdout
+    assert out.split() == ["simulate", "NondeterminismError"]

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pty.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <spawn.h>
@@ -28,6 +29,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/times.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -531,6 +533,201 @@ START_TEST(test_sim_getaddrinfo_passes_literals_and_localhost_only)
 }
 END_TEST
 
+START_TEST(test_sim_io_on_a_socket_made_before_the_run_is_refused)
+{
+    /* A UDP pair bound to loopback before the run, as a pool would keep. */
+    int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
+    ck_assert_int_ge(a, 0);
+    ck_assert_int_ge(b, 0);
+    struct sockaddr_in in = {.sin_family = AF_INET};
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(in);
+    ck_assert_int_eq(bind(a, (struct sockaddr *)&in, sizeof(in)), 0);
+    ck_assert_int_eq(getsockname(a, (struct sockaddr *)&in, &len), 0);
+    ck_assert_int_eq(connect(b, (struct sockaddr *)&in, sizeof(in)), 0);
+    int pair[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+    char c = 'x';
+    struct iovec iov = {.iov_base = &c, .iov_len = 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    enter();
+    errno = 0;
+    ck_assert_int_eq(send(b, &c, 1, 0), -1);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_int_eq(sendto(b, &c, 1, 0, (struct sockaddr *)&in, sizeof(in)), -1);
+    ck_assert_int_eq(sendmsg(b, &msg, 0), -1);
+    ck_assert_int_eq(write(b, &c, 1), -1);
+    ck_assert_int_eq(writev(b, &iov, 1), -1);
+    ck_assert_int_eq(recv(a, &c, 1, MSG_DONTWAIT), -1);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_int_eq(recvfrom(a, &c, 1, MSG_DONTWAIT, NULL, NULL), -1);
+    ck_assert_int_eq(recvmsg(a, &msg, MSG_DONTWAIT), -1);
+    ck_assert_int_eq(read(a, &c, 1), -1);
+    ck_assert_int_eq(readv(a, &iov, 1), -1);
+    ck_assert_int_eq(accept(a, NULL, NULL), -1);
+    ck_assert_int_eq(syscall(SYS_sendto, b, &c, 1, 0, 0, 0), -1);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_int_eq(api->violations(), 12);
+    ck_assert_str_eq(last_call(), "syscall(socket I/O)");
+    /* AF_UNIX, files and bad fds are not the network: libc's answers. */
+    ck_assert_int_eq(write(pair[0], &c, 1), 1);
+    ck_assert_int_eq(read(pair[1], &c, 1), 1);
+    ck_assert_int_eq(write(-1, &c, 1), -1);
+    ck_assert_int_eq(errno, EBADF);
+    int devnull = open("/dev/null", O_WRONLY);
+    ck_assert_int_eq(write(devnull, &c, 1), 1);
+    ck_assert_int_eq(api->violations(), 12);
+    api->leave(); /* before Check reads its clock for the duration */
+    /* Nothing was sent: the datagram queue of a is still empty. */
+    ck_assert_int_eq(recv(a, &c, 1, MSG_DONTWAIT), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    ck_assert_int_eq(send(b, &c, 1, 0), 1);
+    ck_assert_int_eq(recv(a, &c, 1, 0), 1);
+}
+END_TEST
+
+START_TEST(test_sim_reverse_lookups_are_refused_unless_numeric)
+{
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(80)};
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    char host[256], serv[32];
+    struct hostent he, sentinel, *result = &sentinel;
+    char buf[1024];
+    int herr = 0;
+    enter();
+    ck_assert_int_eq(getnameinfo((struct sockaddr *)&in, sizeof(in), host, sizeof(host),
+                                 serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV),
+                     0);
+    ck_assert_str_eq(host, "127.0.0.1");
+    ck_assert_int_eq(getnameinfo((struct sockaddr *)&in, sizeof(in), NULL, 0, serv,
+                                 sizeof(serv), NI_NUMERICSERV),
+                     0);
+    ck_assert_int_eq(api->violations(), 0);
+    errno = 0;
+    ck_assert_int_eq(
+        getnameinfo((struct sockaddr *)&in, sizeof(in), host, sizeof(host), NULL, 0, 0),
+        EAI_SYSTEM);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_ptr_null(gethostbyaddr(&in.sin_addr, sizeof(in.sin_addr), AF_INET));
+    ck_assert_int_eq(h_errno, NO_RECOVERY);
+    ck_assert_int_ne(gethostbyaddr_r(&in.sin_addr, sizeof(in.sin_addr), AF_INET, &he,
+                                     buf, sizeof(buf), &result, &herr),
+                     0);
+    ck_assert_ptr_null(result);
+    ck_assert_int_eq(herr, NO_RECOVERY);
+    ck_assert_int_eq(api->violations(), 3);
+    ck_assert_str_eq(last_call(), "gethostbyaddr_r");
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_forkpty_daemon_and_fork_underscore_are_refused)
+{
+    int master = -1;
+    enter();
+    errno = 0;
+    ck_assert_int_eq(forkpty(&master, NULL, NULL, NULL), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    ck_assert_int_eq(master, -1);
+    ck_assert_int_eq(daemon(1, 1), -1);
+    ck_assert_int_eq(api->violations(), 2);
+    ck_assert_str_eq(last_call(), "daemon");
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+static volatile int vfork_child_wrote;
+
+START_TEST(test_vfork_outside_a_run_is_a_real_vfork)
+{
+    /* Under vfork the child borrows the parent's memory until it exits, so
+     * its write is the parent's; a fork child's write would be its own. */
+    vfork_child_wrote = 0;
+    pid_t pid = vfork();
+    if (pid == 0) {
+        vfork_child_wrote = 1;
+        _exit(0);
+    }
+    ck_assert_int_gt(pid, 0);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(vfork_child_wrote, 1);
+    /* posix_spawn, which CPython's subprocess also uses, still works. */
+    char *argv[] = {"true", NULL};
+    ck_assert_int_eq(posix_spawnp(&pid, "true", NULL, NULL, argv, environ), 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+START_TEST(test_vfork_inside_a_run_is_refused_and_names_its_caller)
+{
+    enter();
+    errno = 0;
+    ck_assert_int_eq(vfork(), -1);
+    ck_assert_int_eq(errno, EAGAIN);
+    struct askew_violation v;
+    ck_assert_int_eq(api->violation_get(0, &v), 0);
+    ck_assert_str_eq(v.call, "vfork");
+    api->leave(); /* before Check reads its clock for the duration */
+    /* The jump keeps the caller's return address: this test's own code. */
+    uintptr_t self =
+        (uintptr_t)&test_vfork_inside_a_run_is_refused_and_names_its_caller_fn;
+    ck_assert_uint_gt(v.frames[0], self);
+    ck_assert_uint_lt(v.frames[0], self + 4096);
+}
+END_TEST
+
+static int handoff_answer;
+static int handoff_waits; /* how many of the hook's calls were waits */
+
+static int test_handoff(void *ctx, int waiting)
+{
+    (void)ctx;
+    handoff_waits += waiting;
+    return handoff_answer;
+}
+
+static void *post_later(void *arg)
+{
+    sem_post(arg);
+    return NULL;
+}
+
+START_TEST(test_sim_a_handoff_the_hook_names_is_recorded_and_still_happens)
+{
+    struct askew_preload_hooks h = sleep_hooks;
+    h.handoff = test_handoff;
+    sem_t sem;
+    sem_init(&sem, 0, 0);
+    ck_assert_int_eq(api->enter(&h), 0);
+    handoff_answer = 0;
+    ck_assert_int_eq(sem_post(&sem), 0); /* the hook says no: not recorded */
+    ck_assert_int_eq(sem_wait(&sem), 0); /* free: the hook is not even asked */
+    ck_assert_int_eq(api->violations(), 0);
+    ck_assert_int_eq(handoff_waits, 0);
+    handoff_answer = 1;
+    ck_assert_int_eq(sem_post(&sem), 0);
+    ck_assert_int_eq(api->violations(), 1);
+    ck_assert_str_eq(last_call(), "sem_post");
+    ck_assert_int_eq(sem_wait(&sem), 0); /* posted all the same */
+    api->leave();
+    /* A wait that only another thread can end: recorded, then it waits. */
+    pthread_t t;
+    ck_assert_int_eq(api->enter(&h), 0);
+    api->leave();
+    ck_assert_int_eq(pthread_create(&t, NULL, post_later, &sem), 0);
+    ck_assert_int_eq(api->enter(&h), 0);
+    ck_assert_int_eq(sem_wait(&sem), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+    pthread_join(t, NULL);
+    /* The post may have come first (then the wait did not block). */
+    ck_assert_int_le(api->violations(), 1);
+    ck_assert_int_eq(handoff_waits, (int)api->violations());
+}
+END_TEST
+
 /* ---- blocking calls return at once, sleeps cost virtual time ------------------- */
 
 START_TEST(test_sim_sleeps_without_a_sleep_hook_return_at_once_and_are_recorded)
@@ -937,6 +1134,12 @@ static Suite *preload_suite(void)
     tcase_add_test(tc, test_sim_processes_are_refused);
     tcase_add_test(tc, test_sim_network_families_are_refused_and_unix_is_allowed);
     tcase_add_test(tc, test_sim_getaddrinfo_passes_literals_and_localhost_only);
+    tcase_add_test(tc, test_sim_io_on_a_socket_made_before_the_run_is_refused);
+    tcase_add_test(tc, test_sim_reverse_lookups_are_refused_unless_numeric);
+    tcase_add_test(tc, test_sim_forkpty_daemon_and_fork_underscore_are_refused);
+    tcase_add_test(tc, test_vfork_outside_a_run_is_a_real_vfork);
+    tcase_add_test(tc, test_sim_a_handoff_the_hook_names_is_recorded_and_still_happens);
+    tcase_add_test(tc, test_vfork_inside_a_run_is_refused_and_names_its_caller);
     tcase_add_test(
         tc, test_sim_sleeps_without_a_sleep_hook_return_at_once_and_are_recorded);
     tcase_add_test(tc, test_sim_sleeps_cost_virtual_time_through_the_sleep_hook);

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Library PRNGs that keep their own state: OpenSSL's RAND_bytes,
+ * RAND_priv_bytes and their _ex forms, and SQLite's sqlite3_randomness
+ * (random(), randomblob(), temporary names). OpenSSL mixes the pid, the
+ * thread's address and the time into its DRBG, and SQLite seeds once per
+ * process, so neither replays even when first used inside a run. Inside a
+ * run every byte comes from the run's entropy stream instead; outside it
+ * each call goes to the library's own function. Both libraries call these
+ * through their PLT, so their internal draws (key generation, handshakes,
+ * SQL random()) come here too. A copy linked statically into another
+ * object (cryptography's wheels, a vendored SQLite) is not seen. */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Not in the FN_ table: these libraries usually arrive with a dlopen'ed
+ * extension module (RTLD_LOCAL), outside the global scope that
+ * dlsym(RTLD_NEXT) searches. The real function is found from the caller's
+ * own object instead (the module, or the library itself for its internal
+ * calls), whose dependency tree holds the library; the preload is in
+ * nobody's. */
+enum rand_fn {
+    R_RAND_bytes,
+    R_RAND_priv_bytes,
+    R_RAND_bytes_ex,
+    R_RAND_priv_bytes_ex,
+    R_sqlite3_randomness,
+    R_COUNT
+};
+
+static const char *const rand_names[R_COUNT] = {
+    [R_RAND_bytes] = "RAND_bytes",
+    [R_RAND_priv_bytes] = "RAND_priv_bytes",
+    [R_RAND_bytes_ex] = "RAND_bytes_ex",
+    [R_RAND_priv_bytes_ex] = "RAND_priv_bytes_ex",
+    [R_sqlite3_randomness] = "sqlite3_randomness",
+};
+
+/* Which library a caller reaches depends on the caller: a wheel may bundle
+ * its own libcrypto beside the system's, and an OSSL_LIB_CTX of one must
+ * never reach the other. So the real function is remembered per calling
+ * object (its load address), in a small table; past it, looked up anew
+ * each time. Resolution runs once per object and function and may
+ * allocate, as dlsym does; the table is never freed. */
+#define RAND_CACHE 32
+static struct {
+    _Atomic(uintptr_t) base; /* the caller's object; 0 while unused */
+    _Atomic(void *) real;
+} rand_cache[R_COUNT][RAND_CACHE];
+
+static void *lookup(enum rand_fn fn, const Dl_info *info)
+{
+    void *p = NULL;
+    void *handle = dlopen(info->dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle != NULL) {
+        p = dlsym(handle, rand_names[fn]);
+        dlclose(handle);
+    }
+    return p != NULL ? p : dlsym(RTLD_NEXT, rand_names[fn]);
+}
+
+static void *real_for(enum rand_fn fn, void *caller)
+{
+    int saved = errno;
+    void *p = NULL;
+    Dl_info info;
+    if (dladdr(caller, &info) == 0 || info.dli_fname == NULL) {
+        p = dlsym(RTLD_NEXT, rand_names[fn]);
+        errno = saved;
+        return p;
+    }
+    const uintptr_t base = (uintptr_t)info.dli_fbase;
+    for (int i = 0; i < RAND_CACHE; i++) {
+        uintptr_t b =
+            atomic_load_explicit(&rand_cache[fn][i].base, memory_order_acquire);
+        if (b == base && (p = atomic_load_explicit(&rand_cache[fn][i].real,
+                                                   memory_order_relaxed)) != NULL) {
+            errno = saved;
+            return p;
+        }
+        if (b != 0)
+            continue;
+        p = lookup(fn, &info);
+        uintptr_t expected = 0;
+        if (p != NULL &&
+            atomic_compare_exchange_strong(&rand_cache[fn][i].base, &expected, base))
+            atomic_store_explicit(&rand_cache[fn][i].real, p, memory_order_relaxed);
+        errno = saved;
+        return p;
+    }
+    p = lookup(fn, &info);
+    errno = saved;
+    return p;
+}
+
+/* OpenSSL's convention: 1 on success, 0 (or -1) on failure. */
+static int sim_bytes(const struct askew_preload_hooks *h, unsigned char *buf,
+                     size_t num)
+{
+    if (num == 0)
+        return 1;
+    return askew__hook_random(h, buf, num) >= 0 ? 1 : 0;
+}
+
+ASKEW_EXPORT int RAND_bytes(unsigned char *buf, int num)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && num >= 0)
+        return sim_bytes(h, buf, (size_t)num);
+    int (*real)(unsigned char *, int) = (int (*)(unsigned char *, int))real_for(
+        R_RAND_bytes, __builtin_return_address(0));
+    return real != NULL ? real(buf, num) : 0;
+}
+
+ASKEW_EXPORT int RAND_priv_bytes(unsigned char *buf, int num)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && num >= 0)
+        return sim_bytes(h, buf, (size_t)num);
+    int (*real)(unsigned char *, int) = (int (*)(unsigned char *, int))real_for(
+        R_RAND_priv_bytes, __builtin_return_address(0));
+    return real != NULL ? real(buf, num) : 0;
+}
+
+ASKEW_EXPORT int RAND_bytes_ex(void *libctx, unsigned char *buf, size_t num,
+                               unsigned int strength)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL))
+        return sim_bytes(h, buf, num);
+    int (*real)(void *, unsigned char *, size_t, unsigned int) =
+        (int (*)(void *, unsigned char *, size_t, unsigned int))real_for(
+            R_RAND_bytes_ex, __builtin_return_address(0));
+    return real != NULL ? real(libctx, buf, num, strength) : 0;
+}
+
+ASKEW_EXPORT int RAND_priv_bytes_ex(void *libctx, unsigned char *buf, size_t num,
+                                    unsigned int strength)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL))
+        return sim_bytes(h, buf, num);
+    int (*real)(void *, unsigned char *, size_t, unsigned int) =
+        (int (*)(void *, unsigned char *, size_t, unsigned int))real_for(
+            R_RAND_priv_bytes_ex, __builtin_return_address(0));
+    return real != NULL ? real(libctx, buf, num, strength) : 0;
+}
+
+/* N <= 0 or a NULL buffer resets SQLite's generator: the library's own
+ * business, inside a run or not. */
+ASKEW_EXPORT void sqlite3_randomness(int n, void *buf)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && n > 0 && buf != NULL) {
+        if (askew__hook_random(h, buf, (size_t)n) < 0) {
+            unsigned char *p = buf; /* cannot fail: still deterministic */
+            for (int i = 0; i < n; i++)
+                p[i] = 0;
+        }
+        return;
+    }
+    void (*real)(int, void *) = (void (*)(int, void *))real_for(
+        R_sqlite3_randomness, __builtin_return_address(0));
+    if (real != NULL)
+        real(n, buf);
+}
