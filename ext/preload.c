@@ -245,6 +245,16 @@ static void note_now(void)
  * thread, and raises at the next bytecode boundary. A process refusal gets
  * none: fork's callers run os.register_at_fork hooks next, where an
  * exception would only be printed and ignored; the step's end raises it. */
+/* Py_IsFinalizing is public from 3.13; before, it is _Py_IsFinalizing. */
+static int is_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
 static void on_violation(void *ctx)
 {
     (void)ctx;
@@ -254,7 +264,7 @@ static void on_violation(void *ctx)
     struct askew_violation v;
     if (n > 0 && api->violation_get(n - 1, &v) == 0)
         kind = v.kind;
-    if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+    if (Py_IsInitialized() && !is_finalizing()) {
         PyGILState_STATE gil = PyGILState_Ensure();
         note_now();
         PyGILState_Release(gil);
@@ -273,7 +283,7 @@ static void on_violation(void *ctx)
  * released it (os.urandom does, around getrandom). */
 static int importing(void)
 {
-    if (import_code == NULL || !Py_IsInitialized() || _Py_IsFinalizing())
+    if (import_code == NULL || !Py_IsInitialized() || is_finalizing())
         return 0;
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject *type, *value, *tb;
@@ -348,7 +358,7 @@ static int executor_on_stack(void)
 static int preload_handoff(void *ctx, int waiting)
 {
     (void)ctx;
-    if (executor_files[0] == NULL || !Py_IsInitialized() || _Py_IsFinalizing())
+    if (executor_files[0] == NULL || !Py_IsInitialized() || is_finalizing())
         return 0;
     if (PyGILState_Check())
         return executor_on_stack();
