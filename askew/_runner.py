@@ -41,7 +41,15 @@ from ._config import (
 )
 from ._determinism import scope
 from ._loop import SimLoop
-from ._world import _KIND_ASSERT, _KIND_ERROR, LOG_KEPT, Event, World, event_from_entry
+from ._world import (
+    _KIND_ASSERT,
+    _KIND_ERROR,
+    LOG_KEPT,
+    Event,
+    World,
+    event_from_entry,
+    safe_repr,
+)
 from .errors import DeadlockError, NondeterminismError, SimulationFailure
 
 TestFn = Callable[..., Coroutine[Any, Any, Any]]
@@ -360,16 +368,9 @@ def _unhandled(context: dict[str, Any]) -> BaseException:
 
 
 def _safe_str(exc: BaseException) -> str:
-    """str(exc), or a stand-in when the exception's __str__ (or a __repr__ it
+    """str(exc), surviving an exception whose __str__ (or a __repr__ it
     calls) raises: the report of a failure must survive any user code."""
-    try:
-        text = str(exc)
-        if isinstance(text, str):
-            return text
-        problem = f"returned {type(text).__name__}"
-    except Exception as error:  # any user __str__, whatever it raises
-        problem = f"raised {type(error).__name__}"
-    return f"<{type(exc).__name__}: its __str__ {problem}>"
+    return safe_repr(exc, str)
 
 
 def _headline(exc: BaseException, node: int | None) -> str:

@@ -75,17 +75,19 @@ class Event(NamedTuple):
         return f"{self.time:>8.3f}s  {self.kind:<7} {self.text}"
 
 
-def safe_repr(obj: object) -> str:
-    """repr(obj), or a stand-in naming its type when the user's __repr__
-    raises: a failure report must never be replaced by an error in it."""
+def safe_repr(obj: object, convert: Callable[[object], object] = repr) -> str:
+    """repr(obj) (or str(obj), with convert=str), or a stand-in naming its
+    type when the user's __repr__/__str__ raises or returns a non-str: a
+    failure report must never be replaced by an error in it."""
     try:
-        text = repr(obj)
+        text = convert(obj)
         if isinstance(text, str):
             return text
         problem = f"returned {type(text).__name__}"
     except Exception as exc:  # any user __repr__, whatever it raises
         problem = f"raised {type(exc).__name__}"
-    return f"<{type(obj).__name__} object; its __repr__ {problem}>"
+    method = "__str__" if convert is str else "__repr__"
+    return f"<{type(obj).__name__} object; its {method} {problem}>"
 
 
 def _short_repr(obj: object, limit: int = 48) -> str:
