@@ -32,25 +32,25 @@ from _harness import (
 TASKS = 10
 
 
-async def _worker(m: int) -> None:
+async def _worker(m: int, delay: float) -> None:
     sleep = asyncio.sleep
     for _ in range(m):
-        await sleep(0)
+        await sleep(delay)
 
 
-async def _fan_out(tasks: int, m: int) -> None:
-    await asyncio.gather(*(_worker(m) for _ in range(tasks)))
+async def _fan_out(tasks: int, m: int, delay: float) -> None:
+    await asyncio.gather(*(_worker(m, delay) for _ in range(tasks)))
 
 
-def step_side(make_loop, m: int, tasks: int = TASKS):
-    """`tasks` tasks each awaiting sleep(0) m times on a fresh loop (also the
-    loop side of bench_trampoline)."""
+def step_side(make_loop, m: int, tasks: int = TASKS, delay: float = 0):
+    """`tasks` tasks each awaiting sleep(delay) m times on a fresh loop (also
+    the loop side of bench_trampoline and both sides of bench_timer)."""
 
     def factory():
         loop = make_loop()
 
         def run() -> int:
-            loop.run_until_complete(_fan_out(tasks, m))
+            loop.run_until_complete(_fan_out(tasks, m, delay))
             return tasks * m
 
         return run

@@ -12,7 +12,6 @@ sleep(0) step.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 from _harness import (
@@ -28,32 +27,10 @@ from _harness import (
     scaled,
     write_json,
 )
+from bench_task_step import step_side
 
 TASKS = 100
 PERIOD = 0.01
-
-
-async def _sleeper(m: int, delay: float) -> None:
-    sleep = asyncio.sleep
-    for _ in range(m):
-        await sleep(delay)
-
-
-async def _fan_out(m: int, delay: float) -> None:
-    await asyncio.gather(*(_sleeper(m, delay) for _ in range(TASKS)))
-
-
-def sleep_side(m: int, delay: float):
-    def factory():
-        loop = askew_loop(seed=0)
-
-        def run() -> int:
-            loop.run_until_complete(_fan_out(m, delay))
-            return TASKS * m
-
-        return run
-
-    return factory
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (3 if args.quick else 7)
     results = compare(
         [
-            Side("askew sleep(0)", sleep_side(m, 0)),
-            Side(f"askew sleep({PERIOD:g})", sleep_side(m, PERIOD)),
+            Side("askew sleep(0)", step_side(askew_loop, m, TASKS)),
+            Side(f"askew sleep({PERIOD:g})", step_side(askew_loop, m, TASKS, PERIOD)),
         ],
         repeats=repeats,
     )
