@@ -44,6 +44,11 @@ int askew__preload_setup(PyObject *module);
  * to askew__clock_read and askew__entropy_fill. 0 or -1 with an exception. */
 int askew__preload_enter(void *ctx);
 void askew__preload_leave(void);
+/* Entropy for the run, from Python (os.urandom) or C (the preload): the
+ * import stream while a module is being imported, so that a module imported
+ * in only the first iteration of a sweep does not shift the rest; the run's
+ * entropy stream otherwise. May take the GIL. */
+int askew__entropy_serve(void *ctx, void *buf, size_t len);
 /* After each step: -1 with the step's refusal raised (the first one noted
  * by askew__refusal_note, or one the preload recorded since the last
  * check); 0 otherwise. One relaxed load when quiet. */

@@ -155,7 +155,7 @@ static PyObject *v_urandom(PyObject *m, PyObject *arg)
     }
     PyObject *out = PyBytes_FromStringAndSize(NULL, n); // new reference
     if (out != NULL)
-        (void)askew__entropy_fill(loop, PyBytes_AS_STRING(out), (size_t)n);
+        (void)askew__entropy_serve(loop, PyBytes_AS_STRING(out), (size_t)n);
     return out;
 }
 

@@ -305,9 +305,9 @@ static int importing(void)
     return found;
 }
 
-/* The preload's entropy hook: the import stream during an import, the
- * run's entropy stream (and its trace record) otherwise. */
-static int preload_random(void *ctx, void *buf, size_t len)
+/* The import stream during an import, the run's entropy stream (and its
+ * trace record) otherwise: the preload's entropy hook, and os.urandom's. */
+int askew__entropy_serve(void *ctx, void *buf, size_t len)
 {
     if (len > 0 && importing()) {
         askew_rng_fill(&import_rng, buf, len);
@@ -414,6 +414,7 @@ int askew__preload_enter(void *ctx)
     askew__refusal_reset(); /* the slot is everybody's, preload or not */
     violations_seen = 0;
     Py_CLEAR(pending_exc);
+    import_stream_setup(ctx); /* os.urandom serves imports from it too */
     if (api == NULL)
         return 0;
     if (!api_ok) {
@@ -423,7 +424,6 @@ int askew__preload_enter(void *ctx)
                      api_msg);
         return -1;
     }
-    import_stream_setup(ctx);
     Py_XSETREF(executor_files[0],
                code_file("concurrent.futures.thread", "ThreadPoolExecutor", "submit"));
     Py_XSETREF(executor_files[1],
@@ -432,7 +432,7 @@ int askew__preload_enter(void *ctx)
         .size = sizeof(struct askew_preload_hooks),
         .ctx = ctx,
         .now = askew__clock_read,
-        .random = preload_random,
+        .random = askew__entropy_serve,
         .on_violation = on_violation,
         .sleep = askew__loop_consume_ns,
         .handoff = preload_handoff,

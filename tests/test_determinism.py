@@ -272,3 +272,27 @@ def test_a_gauss_value_cached_by_one_run_never_reaches_the_next() -> None:
     test()
     askew.Replay.run(test, seed=_core.seed_iteration(11, 1))
     assert draws[1] == draws[2]
+
+
+def test_os_urandom_drawn_while_importing_does_not_shift_the_runs_stream(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module that draws entropy when first imported is imported in only the
+    # first iteration of a sweep: its draw must not move the bytes the run
+    # reads after it, or an iteration's seed would not replay alone.
+    (tmp_path / "draws_os_urandom_at_import.py").write_text("import os\nKEY = os.urandom(16)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    async def main(do_import: bool) -> str:
+        if do_import:
+            import draws_os_urandom_at_import  # noqa: F401
+
+        return os.urandom(8).hex()
+
+    plain = askew.run(main(False), seed=5)
+    first_import = askew.run(main(True), seed=5)
+    again = askew.run(main(True), seed=5)
+    assert plain == first_import == again
+    import draws_os_urandom_at_import as module
+
+    assert len(module.KEY) == 16
