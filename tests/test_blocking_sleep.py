@@ -191,6 +191,9 @@ def test_a_skewed_node_sleeps_on_its_own_clock() -> None:
     run_sim(body, strategy="fifo")
 
 
+@pytest.mark.skipif(
+    _core.preload_active(), reason="under askew-exec the run's timed wait for the thread is refused"
+)
 def test_time_sleep_on_another_thread_is_real_and_leaves_the_simulation_clock_alone() -> None:
     go, done = threading.Event(), threading.Event()
     seen: dict[str, Any] = {}

@@ -114,6 +114,10 @@ def test_starting_a_thread_inside_a_run_raises_nondeterminism_error() -> None:
     thread.join()
 
 
+@pytest.mark.skipif(
+    askew._core.preload_active(),  # type: ignore[attr-defined]
+    reason="under askew-exec the run's timed wait for the thread is refused",
+)
 def test_other_threads_see_the_real_clock_during_a_run() -> None:
     go, done = threading.Event(), threading.Event()
     seen: dict[str, Any] = {}
