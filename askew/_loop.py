@@ -108,7 +108,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     def reset(self, seed: int) -> None:
         """Start a new run on this loop: clock at zero, streams from `seed`."""
         check_seed(seed)
-        self._reset(seed)
+        self._dropping_run = True  # the old run's async generators go with it
+        try:
+            self._reset(seed)
+        finally:
+            self._dropping_run = False
         self._random_state = None
 
     @property
@@ -330,9 +334,13 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             )
         self._asyncgens[agen] = None
 
+    _dropping_run = False
+
     def _asyncgen_finalizer_hook(self, agen: Any) -> None:
         self._asyncgens.pop(agen, None)
-        if not self.is_closed():
+        # A generator dropped with its run (reset) is dropped like the run's
+        # tasks: an aclose() task made now would be dropped unawaited.
+        if not self.is_closed() and not self._dropping_run:
             self.call_soon_threadsafe(self.create_task, agen.aclose())
 
     async def shutdown_asyncgens(self) -> None:
