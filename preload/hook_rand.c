@@ -104,48 +104,52 @@ static int sim_bytes(const struct askew_preload_hooks *h, unsigned char *buf,
     return askew__hook_random(h, buf, num) >= 0 ? 1 : 0;
 }
 
-ASKEW_EXPORT int RAND_bytes(unsigned char *buf, int num)
+/* The two shapes of OpenSSL's RAND calls, each serving both the public and
+ * the private generator: `caller` is the interposer's return address, for
+ * real_for to find the right library's symbol. */
+static int rand_int(enum rand_fn which, void *caller, unsigned char *buf, int num)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_UNLIKELY(h != NULL) && num >= 0)
         return sim_bytes(h, buf, (size_t)num);
-    int (*real)(unsigned char *, int) = (int (*)(unsigned char *, int))real_for(
-        R_RAND_bytes, __builtin_return_address(0));
+    int (*real)(unsigned char *, int) =
+        (int (*)(unsigned char *, int))real_for(which, caller);
     return real != NULL ? real(buf, num) : 0;
+}
+
+static int rand_ex(enum rand_fn which, void *caller, void *libctx, unsigned char *buf,
+                   size_t num, unsigned int strength)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL))
+        return sim_bytes(h, buf, num);
+    int (*real)(void *, unsigned char *, size_t, unsigned int) =
+        (int (*)(void *, unsigned char *, size_t, unsigned int))real_for(which, caller);
+    return real != NULL ? real(libctx, buf, num, strength) : 0;
+}
+
+ASKEW_EXPORT int RAND_bytes(unsigned char *buf, int num)
+{
+    return rand_int(R_RAND_bytes, __builtin_return_address(0), buf, num);
 }
 
 ASKEW_EXPORT int RAND_priv_bytes(unsigned char *buf, int num)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL) && num >= 0)
-        return sim_bytes(h, buf, (size_t)num);
-    int (*real)(unsigned char *, int) = (int (*)(unsigned char *, int))real_for(
-        R_RAND_priv_bytes, __builtin_return_address(0));
-    return real != NULL ? real(buf, num) : 0;
+    return rand_int(R_RAND_priv_bytes, __builtin_return_address(0), buf, num);
 }
 
 ASKEW_EXPORT int RAND_bytes_ex(void *libctx, unsigned char *buf, size_t num,
                                unsigned int strength)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL))
-        return sim_bytes(h, buf, num);
-    int (*real)(void *, unsigned char *, size_t, unsigned int) =
-        (int (*)(void *, unsigned char *, size_t, unsigned int))real_for(
-            R_RAND_bytes_ex, __builtin_return_address(0));
-    return real != NULL ? real(libctx, buf, num, strength) : 0;
+    return rand_ex(R_RAND_bytes_ex, __builtin_return_address(0), libctx, buf, num,
+                   strength);
 }
 
 ASKEW_EXPORT int RAND_priv_bytes_ex(void *libctx, unsigned char *buf, size_t num,
                                     unsigned int strength)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL))
-        return sim_bytes(h, buf, num);
-    int (*real)(void *, unsigned char *, size_t, unsigned int) =
-        (int (*)(void *, unsigned char *, size_t, unsigned int))real_for(
-            R_RAND_priv_bytes_ex, __builtin_return_address(0));
-    return real != NULL ? real(libctx, buf, num, strength) : 0;
+    return rand_ex(R_RAND_priv_bytes_ex, __builtin_return_address(0), libctx, buf, num,
+                   strength);
 }
 
 /* N <= 0 or a NULL buffer resets SQLite's generator: the library's own
