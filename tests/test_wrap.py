@@ -189,10 +189,10 @@ def test_every_wrapped_failure_report_ends_with_its_replay_command(wrapped: Run)
         assert f"ASKEW_SEED={BASE} pytest --askew-wrap {line}" in wrapped.output
 
 
-def test_a_seed_sweep_reports_each_failing_seed_and_each_replays_alone(tmp_path: Path) -> None:
-    # FLAKY depends on asyncio's order, so only a strategy that leaves it fails.
-    nodeid = "test_flaky.py::test_workers_alternate"
-    options = ("--askew-wrap", "--askew-strategy=interleave")
+def _sweep_16_seeds(tmp_path: Path, options: tuple[str, str], nodeid: str) -> list[int]:
+    """Sweep `nodeid` over 16 base seeds from 11; check that some but not all
+    fail, each listed once with a replay that carries options[1]; return
+    the failing base seeds."""
     sweep = run_fixtures(tmp_path, *options, "--askew-seed=11", "--askew-seeds=16", nodeid)
     match = re.search(r"(\d+) of 16 seeds fail this test:", sweep.output)
     assert match, sweep.output
@@ -200,6 +200,14 @@ def test_a_seed_sweep_reports_each_failing_seed_and_each_replays_alone(tmp_path:
     assert {(option, node) for _, option, node in replays} == {(options[1], nodeid)}
     failing = list(dict.fromkeys(int(seed) for seed, _, _ in replays))
     assert 0 < int(match.group(1)) == len(failing) < 16
+    return failing
+
+
+def test_a_seed_sweep_reports_each_failing_seed_and_each_replays_alone(tmp_path: Path) -> None:
+    # FLAKY depends on asyncio's order, so only a strategy that leaves it fails.
+    nodeid = "test_flaky.py::test_workers_alternate"
+    options = ("--askew-wrap", "--askew-strategy=interleave")
+    failing = _sweep_16_seeds(tmp_path, options, nodeid)
     bases = [_wrap.sweep_base(11, i) for i in range(16)]
     assert set(failing) <= set(bases)
     passing = next(b for b in bases if b not in failing)
@@ -217,13 +225,7 @@ def test_a_faithful_sweep_finds_a_timing_race_in_some_seeds_and_each_replays(
     # that differs from its default comes back in every replay command.
     nodeid = "test_deadline_race.py::test_work_beats_its_deadline"
     options = ("--askew-wrap", "--askew-cpu=0.0,2.1e-05")
-    sweep = run_fixtures(tmp_path, *options, "--askew-seed=11", "--askew-seeds=16", nodeid)
-    match = re.search(r"(\d+) of 16 seeds fail this test:", sweep.output)
-    assert match, sweep.output
-    replays = re.findall(r"ASKEW_SEED=(\d+) pytest --askew-wrap (\S+) (\S+)", sweep.output)
-    assert {(option, node) for _, option, node in replays} == {(options[1], nodeid)}
-    failing = list(dict.fromkeys(int(seed) for seed, _, _ in replays))
-    assert 0 < int(match.group(1)) == len(failing) < 16
+    failing = _sweep_16_seeds(tmp_path, options, nodeid)
     replay = run_fixtures(tmp_path, *options, nodeid, env={"ASKEW_SEED": str(failing[0])})
     assert replay.cases[RACE].outcome == "failed"
     assert "TimeoutError" in replay.cases[RACE].message
