@@ -8,6 +8,7 @@ that hang or fail on purpose, so the main run never collects it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +69,25 @@ def run_pytest(
         timeout=120,
         check=False,
     )
+
+
+def json_in_hash_seeds(code: str, *args: str, hash_seeds: tuple[str, ...]) -> list[Any]:
+    """Run `python -c code tests/ *args` once per PYTHONHASHSEED value and
+    return what each printed, parsed as JSON: for determinism across
+    processes."""
+    here = str(Path(__file__).resolve().parent)
+    results = []
+    for hash_seed in hash_seeds:
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        env.pop("PYTEST_CURRENT_TEST", None)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, here, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        results.append(json.loads(proc.stdout))
+    return results

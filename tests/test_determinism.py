@@ -9,17 +9,14 @@ from __future__ import annotations
 import ast
 import asyncio
 import functools
-import json
 import os
 import random
-import subprocess
-import sys
 import textwrap
 import time
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from conftest import json_in_hash_seeds, run_sim
 
 import askew
 from askew import _core
@@ -104,21 +101,7 @@ _CHILD = textwrap.dedent(
 
 
 def test_a_seed_gives_the_same_hash_in_processes_with_different_hash_seeds() -> None:
-    here = os.path.dirname(os.path.abspath(__file__))
-    results = []
-    for hash_seed in ("0", "1", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        env.pop("PYTEST_CURRENT_TEST", None)
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, here],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
-        results.append(json.loads(proc.stdout))
+    results = json_in_hash_seeds(_CHILD, hash_seeds=("0", "1", "12345"))
     assert results[0] == results[1] == results[2]
     assert results[0][0] == trace_of(1234)[0]
 

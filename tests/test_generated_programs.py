@@ -12,16 +12,13 @@ every time. Bounded here (a few seconds); ASKEW_FUZZ_PROGRAMS=N runs more.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import subprocess
-import sys
 import textwrap
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from conftest import json_in_hash_seeds, run_sim
 
 import askew
 
@@ -141,21 +138,7 @@ _CHILD = textwrap.dedent(
 
 
 def test_generated_world_programs_replay_identically_across_hash_seeds() -> None:
-    here = os.path.dirname(os.path.abspath(__file__))
     count = min(PROGRAMS, 12)
-    results = []
-    for hash_seed in ("0", "1", "4242"):
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        env.pop("PYTEST_CURRENT_TEST", None)
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, here, str(count)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
-        results.append(json.loads(proc.stdout))
+    results = json_in_hash_seeds(_CHILD, str(count), hash_seeds=("0", "1", "4242"))
     assert results[0] == results[1] == results[2]
     assert [h for h, _ in results[0]] == [trace_of(seed)[0] for seed in range(count)]
