@@ -22,7 +22,7 @@ import contextvars
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -109,6 +109,26 @@ def other_loop(
     other.close()
 
 
+class RecordingLoopFactory:
+    """A `loop_factory` that keeps every loop it makes, in `made`."""
+
+    def __init__(self, new_loop: Callable[[], asyncio.AbstractEventLoop]) -> None:
+        self.new_loop = new_loop
+        self.made: list[asyncio.AbstractEventLoop] = []
+
+    def __call__(self) -> asyncio.AbstractEventLoop:
+        self.made.append(self.new_loop())
+        return self.made[-1]
+
+
+@pytest.fixture
+def loop_factory(
+    new_loop: Callable[[], asyncio.AbstractEventLoop],
+) -> RecordingLoopFactory:
+    """A loop factory of the test's kind that remembers the loops it made."""
+    return RecordingLoopFactory(new_loop)
+
+
 @pytest.fixture
 def clock_slack(loop_kind: str) -> float:
     """How far before its deadline a timer may fire, on the loop's own clock.
@@ -131,6 +151,11 @@ def handled(loop: asyncio.AbstractEventLoop) -> list[dict[str, Any]]:
 def asyncio_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     """What was logged to the `asyncio` logger."""
     return [r for r in caplog.records if r.name == "asyncio"]
+
+
+def append_when_done(out: list[Any], value: Any, _future: asyncio.Future[Any]) -> None:
+    """A done callback, bound with functools.partial: appends `value` to `out`."""
+    out.append(value)
 
 
 async def settle(steps: int = 20) -> None:
@@ -160,3 +185,13 @@ async def cancel_once_started(task: asyncio.Future[Any]) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def two_step_agen(on_close: Callable[[], object]) -> AsyncIterator[int]:
+    """An async generator that yields 1 and 2, and calls `on_close` when it is finalized (run
+    to its end, closed, or finalized by the loop's hooks)."""
+    try:
+        yield 1
+        yield 2
+    finally:
+        on_close()

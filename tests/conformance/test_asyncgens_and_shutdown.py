@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .conftest import (
-    needs_312,
-)
+from .conftest import needs_312, two_step_agen
 
 
 def test_the_loop_installs_asyncgen_hooks_only_while_running(
@@ -32,16 +31,9 @@ def test_shutdown_asyncgens_finalizes_suspended_generators(loop: asyncio.Abstrac
     closed: list[str] = []
     keep: list[AsyncIterator[int]] = []
 
-    async def agen(name: str) -> AsyncIterator[int]:
-        try:
-            yield 1
-            yield 2
-        finally:
-            closed.append(name)
-
     async def main() -> None:
         for name in ("a", "b"):
-            g = agen(name)
+            g = two_step_agen(on_close=functools.partial(closed.append, name))
             assert await g.__anext__() == 1
             keep.append(g)
 
@@ -54,15 +46,7 @@ def test_shutdown_asyncgens_finalizes_suspended_generators(loop: asyncio.Abstrac
 def test_a_collected_async_generator_is_closed_on_the_loop(loop: asyncio.AbstractEventLoop) -> None:
     async def main() -> bool:
         finalized = asyncio.Event()
-
-        async def agen() -> AsyncIterator[int]:
-            try:
-                yield 1
-                yield 2
-            finally:
-                finalized.set()
-
-        g = agen()
+        g = two_step_agen(on_close=finalized.set)
         assert await g.__anext__() == 1
         del g
         gc.collect()
@@ -81,4 +65,4 @@ def test_shutdown_default_executor_completes_when_no_executor_was_used(
 
 @needs_312
 def test_shutdown_default_executor_accepts_a_timeout(loop: asyncio.AbstractEventLoop) -> None:
-    assert loop.run_until_complete(loop.shutdown_default_executor(timeout=1.0)) is None
+    assert loop.run_until_complete(loop.shutdown_default_executor(timeout=1.0)) is None  # type: ignore[call-arg]

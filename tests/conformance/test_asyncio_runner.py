@@ -5,40 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
-from .conftest import (
-    TICK,
-    needs_312,
-    var,
-)
+from .conftest import TICK, RecordingLoopFactory, needs_312, two_step_agen, var
 
 
 def test_runner_with_loop_factory_runs_coroutines_on_that_loop(
-    new_loop: Callable[[], asyncio.AbstractEventLoop],
+    loop_factory: RecordingLoopFactory,
 ) -> None:
-    made: list[asyncio.AbstractEventLoop] = []
-
-    def factory() -> asyncio.AbstractEventLoop:
-        made.append(new_loop())
-        return made[-1]
-
     async def which() -> asyncio.AbstractEventLoop:
         await asyncio.sleep(TICK)
         return asyncio.get_running_loop()
 
-    with asyncio.Runner(loop_factory=factory) as runner:
-        assert runner.run(which()) is made[0]
-        assert runner.run(which()) is made[0]
-        assert runner.get_loop() is made[0]
-    assert len(made) == 1
-    assert made[0].is_closed()
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        assert runner.run(which()) is loop_factory.made[0]
+        assert runner.run(which()) is loop_factory.made[0]
+        assert runner.get_loop() is loop_factory.made[0]
+    assert len(loop_factory.made) == 1
+    assert loop_factory.made[0].is_closed()
 
 
 def test_runner_cancels_leftover_tasks_on_close(
-    new_loop: Callable[[], asyncio.AbstractEventLoop],
+    loop_factory: RecordingLoopFactory,
 ) -> None:
     seen: list[str] = []
 
@@ -53,24 +43,24 @@ def test_runner_cancels_leftover_tasks_on_close(
         asyncio.get_running_loop().create_task(lingering())
         await asyncio.sleep(0)
 
-    with asyncio.Runner(loop_factory=new_loop) as runner:
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
         runner.run(main())
         assert seen == []
     assert seen == ["cancelled"]
 
 
 def test_runner_debug_sets_the_loop_debug_flag(
-    new_loop: Callable[[], asyncio.AbstractEventLoop],
+    loop_factory: RecordingLoopFactory,
 ) -> None:
     async def main() -> bool:
         return asyncio.get_running_loop().get_debug()
 
-    with asyncio.Runner(debug=True, loop_factory=new_loop) as runner:
+    with asyncio.Runner(debug=True, loop_factory=loop_factory) as runner:
         assert runner.run(main()) is True
 
 
 def test_runner_run_uses_the_given_context(
-    new_loop: Callable[[], asyncio.AbstractEventLoop],
+    loop_factory: RecordingLoopFactory,
 ) -> None:
     ctx = contextvars.copy_context()
     ctx.run(var.set, "runner-ctx")
@@ -78,59 +68,46 @@ def test_runner_run_uses_the_given_context(
     async def main() -> str:
         return var.get()
 
-    with asyncio.Runner(loop_factory=new_loop) as runner:
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
         assert runner.run(main(), context=ctx) == "runner-ctx"
 
 
 def test_runner_finalizes_async_generators_on_close(
-    new_loop: Callable[[], asyncio.AbstractEventLoop],
+    loop_factory: RecordingLoopFactory,
 ) -> None:
     closed: list[bool] = []
     keep: list[AsyncIterator[int]] = []
 
-    async def agen() -> AsyncIterator[int]:
-        try:
-            yield 1
-            yield 2
-        finally:
-            closed.append(True)
-
     async def main() -> None:
-        g = agen()
+        g = two_step_agen(on_close=lambda: closed.append(True))
         await g.__anext__()
         keep.append(g)
 
-    with asyncio.Runner(loop_factory=new_loop) as runner:
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
         runner.run(main())
     assert closed == [True]
 
 
 @needs_312
 def test_asyncio_run_accepts_the_loop_factory(
-    new_loop: Callable[[], asyncio.AbstractEventLoop],
+    loop_factory: RecordingLoopFactory,
 ) -> None:
-    made: list[asyncio.AbstractEventLoop] = []
-
-    def factory() -> asyncio.AbstractEventLoop:
-        made.append(new_loop())
-        return made[-1]
-
     async def main() -> tuple[asyncio.AbstractEventLoop, str]:
         return asyncio.get_running_loop(), await asyncio.sleep(TICK, result="ran")
 
-    loop, result = asyncio.run(main(), loop_factory=factory)  # type: ignore[call-arg]
+    ran_on, result = asyncio.run(main(), loop_factory=loop_factory)  # type: ignore[call-arg]
     assert result == "ran"
-    assert loop is made[0]
-    assert loop.is_closed()
+    assert ran_on is loop_factory.made[0]
+    assert ran_on.is_closed()
 
 
 @needs_312
 def test_asyncio_run_propagates_the_exception(
-    new_loop: Callable[[], asyncio.AbstractEventLoop],
+    loop_factory: RecordingLoopFactory,
 ) -> None:
     async def main() -> None:
         await asyncio.sleep(0)
         raise LookupError("out")
 
     with pytest.raises(LookupError, match="out"):
-        asyncio.run(main(), loop_factory=new_loop)  # type: ignore[call-arg]
+        asyncio.run(main(), loop_factory=loop_factory)  # type: ignore[call-arg]

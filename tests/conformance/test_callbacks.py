@@ -9,12 +9,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import (
-    TICK,
-    needs_312,
-    settle,
-    var,
-)
+from .conftest import TICK, needs_312, settle, var
 
 
 def test_call_soon_passes_positional_args(loop: asyncio.AbstractEventLoop) -> None:
@@ -132,8 +127,8 @@ def test_handle_get_context_returns_the_context_it_runs_in(loop: asyncio.Abstrac
     ctx = contextvars.copy_context()
     h = loop.call_soon(lambda: None, context=ctx)
     th = loop.call_later(1, lambda: None, context=ctx)
-    assert h.get_context() is ctx
-    assert th.get_context() is ctx
+    assert h.get_context() is ctx  # type: ignore[attr-defined]
+    assert th.get_context() is ctx  # type: ignore[attr-defined]
     h.cancel()
     th.cancel()
 

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import (
-    settle,
-)
+from .conftest import cancel_once_started, settle
 
 
 def test_shield_protects_the_inner_task_from_the_outer_cancel(
@@ -28,10 +26,7 @@ def test_shield_protects_the_inner_task_from_the_outer_cancel(
             return await asyncio.shield(inner)
 
         o = loop.create_task(outer())
-        await settle()
-        o.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await o
+        await cancel_once_started(o)
         assert not inner.done()
         gate.set_result("inner")
         assert await inner == "inner"
@@ -148,10 +143,7 @@ def test_cancelled_error_propagates_through_awaiting_tasks(loop: asyncio.Abstrac
 
     async def main() -> asyncio.Task[None]:
         t = loop.create_task(middle())
-        await settle()
-        t.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await t
+        await cancel_once_started(t)
         return t
 
     assert loop.run_until_complete(main()).cancelled()
@@ -165,10 +157,7 @@ def test_cancelling_the_awaiter_cancels_the_awaited_task(loop: asyncio.AbstractE
             await inner
 
         o = loop.create_task(outer())
-        await settle()
-        o.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await o
+        await cancel_once_started(o)
         return o, inner
 
     o, inner = loop.run_until_complete(main())

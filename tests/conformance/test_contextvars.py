@@ -6,10 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 
-from .conftest import (
-    settle,
-    var,
-)
+from .conftest import settle, var
 
 
 def test_a_task_runs_in_a_copy_of_the_creating_context(loop: asyncio.AbstractEventLoop) -> None:

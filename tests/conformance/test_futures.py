@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 import pytest
 
-from .conftest import (
-    TICK,
-    settle,
-)
+from .conftest import TICK, append_when_done, settle
 
 
 def test_create_future_makes_a_pending_asyncio_future_of_this_loop(
@@ -63,7 +61,7 @@ def test_a_cancelled_future_raises_cancelled_error(loop: asyncio.AbstractEventLo
 
 def test_awaiting_a_future_returns_its_result(loop: asyncio.AbstractEventLoop) -> None:
     async def main() -> str:
-        fut = loop.create_future()
+        fut: asyncio.Future[str] = loop.create_future()
         loop.call_later(TICK, fut.set_result, "awaited")
         return await fut
 
@@ -78,7 +76,7 @@ def test_done_callbacks_run_via_the_loop_in_registration_order(
     async def main() -> None:
         fut = loop.create_future()
         for i in range(6):
-            fut.add_done_callback(lambda f, i=i: order.append(i))
+            fut.add_done_callback(functools.partial(append_when_done, order, i))
         fut.set_result(None)
         assert order == []  # scheduled, not called synchronously
         await settle()
@@ -93,7 +91,7 @@ def test_done_callbacks_set_from_a_plain_callback_keep_their_order(
     order: list[int] = []
     fut = loop.create_future()
     for i in range(6):
-        fut.add_done_callback(lambda f, i=i: order.append(i))
+        fut.add_done_callback(functools.partial(append_when_done, order, i))
     loop.call_soon(fut.set_result, None)
     loop.run_until_complete(settle())
     assert order == list(range(6))
@@ -154,7 +152,7 @@ def test_task_done_callbacks_run_in_registration_order(loop: asyncio.AbstractEve
     async def main() -> None:
         t = loop.create_task(asyncio.sleep(TICK))
         for i in range(5):
-            t.add_done_callback(lambda f, i=i: order.append(i))
+            t.add_done_callback(functools.partial(append_when_done, order, i))
         await t
         await settle()
 

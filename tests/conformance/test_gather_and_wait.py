@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from .conftest import (
-    TICK,
-    settle,
-    sleep_until,
-)
+from .conftest import TICK, cancel_once_started, settle, sleep_until
 
 
 def test_gather_returns_results_in_argument_order(loop: asyncio.AbstractEventLoop) -> None:
@@ -64,7 +61,7 @@ def test_gather_return_exceptions_puts_exceptions_in_place(loop: asyncio.Abstrac
         await asyncio.sleep(TICK)
         raise err
 
-    async def main() -> list[Any]:
+    async def main() -> Sequence[Any]:
         return await asyncio.gather(
             asyncio.sleep(0, result=1), boom(), asyncio.sleep(0, result=3),
             return_exceptions=True,
@@ -76,7 +73,7 @@ def test_gather_return_exceptions_puts_exceptions_in_place(loop: asyncio.Abstrac
 def test_gather_return_exceptions_reports_a_cancelled_child(
     loop: asyncio.AbstractEventLoop,
 ) -> None:
-    async def main() -> list[Any]:
+    async def main() -> Sequence[Any]:
         child = loop.create_task(asyncio.sleep(10))
         loop.call_soon(child.cancel)
         return await asyncio.gather(child, asyncio.sleep(TICK, result=2), return_exceptions=True)
@@ -90,10 +87,7 @@ def test_cancelling_gather_cancels_its_children(loop: asyncio.AbstractEventLoop)
     async def main() -> list[asyncio.Task[None]]:
         children = [loop.create_task(asyncio.sleep(10)) for _ in range(3)]
         g = asyncio.gather(*children)
-        await settle()
-        g.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await g
+        await cancel_once_started(g)
         return children
 
     assert all(c.cancelled() for c in loop.run_until_complete(main()))

@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
-from .conftest import (
-    TICK,
-)
+from .conftest import TICK
 
 
 def test_run_until_complete_returns_the_result(loop: asyncio.AbstractEventLoop) -> None:
@@ -40,15 +37,11 @@ def test_run_until_complete_accepts_a_future(loop: asyncio.AbstractEventLoop) ->
 
 
 def test_run_until_complete_refuses_a_future_of_another_loop(
-    loop: asyncio.AbstractEventLoop, new_loop: Callable[[], asyncio.AbstractEventLoop]
+    loop: asyncio.AbstractEventLoop, other_loop: asyncio.AbstractEventLoop
 ) -> None:
-    other = new_loop()
-    try:
-        fut = other.create_future()
-        with pytest.raises(ValueError, match="different loop"):
-            loop.run_until_complete(fut)
-    finally:
-        other.close()
+    fut = other_loop.create_future()
+    with pytest.raises(ValueError, match="different loop"):
+        loop.run_until_complete(fut)
 
 
 def test_is_running_is_true_only_while_running(loop: asyncio.AbstractEventLoop) -> None:
@@ -84,23 +77,18 @@ def test_run_until_complete_inside_the_running_loop_is_refused(
 
 
 def test_running_a_loop_inside_another_running_loop_is_refused(
-    loop: asyncio.AbstractEventLoop, new_loop: Callable[[], asyncio.AbstractEventLoop]
+    loop: asyncio.AbstractEventLoop, other_loop: asyncio.AbstractEventLoop
 ) -> None:
-    other = new_loop()
-    try:
+    async def main() -> None:
+        fut = other_loop.create_future()
+        msg = "Cannot run the event loop while another loop is running"
+        with pytest.raises(RuntimeError, match=msg):
+            other_loop.run_until_complete(fut)
+        with pytest.raises(RuntimeError, match=msg):
+            other_loop.run_forever()
+        assert not other_loop.is_running()
 
-        async def main() -> None:
-            fut = other.create_future()
-            msg = "Cannot run the event loop while another loop is running"
-            with pytest.raises(RuntimeError, match=msg):
-                other.run_until_complete(fut)
-            with pytest.raises(RuntimeError, match=msg):
-                other.run_forever()
-            assert not other.is_running()
-
-        loop.run_until_complete(main())
-    finally:
-        other.close()
+    loop.run_until_complete(main())
 
 
 def test_stop_before_the_future_completes_is_an_error(loop: asyncio.AbstractEventLoop) -> None:
@@ -225,6 +213,6 @@ def test_closing_a_running_loop_is_refused(loop: asyncio.AbstractEventLoop) -> N
 
 
 def test_slow_callback_duration_is_a_settable_attribute(loop: asyncio.AbstractEventLoop) -> None:
-    assert loop.slow_callback_duration == 0.1  # type: ignore[attr-defined]
-    loop.slow_callback_duration = 0.5  # type: ignore[attr-defined]
-    assert loop.slow_callback_duration == 0.5  # type: ignore[attr-defined]
+    assert loop.slow_callback_duration == 0.1
+    loop.slow_callback_duration = 0.5
+    assert loop.slow_callback_duration == 0.5

@@ -7,10 +7,7 @@ import asyncio
 
 import pytest
 
-from .conftest import (
-    needs_313,
-    settle,
-)
+from .conftest import needs_313, settle
 
 
 def test_queue_delivers_one_producers_items_in_fifo_order(loop: asyncio.AbstractEventLoop) -> None:
@@ -105,8 +102,8 @@ def test_queue_shutdown_wakes_blocked_getters(loop: asyncio.AbstractEventLoop) -
         q: asyncio.Queue[int] = asyncio.Queue()
         getter = loop.create_task(q.get())
         await settle()
-        q.shutdown()
-        with pytest.raises(asyncio.QueueShutDown):
+        q.shutdown()  # type: ignore[attr-defined]
+        with pytest.raises(asyncio.QueueShutDown):  # type: ignore[attr-defined]
             await getter
 
     loop.run_until_complete(main())

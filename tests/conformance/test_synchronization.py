@@ -7,10 +7,7 @@ import asyncio
 
 import pytest
 
-from .conftest import (
-    TICK,
-    settle,
-)
+from .conftest import TICK, settle
 
 
 def test_lock_gives_mutual_exclusion(loop: asyncio.AbstractEventLoop) -> None:

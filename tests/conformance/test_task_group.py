@@ -7,10 +7,7 @@ import asyncio
 
 import pytest
 
-from .conftest import (
-    TICK,
-    settle,
-)
+from .conftest import TICK, cancel_once_started
 
 
 def test_task_group_waits_for_all_children(loop: asyncio.AbstractEventLoop) -> None:
@@ -93,10 +90,7 @@ def test_cancelling_the_parent_cancels_task_group_children(loop: asyncio.Abstrac
 
     async def main() -> asyncio.Task[None]:
         parent = loop.create_task(body())
-        await settle()
-        parent.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await parent
+        await cancel_once_started(parent)
         return parent
 
     assert loop.run_until_complete(main()).cancelled()

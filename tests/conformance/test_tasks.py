@@ -11,11 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import (
-    TICK,
-    needs_312,
-    var,
-)
+from .conftest import TICK, needs_312, var
 
 # Whether this Python's own loop accepts `create_task(..., eager_start=True)` (3.14, and
 # `**kwargs` on late 3.13 patch releases). The SimLoop is held to the stock loop's signature.
@@ -178,8 +174,8 @@ def test_eager_task_factory_runs_a_task_to_its_first_await_at_once(
         return "suspends"
 
     async def main() -> None:
-        loop.set_task_factory(asyncio.eager_task_factory)
-        assert loop.get_task_factory() is asyncio.eager_task_factory
+        loop.set_task_factory(asyncio.eager_task_factory)  # type: ignore[attr-defined]
+        assert loop.get_task_factory() is asyncio.eager_task_factory  # type: ignore[attr-defined]
         t1 = loop.create_task(instant())
         assert steps == ["instant ran"]
         assert t1.done()
@@ -197,7 +193,7 @@ def test_eager_task_factory_runs_a_task_to_its_first_await_at_once(
 @needs_312
 def test_an_eager_task_is_current_while_it_runs_eagerly(loop: asyncio.AbstractEventLoop) -> None:
     async def main() -> None:
-        loop.set_task_factory(asyncio.eager_task_factory)
+        loop.set_task_factory(asyncio.eager_task_factory)  # type: ignore[attr-defined]
         seen: list[asyncio.Task[Any] | None] = []
         me = asyncio.current_task()
 
@@ -221,7 +217,7 @@ def test_eager_factory_does_not_start_tasks_while_the_loop_is_stopped(
     async def body() -> None:
         started.append(True)
 
-    loop.set_task_factory(asyncio.eager_task_factory)
+    loop.set_task_factory(asyncio.eager_task_factory)  # type: ignore[attr-defined]
     t = loop.create_task(body())
     assert started == []
     assert not t.done()
@@ -237,7 +233,7 @@ def test_create_eager_task_factory_uses_the_given_task_class(
         pass
 
     async def main() -> None:
-        loop.set_task_factory(asyncio.create_eager_task_factory(MyTask))
+        loop.set_task_factory(asyncio.create_eager_task_factory(MyTask))  # type: ignore[attr-defined]
         t = loop.create_task(asyncio.sleep(0, result=5))
         assert isinstance(t, MyTask)
         assert await t == 5
@@ -256,7 +252,7 @@ def test_task_constructor_eager_start_runs_eagerly_on_a_running_loop(
             steps.append("ran")
             return 1
 
-        t = asyncio.Task(body(), loop=loop, eager_start=True)
+        t = asyncio.Task(body(), loop=loop, eager_start=True)  # type: ignore[call-arg]
         assert steps == ["ran"]
         assert t.done()
         assert t.result() == 1

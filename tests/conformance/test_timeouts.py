@@ -7,10 +7,7 @@ import asyncio
 
 import pytest
 
-from .conftest import (
-    TICK,
-    settle,
-)
+from .conftest import TICK, cancel_once_started
 
 
 def test_wait_for_returns_the_result_within_the_timeout(loop: asyncio.AbstractEventLoop) -> None:
@@ -95,10 +92,7 @@ def test_cancelling_wait_for_cancels_the_inner_task(loop: asyncio.AbstractEventL
     async def main() -> asyncio.Task[None]:
         inner = loop.create_task(asyncio.sleep(10))
         outer = loop.create_task(asyncio.wait_for(inner, timeout=5))
-        await settle()
-        outer.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await outer
+        await cancel_once_started(outer)
         return inner
 
     inner = loop.run_until_complete(main())
@@ -218,10 +212,7 @@ def test_cancelling_a_task_inside_timeout_raises_cancelled_error_not_timeout(
 
     async def main() -> asyncio.Task[None]:
         t = loop.create_task(body())
-        await settle()
-        t.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await t
+        await cancel_once_started(t)
         return t
 
     assert loop.run_until_complete(main()).cancelled()

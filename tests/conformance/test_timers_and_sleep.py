@@ -6,11 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 
-from .conftest import (
-    TICK,
-    sleep_until,
-    var,
-)
+from .conftest import TICK, sleep_until, var
 
 
 def test_call_later_runs_after_the_delay(
@@ -102,7 +98,7 @@ def test_sleep_zero_yields_and_returns_none(loop: asyncio.AbstractEventLoop) -> 
 
     async def main() -> None:
         loop.call_soon(order.append, "callback")
-        assert await asyncio.sleep(0) is None
+        assert await asyncio.sleep(0) is None  # type: ignore[func-returns-value]
         order.append("after sleep")
 
     loop.run_until_complete(main())
