@@ -109,8 +109,8 @@ def test_all_tasks_lists_exactly_the_pending_tasks(loop: asyncio.AbstractEventLo
 
 
 def test_task_factory_is_none_by_default_and_resettable(loop: asyncio.AbstractEventLoop) -> None:
-    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
-        return asyncio.Task(coro, loop=loop, **kw)
+    def factory(task_loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+        return asyncio.Task(coro, loop=task_loop, **kw)
 
     assert loop.get_task_factory() is None
     loop.set_task_factory(factory)
@@ -127,9 +127,9 @@ def test_a_custom_task_factory_makes_every_task(loop: asyncio.AbstractEventLoop)
     class MyTask(asyncio.Task):  # type: ignore[type-arg]
         pass
 
-    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
-        calls.append((loop, kw))
-        return MyTask(coro, loop=loop, **kw)
+    def factory(task_loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+        calls.append((task_loop, kw))
+        return MyTask(coro, loop=task_loop, **kw)
 
     loop.set_task_factory(factory)
     ctx = contextvars.copy_context()
@@ -153,7 +153,7 @@ def test_a_custom_task_factory_makes_every_task(loop: asyncio.AbstractEventLoop)
     assert isinstance(main_task, MyTask)
     loop.run_until_complete(main_task)
     assert len(calls) == 4
-    assert all(loop is loop for loop, _ in calls)
+    assert all(task_loop is loop for task_loop, _ in calls)
     assert calls[-1][1].get("context") is ctx
 
 
