@@ -50,7 +50,8 @@ var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset"
 def on_loops(*kinds: str) -> pytest.MarkDecorator:
     """Run a test on these loop kinds only (ids stay `[stock]`, `[askew]`, `[askew-fifo]`)."""
     unknown = set(kinds) - set(LOOP_KINDS)
-    assert not unknown, f"unknown loop kinds {sorted(unknown)}; known: {LOOP_KINDS}"
+    if unknown:
+        raise ValueError(f"unknown loop kinds {sorted(unknown)}; known: {LOOP_KINDS}")
     return pytest.mark.parametrize("loop_kind", kinds)
 
 

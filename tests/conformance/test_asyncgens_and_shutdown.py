@@ -1,5 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Async generator hooks and finalization, and default-executor shutdown."""
+"""Async generators and shutdown: the loop's asyncgen hooks, finalizing suspended generators,
+and shutting down the default executor.
+
+On the SimLoop no executor ever starts (that is refused, see test_io_refusals.py), so shutting
+the default executor down must still complete as on the stock loop.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""asyncio.Runner and asyncio.run with a loop_factory."""
+"""asyncio.Runner and asyncio.run given a loop_factory, the way users put askew under their own
+entry points: the factory's loop is the one used, leftovers are cancelled and async generators
+finalized on close, and debug and context arguments reach the loop.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Handles and callbacks: call_soon and call_soon_threadsafe, their order, their handles."""
+"""Handles and callbacks: call_soon and call_soon_threadsafe from the loop's thread, the order
+asyncio promises for them (FIFO from one caller, a batch before what it schedules), and the
+handles they return.
+"""
 
 from __future__ import annotations
 

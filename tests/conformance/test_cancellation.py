@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Cancellation: Task.cancel, cancelling/uncancel, shield."""
+"""Cancellation: Task.cancel and its message, cancelling() and uncancel(), propagation through
+awaiting tasks, and asyncio.shield.
+"""
 
 from __future__ import annotations
 

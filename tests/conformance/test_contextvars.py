@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Contexts: which contextvars.Context tasks and callbacks run in."""
+"""Contexts: tasks run in a copy of the creating context, callbacks in the context current at
+the call, and an explicit `context=` wins over both.
+"""
 
 from __future__ import annotations
 

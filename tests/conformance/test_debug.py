@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Debug mode."""
+"""Debug mode: set_debug/get_debug, the checks debug mode adds to call_soon, and (askew only)
+PYTHONASYNCIODEBUG turning it on for a new SimLoop.
+"""
 
 from __future__ import annotations
 

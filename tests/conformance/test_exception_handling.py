@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Exceptions that reach the loop: the exception handler and the asyncio logger."""
+"""Exceptions that reach the loop: the exception handler (default, custom, broken), errors in
+callbacks and timers, a task exception never retrieved, and what the asyncio logger gets.
+"""
 
 from __future__ import annotations
 

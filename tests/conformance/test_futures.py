@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Future API and done callbacks."""
+"""The Future API (results, exceptions, cancellation are final) and done callbacks, which run
+via the loop in registration order.
+"""
 
 from __future__ import annotations
 

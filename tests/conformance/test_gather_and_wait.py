@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Waiting on several awaitables: gather, wait, as_completed."""
+"""Waiting on several awaitables: gather (order, errors, cancellation both ways), wait and
+as_completed.
+"""
 
 from __future__ import annotations
 

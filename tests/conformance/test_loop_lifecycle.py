@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The loop's life: run_until_complete, run_forever, stop, close."""
+"""The loop's life: run_until_complete and run_forever, stop, close, and the refusals asyncio
+makes (a running loop inside another, a closed loop given work).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""asyncio.Queue and its LIFO and priority variants."""
+"""asyncio.Queue and its LIFO and priority variants: FIFO from one producer, blocking at
+maxsize and when empty, join, and shutdown (3.13+).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Lock, Event, Semaphore and Condition."""
+"""Lock, Event, Semaphore and Condition: mutual exclusion, FIFO lock waiters, wake-ups, and the
+errors each raises when misused.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""asyncio.TaskGroup: waiting, errors, cancellation."""
+"""asyncio.TaskGroup: it waits for every child, groups their errors, cancels the siblings of a
+failing child and the children of a cancelled parent, and refuses tasks once finished.
+"""
 
 from __future__ import annotations
 

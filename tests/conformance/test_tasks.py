@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tasks: names, create_task, current and all tasks, task factories, eager start."""
+"""Tasks: names, create_task, current_task and all_tasks, custom task factories, and eager
+start (3.12+), to which the SimLoop is held by the stock loop's own signature.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Timeouts: asyncio.wait_for, asyncio.timeout and asyncio.timeout_at."""
+"""Timeouts: asyncio.wait_for, asyncio.timeout and asyncio.timeout_at, their deadlines on the
+loop's clock, rescheduling, and cancellation from outside versus expiry.
+"""
 
 from __future__ import annotations
 

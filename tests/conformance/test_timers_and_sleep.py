@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Timers and sleep: call_later, call_at, the loop's clock, asyncio.sleep."""
+"""Timers and sleep: call_later and call_at, the loop's clock (never backwards, timers in
+deadline order), and asyncio.sleep. A timer may fire up to `clock_slack` early on the stock
+loop, never on the SimLoop.
+"""
 
 from __future__ import annotations
 
