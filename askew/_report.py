@@ -26,6 +26,7 @@ from ._world import LOG_KEPT, Event, event_from_entry, safe_repr
 from .errors import DeadlockError, SimulationFailure
 
 if TYPE_CHECKING:
+    from ._loop import SimLoop
     from ._wrap import WrappedRun
 
 _REPORT_EVENTS = 12
@@ -44,7 +45,7 @@ class Outcome:
     events: list[Event]
 
 
-def recent_events(loop: Any, everything: bool) -> list[Event]:
+def recent_events(loop: SimLoop, everything: bool) -> list[Event]:
     """The loop's newest logged events: enough for a report's tail, or all it
     keeps (`everything`, for comparing two runs)."""
     entries = loop._log_recent(LOG_KEPT if everything else _REPORT_SCAN)
