@@ -243,7 +243,7 @@ def _run_once(
         failure = exc
     if world._failure is not None:
         failure = world._failure
-    time, steps = loop._now_ns / 1e9, loop.steps
+    time, steps = world.now, loop.steps
     if failure is not None:
         # A refusal is a SimulationFailure (an AssertionError) but no assert failed.
         refused = isinstance(failure, NondeterminismError)
