@@ -229,6 +229,31 @@ class NameSwap:
                 setattr(owner, name, value)
 
 
+class Nesting:
+    """How deep the opens of one patch set are: the outermost open installs
+    it and its matching close restores it; nested opens only count."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    @property
+    def open(self) -> bool:
+        return self.depth > 0
+
+    def enter(self) -> bool:
+        """Count an open; True for the outermost, which must install."""
+        self.depth += 1
+        return self.depth == 1
+
+    def exit(self) -> bool:
+        """Count a close (one with nothing open is ignored); True for the
+        outermost, which must restore."""
+        if self.depth == 0:
+            return False
+        self.depth -= 1
+        return self.depth == 0
+
+
 def _refuse(call: str, why: str, instead: str) -> NoReturn:
     refusal = NondeterminismError(f"{call} inside a simulation {why}. {instead}")
     _core._note_refusal(refusal)  # caught or not, the run fails after this step
@@ -279,7 +304,7 @@ class Scope:
     """One open scope per process at a time; nested opens share it."""
 
     def __init__(self) -> None:
-        self.depth = 0
+        self._nesting = Nesting()
         self._names = NameSwap()
         self._saved_random: Any = None
         self._gc_was_enabled = False
@@ -288,11 +313,10 @@ class Scope:
 
     @property
     def open(self) -> bool:
-        return self.depth > 0
+        return self._nesting.open
 
     def enter(self) -> None:
-        self.depth += 1
-        if self.depth > 1:
+        if not self._nesting.enter():
             return
         self._saved_random = random.getstate()
         self._gc_was_enabled = gc.isenabled()
@@ -318,8 +342,7 @@ class Scope:
             self._close_python_escapes()
             gc.disable()
         except BaseException:
-            self.depth = 1
-            self.exit()
+            self.exit()  # the outermost open failed: undo what it did
             raise
 
     def _close_python_escapes(self) -> None:
@@ -392,10 +415,7 @@ class Scope:
             )
 
     def exit(self) -> None:
-        if self.depth == 0:
-            return
-        self.depth -= 1
-        if self.depth > 0:
+        if not self._nesting.exit():
             return
         self._names.undo()
         self._exit_host_state()

@@ -597,6 +597,55 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     def _timer_handle_cancelled(self, handle: Any) -> None:
         """Called by asyncio.TimerHandle.cancel; askew's own handles need nothing."""
 
+    def _cancel_pending(
+        self, waits_for: Callable[[asyncio.Task[Any]], bool]
+    ) -> tuple[BaseException | None, BaseException | None]:
+        """Cancel the run's pending tasks, in creation order, and run until
+        those `waits_for` accepts have finished (World._end_run calls it).
+        Returns what stopped that run early, if anything, and the first
+        error a cancelled task finished with."""
+        # The main task is done by now: with no other task made, none is pending.
+        if self._tasks_made <= 1 or self.is_closed():
+            return None, None
+        pending = sorted(
+            (t for t in asyncio.all_tasks(self) if not t.done()),
+            key=lambda t: getattr(t, "_askew_seq", 0),
+        )
+        if not pending:
+            return None, None
+        for task in pending:
+            task.cancel()
+        live = [t for t in pending if waits_for(t)]
+
+        async def settle() -> None:
+            for _ in range(1000):
+                if all(t.done() for t in live):
+                    return
+                await asyncio.sleep(0)
+
+        stopped: BaseException | None = None
+        # A run that failed on its step or time budget has spent it: lift both
+        # while the cancelled tasks finish (settle() is bounded on its own).
+        self._apply_config(budgets=False)
+        try:
+            self.run_until_complete(settle())
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            stopped = exc
+        finally:
+            self._apply_config()
+        raised: BaseException | None = None
+        for task in pending:  # every error is retrieved, so none is logged later
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raised = raised or task.exception()
+        return stopped, raised
+
+    def _end_run(self) -> None:
+        """Drop what is left of the run once its world has ended: ready
+        callbacks, timers and messages (askew._runner calls it last)."""
+        self._clear()
+
 
 def describe_wait(task: asyncio.Task[Any]) -> str:
     """Where a pending task is suspended: the innermost frame outside asyncio

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import inspect
 import os
-import sys
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -36,10 +35,10 @@ from ._config import (
     env_seeds,
     knob_text,
     parse_positive_int,
-    strategy_note,
     wrap_config,
 )
 from ._determinism import NameSwap
+from ._report import wrapped_replay
 from ._wrap import WrappedRun
 
 _PLUGIN_NAME = "askew-wrap"
@@ -203,7 +202,7 @@ class WrapPlugin:
         terminalreporter.write_sep("=", "askew: replay wrapped failures")
         for nodeid, base, seed in dict.fromkeys(self.failures):
             terminalreporter.write_line(
-                f"{nodeid} (seed={seed}): {_wrap.replay_command(base, nodeid, self.config)}"
+                f"{nodeid} (seed={seed}): {WrappedRun(nodeid, base, self.config).replay}"
             )
 
     # ---- one test ---------------------------------------------------------
@@ -257,7 +256,7 @@ class WrapPlugin:
             item.user_properties.append(("askew_virtual_time", f"{run.virtual_time:.6f}"))
         if report.failed:
             self.failures.append((item.nodeid, run.base, run.seed))
-            report.sections.append(("askew replay", _replay_text(run)))
+            report.sections.append(("askew replay", wrapped_replay(run)))
 
 
 class SeedSweep:
@@ -406,20 +405,6 @@ def _failed_subtest_counts(config: pytest.Config) -> dict[Any, int] | None:
         return None
     counts: dict[Any, int] | None = config.stash.get(failed_subtests_key, None)
     return counts
-
-
-def _replay_text(run: WrappedRun) -> str:
-    lines = [run.describe()]
-    note = strategy_note(run.config)
-    if note:
-        lines.append(f"note: {note}")
-    if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
-        lines.append(
-            "note: PYTHONHASHSEED is random in this process, so str and bytes sets may "
-            "iterate in another order on replay; run under askew-exec or set PYTHONHASHSEED=0"
-        )
-    lines.append(f"replay: {run.replay}")
-    return "\n".join(lines)
 
 
 class _SessionAstCache:

@@ -748,6 +748,37 @@ class World:
     def _end(self) -> None:
         self._ended = True
 
+    def _end_run(self) -> BaseException | None:
+        """End this world's run; askew._runner calls it once the test has
+        returned, then ends the loop's run. Every pause ends, the tasks still
+        pending are cancelled and let finish, and the coroutines of crashed
+        incarnations are closed. Returns the error a node's cleanup raised."""
+        self._end_pauses()
+        # Tasks of crashed incarnations never run again: wait for the rest.
+        stopped, raised = self._loop._cancel_pending(lambda t: not self._owner_crashed(t))
+        error: BaseException | None = raised
+        if stopped is not None:
+            # A node whose cleanup raised stopped the loop: its error is the news.
+            error = self._failure if self._failure is not None else stopped
+        self._end()
+        # The tasks of crashed nodes are still pending and never run again.
+        # Close their coroutines here, at a fixed point after the run and with
+        # the world ended, instead of leaving them to the collector: collected
+        # later, they would report "Task was destroyed but it is pending!" to
+        # whichever run's exception handler is set then (failing that run, or
+        # a later iteration, which a replay of its seed alone would not) and
+        # unwind in its middle.
+        for node_id in sorted(self._crashed):
+            for task in self._crashed[node_id]:
+                if not task.done():
+                    task._log_destroy_pending = False  # type: ignore[attr-defined]
+                    try:
+                        task.get_coro().close()
+                    except Exception:  # a dead node's unwinding has no one to tell
+                        pass
+        self._crashed.clear()
+        return error
+
 
 def _target_name(target: Any) -> str:
     return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", target))

@@ -5,7 +5,7 @@ This file owns the patches that make unmodified asyncio code run on SimLoop
 (`asyncio.new_event_loop`, the default policy's `new_event_loop`, and the
 `loop_factory` of `asyncio.Runner`, which `asyncio.run`,
 `IsolatedAsyncioTestCase`, pytest-asyncio and anyio all go through), the
-per-test seed formula, and the replay command. It never imports pytest: the
+per-test seed formula, and what a replay command needs. It never imports pytest: the
 plugin (askew._pytest_plugin) decides when a test starts and opens
 `installed()` around each of its phases; closing it restores every patched
 name, also after an exception.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
 import zlib
 from asyncio import events, runners
 from collections.abc import Callable, Iterator
@@ -29,8 +28,9 @@ from typing import Any
 
 from . import _core
 from ._config import KNOBS, WRAP_EXECUTOR, RunConfig, check_seed, knob_text
-from ._determinism import NameSwap
+from ._determinism import NameSwap, Nesting
 from ._loop import SimLoop
+from ._report import replay_command
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
@@ -58,12 +58,6 @@ def knob_options(config: RunConfig) -> list[str]:
     ]
 
 
-def replay_command(base: int, nodeid: str, config: RunConfig = WRAP_DEFAULTS) -> str:
-    """The command that runs exactly this test under this base seed and config."""
-    words = ["pytest", "--askew-wrap", *knob_options(config), nodeid]
-    return f"ASKEW_SEED={base} " + " ".join(map(shlex.quote, words))
-
-
 @dataclass
 class WrappedRun:
     """One run of one test: its seeds and the loops it created."""
@@ -80,7 +74,8 @@ class WrappedRun:
 
     @property
     def replay(self) -> str:
-        return replay_command(self.base, self.nodeid, self.config)
+        """The command that runs exactly this test under this base seed and config."""
+        return replay_command(self.base, self.nodeid, wrap_options=knob_options(self.config))
 
     @property
     def virtual_time(self) -> float:
@@ -121,12 +116,11 @@ class _Patches:
 
     def __init__(self) -> None:
         self.run: WrappedRun | None = None
-        self._depth = 0
+        self._nesting = Nesting()
         self._names = NameSwap()
 
     def install(self) -> None:
-        self._depth += 1
-        if self._depth > 1:
+        if not self._nesting.enter():
             return
         try:
             self._names.set(events, "new_event_loop", self._new_event_loop)
@@ -136,17 +130,12 @@ class _Patches:
                 self._names.set(policy, "new_event_loop", _policy_new_event_loop)
             self._names.set(runners.Runner, "__init__", self._runner_init())
         except BaseException:
-            self._depth = 1
-            self.restore()
+            self.restore()  # the outermost install failed: undo what it did
             raise
 
     def restore(self) -> None:
-        if self._depth == 0:
-            return
-        self._depth -= 1
-        if self._depth > 0:
-            return
-        self._names.undo()
+        if self._nesting.exit():
+            self._names.undo()
 
     def _loop(self) -> SimLoop:
         run = self.run

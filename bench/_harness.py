@@ -9,6 +9,12 @@ running it once and returning how many operations it did. The sides are run
 round-robin, `repeats` times, so drift on the machine hits them all alike, and
 the table shows the median and best cost per operation plus each side's ratio
 to the reference side. Nothing is asserted: goals are printed as met / not met.
+
+A side is "unavailable" only when a peer is genuinely absent: simloom or
+simloop on a Python they do not support, or a peer (uvloop included) that
+does not import. Anything else, and every failure of askew's own sides,
+raises: the bench exits non-zero with the traceback instead of printing a
+broken askew as "n/a".
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ VENV313_HINT = ".venv313/bin/python"
 
 
 class Unavailable(Exception):
-    """A side cannot run here (missing package, feature not built yet)."""
+    """A peer side cannot run here: it does not import on this Python. Only
+    import_peer and uvloop_loop raise it; askew's own sides never do."""
 
 
 Runner = Callable[[], float]
@@ -86,6 +93,10 @@ def reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+class BenchFailed(RuntimeError):
+    """A bench child process failed (run_child)."""
+
+
 def time_once(run: Runner, *, quiet_gc: bool = True) -> tuple[int, float]:
     """Run once; return (elapsed ns, ops).
 
@@ -110,7 +121,10 @@ def time_once(run: Runner, *, quiet_gc: bool = True) -> tuple[int, float]:
 def compare(
     sides: Sequence[Side], *, repeats: int, warmup: int = 1, quiet_gc: bool = True
 ) -> list[Result]:
-    """Run every available side `repeats` times, interleaved; ns per op each time."""
+    """Run every available side `repeats` times, interleaved; ns per op each time.
+
+    A side whose factory raises Unavailable (an absent peer) is listed as
+    such; any other exception, at setup or mid-run, propagates."""
     results: list[Result] = []
     runners: list[tuple[Result, Runner]] = []
     for side in sides:
@@ -118,28 +132,21 @@ def compare(
         results.append(result)
         try:
             run = side.factory()
-            # A factory that sizes its workload at setup can say so here.
-            result.note = getattr(run, "note", result.note)
-            for _ in range(warmup):
-                run()
-        except Exception as exc:  # any failure to set up means "skip this side"
+        except Unavailable as exc:
             result.unavailable = reason(exc)
             continue
+        # A factory that sizes its workload at setup can say so here.
+        result.note = getattr(run, "note", result.note)
+        for _ in range(warmup):
+            run()
         runners.append((result, run))
     for _ in range(repeats):
-        for result, run in list(runners):
-            try:
-                elapsed, ops = time_once(run, quiet_gc=quiet_gc)
-            except Exception as exc:
-                result.unavailable = f"failed mid-run: {reason(exc)}"
-                runners.remove((result, run))
-                continue
+        for result, run in runners:
+            elapsed, ops = time_once(run, quiet_gc=quiet_gc)
             result.per_op_ns.append(elapsed / ops if ops > 0 else float(elapsed))
     for result in results:
         if result.unavailable is None and not result.per_op_ns:
-            result.unavailable = "no samples"
-        if result.unavailable is not None:
-            result.per_op_ns = []
+            result.unavailable = "no samples (--repeats 0)"
     return results
 
 
@@ -316,51 +323,34 @@ def peak_rss_kib() -> int:
 # --- sides shared by several benches -------------------------------------
 
 
-def import_askew() -> Any:
-    try:
-        import askew
-    except Exception as exc:
-        raise Unavailable(f"askew does not import ({reason(exc)})") from exc
-    return askew
-
-
-def askew_attr(*names: str) -> Any:
-    """askew.<name> (dotted), or Unavailable naming the missing feature."""
-    obj = import_askew()
-    path = "askew"
-    for name in names:
-        for part in name.split("."):
-            path += "." + part
-            if not hasattr(obj, part):
-                raise Unavailable(f"{path} not implemented yet")
-            obj = getattr(obj, part)
-    return obj
-
-
 def askew_loop(seed: int = 0) -> Any:
-    new_event_loop = askew_attr("new_event_loop")
-    return new_event_loop(seed=seed)
+    import askew  # askew's own sides: an import error is a failure, never "n/a"
+
+    return askew.new_event_loop(seed=seed)
 
 
 def askew_simulate() -> Any:
-    return askew_attr("simulate")
+    import askew
+
+    return askew.simulate
 
 
 def uvloop_loop() -> Any:
-    try:
-        import uvloop
-    except Exception as exc:
-        raise Unavailable(f"uvloop does not import ({reason(exc)})") from exc
-    return uvloop.new_event_loop()
+    return import_peer("uvloop", min_python=None).new_event_loop()
 
 
-def import_peer(name: str) -> Any:
-    if sys.version_info < PEERS_MIN_PYTHON:
+def import_peer(name: str, min_python: tuple[int, int] | None = PEERS_MIN_PYTHON) -> Any:
+    """The peer module `name`, or Unavailable if it cannot import on this
+    Python. Only a missing module counts: a peer that is installed but
+    fails to import raises."""
+    if min_python is not None and sys.version_info < min_python:
         raise Unavailable(f"{name} needs Python 3.12+ (run with {VENV313_HINT})")
     try:
-        return __import__(name)
-    except Exception as exc:
-        raise Unavailable(f"{name} does not import ({reason(exc)})") from exc
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:  # the peer is there, something it needs is not
+            raise
+        raise Unavailable(f"{name} is not installed for this Python ({reason(exc)})") from exc
 
 
 def scaled(quick: bool, default: int, small: int) -> int:
@@ -381,7 +371,8 @@ def calibrate(build: Callable[[int], Callable[[], object]], cap: int, seconds: f
 
 
 def run_child(argv: list[str], timeout: float) -> dict[str, Any]:
-    """Run `python <argv>` and parse the JSON object on its last stdout line."""
+    """Run `python <argv>` and parse the JSON object on its last stdout line;
+    BenchFailed if the child times out, fails or prints no result."""
     import subprocess
 
     try:
@@ -392,13 +383,14 @@ def run_child(argv: list[str], timeout: float) -> dict[str, Any]:
             check=False,
             timeout=timeout,
         )
-    except subprocess.TimeoutExpired:
-        return {"unavailable": f"timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as exc:
+        raise BenchFailed(f"{' '.join(argv)}: timed out after {timeout:.0f} s") from exc
     if out.returncode != 0:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
-        return {"unavailable": f"child exited {out.returncode}: {tail[0]}"}
+        raise BenchFailed(
+            f"{' '.join(argv)}: exited {out.returncode}\n{(out.stderr or out.stdout).strip()}"
+        )
     try:
         doc: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"unavailable": "child printed no result"}
+    except (ValueError, IndexError) as exc:
+        raise BenchFailed(f"{' '.join(argv)}: printed no result") from exc
     return doc

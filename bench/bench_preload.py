@@ -157,9 +157,11 @@ def _run_suite(argv: list[str], preload: bool) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - t0
-    if proc.returncode not in (0, 1):
-        tail = proc.stdout.strip().splitlines()[-1:] or proc.stderr.strip().splitlines()[-1:]
-        print(f"  warning: suite exited {proc.returncode}: {tail}")
+    if proc.returncode != 0:
+        # A failing suite is not a timing: stop, on either side.
+        side = "under askew-exec" if preload else "plain"
+        tail = "\n".join((proc.stdout.strip() or proc.stderr.strip()).splitlines()[-20:])
+        raise RuntimeError(f"the suite {side} exited {proc.returncode}:\n{tail}")
     return elapsed
 
 

@@ -45,7 +45,6 @@ from collections import Counter
 from _harness import (
     Result,
     Side,
-    askew_attr,
     askew_simulate,
     calibrate,
     compare,
@@ -82,7 +81,6 @@ async def node_main(node, index):
 def askew_side(cap: int, seconds: float, outcomes: Counter):
     def factory():
         simulate = askew_simulate()
-        askew_attr("errors")  # the runner's failure type must exist too
 
         def build(iterations: int):
             @simulate(seed=1337, iterations=iterations)

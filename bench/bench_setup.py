@@ -105,7 +105,7 @@ def askew_simulate_side(n: int):
 
         small_n = max(n // 10, 1)
         small, big = build(small_n), build(n)
-        small()  # raises here (-> unavailable) if simulate cannot run yet
+        small()  # warms up, and fails the bench here if simulate cannot run
 
         def run() -> int:
             start = now_ns()

@@ -3,7 +3,9 @@
 Each bench runs in its own child process on this interpreter (so one bench's
 heap and peak RSS never colour another's), one after the other; inside each,
 the sides it compares are interleaved in one run. Nothing is asserted: the
-summary lists each goal as met, NOT met or n/a (a side that could not run).
+summary lists each goal as met, NOT met or n/a (a peer absent on this
+Python). A bench whose askew side fails exits non-zero, and so does this
+script, naming it.
 
     python bench/run_all.py            # full run, about 2-3 minutes
     python bench/run_all.py --quick    # small N, under 30 s

@@ -528,20 +528,20 @@ def test_a_loop_dropped_with_a_message_in_flight_is_collected() -> None:
 
 
 def test_a_divergence_report_names_the_first_event_of_the_longer_run() -> None:
-    from askew._runner import _divergence, _Outcome
+    from askew._report import Outcome, divergence
     from askew._world import Event
 
     common = [Event(0.0, "world", None, "a")]
     extra = Event(1.0, "world", None, "only in run 2")
-    short = _Outcome(None, None, 0.0, 1, 1, common)
-    long = _Outcome(None, None, 0.0, 1, 2, [*common, extra])
+    short = Outcome(None, None, 0.0, 1, 1, common)
+    long = Outcome(None, None, 0.0, 1, 2, [*common, extra])
 
     async def t(world: askew.World) -> None:
         pass
 
-    text = _divergence(t, 1, 0, short, long)
+    text = divergence(t, 1, 0, short, long)
     assert "run 2 logged more events, starting with #1" in text and "only in run 2" in text
-    text = _divergence(t, 1, 0, long, short)
+    text = divergence(t, 1, 0, long, short)
     assert "run 1 logged more events, starting with #1" in text and "only in run 2" in text
 
 

@@ -14,6 +14,7 @@ against a hang.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import shlex
@@ -393,6 +394,17 @@ def test_replay_commands_carry_the_options_the_failure_ran_with(tmp_path: Path) 
     assert words[:2] == ["pytest", "--askew-wrap"]
     again = run_fixtures(tmp_path, *words[1:], env=dict([env_word.split("=")]))
     assert again.cases[DEADLOCK].message == first.cases[DEADLOCK].message
+
+
+def test_a_wrapped_replay_quotes_only_the_words_the_shell_needs_quoted() -> None:
+    config = dataclasses.replace(_wrap.WRAP_DEFAULTS, strategy="fifo")
+    run = _wrap.WrappedRun("tests/test_x.py::test_y[a b]", 5, config)
+    assert run.replay == (
+        "ASKEW_SEED=5 pytest --askew-wrap --askew-strategy=fifo 'tests/test_x.py::test_y[a b]'"
+    )
+    assert shlex.split(run.replay)[-1] == "tests/test_x.py::test_y[a b]"
+    plain = _wrap.WrappedRun("t.py::test_z", 5)
+    assert plain.replay == "ASKEW_SEED=5 pytest --askew-wrap t.py::test_z"
 
 
 def test_failures_under_interleave_or_shuffle_say_asyncio_may_not_produce_the_order(
