@@ -66,7 +66,6 @@ ASKEW_EXPORT ssize_t getrandom(void *buf, size_t len, unsigned int flags)
     }
     return askew__sim_getrandom(h, buf, len, flags);
 }
-ASKEW_SELF(getrandom);
 
 ASKEW_EXPORT int getentropy(void *buf, size_t len)
 {
@@ -95,7 +94,6 @@ ASKEW_EXPORT int getentropy(void *buf, size_t len)
     }
     return 0;
 }
-ASKEW_SELF(getentropy);
 
 /* arc4random cannot fail; glibc aborts if the kernel refuses. Here a
  * failing stream yields zeros: still deterministic, and the run's own

@@ -93,7 +93,6 @@ ASKEW_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
         return real_clock_gettime(id, ts);
     return askew__sim_clock_gettime(h, id, ts);
 }
-ASKEW_SELF(clock_gettime);
 
 ASKEW_EXPORT int clock_getres(clockid_t id, struct timespec *res)
 {
@@ -135,7 +134,6 @@ ASKEW_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
     }
     return 0;
 }
-ASKEW_SELF(gettimeofday);
 
 ASKEW_EXPORT time_t time(time_t *tloc)
 {
@@ -156,7 +154,6 @@ ASKEW_EXPORT time_t time(time_t *tloc)
         *tloc = ts.tv_sec;
     return ts.tv_sec;
 }
-ASKEW_SELF(time);
 
 ASKEW_EXPORT int timespec_get(struct timespec *ts, int base)
 {

@@ -31,6 +31,7 @@ assert _spec is not None and _spec.submodule_search_locations is not None
 ASKEW_DIR = Path(next(iter(_spec.submodule_search_locations)))
 LIB = ASKEW_DIR / "libaskew-preload.so"
 MAP = REPO / "preload" / "preload.map"
+FNS = REPO / "preload" / "fns.def"
 HEADER_DIR = REPO / "preload"
 WALL_EPOCH_S = 1577836800
 TIMEOUT = 120
@@ -121,6 +122,26 @@ def test_the_library_exports_exactly_the_version_script() -> None:
     ).stdout
     exported = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
     assert exported == _map_symbols()
+
+
+def _table_exports() -> set[str]:
+    """fns.def's EXPORT rows, and the control API's entry point."""
+    text = FNS.read_text()
+    rows = re.findall(r"^ASKEW_FN\((\w+), (\w+), (\w+), (\w+)\)$", text, flags=re.M)
+    assert len(rows) == text.count("\nASKEW_FN("), "a row of fns.def this test cannot read"
+    assert {export for _, _, export, _ in rows} <= {"EXPORT", "INTERNAL"}
+    return {name for name, _, export, _ in rows if export == "EXPORT"} | {"askew_preload_get_api"}
+
+
+@pytest.mark.skipif(not MAP.is_file() or not FNS.is_file(), reason="needs the source tree")
+def test_the_version_script_lists_exactly_the_table_s_interposers() -> None:
+    # preload.map is checked in (docs/preload.md says why): this keeps it
+    # fns.def's, and the nm test above keeps the library the map's.
+    in_map, in_table = _map_symbols(), _table_exports()
+    assert in_map == in_table, (
+        f"preload.map lacks {sorted(in_table - in_map)}, "
+        f"has beyond fns.def {sorted(in_map - in_table)}"
+    )
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="needs readelf")
