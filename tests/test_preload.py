@@ -429,6 +429,34 @@ except ImportError as e:
     assert "dlopen" in status["self_test"]
 
 
+def test_a_preload_of_another_abi_major_fails_every_run_naming_both_and_its_path(
+    tmp_path: Path,
+) -> None:
+    _needs_askew()
+    other = tmp_path / "libother-abi.so"
+    source = REPO / "tests/c/probe_abi.c"
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", f"-I{HEADER_DIR}", "-o", str(other), str(source)], check=True
+    )
+    code = """
+import asyncio, json, askew
+status = askew._preload.preload_status()  # outside a run: reported, no error
+async def main():
+    await asyncio.sleep(1)
+try:
+    askew.run(main(), seed=1)
+    error = None
+except RuntimeError as e:
+    error = str(e)
+print(json.dumps([status, error]))
+"""
+    status, error = json.loads(assert_ok(run_python(code, preload=False, LD_PRELOAD=str(other))))
+    assert status["found"] is True and status["active"] is False
+    assert status["path"] == str(other)
+    assert error is not None, "the run went ahead without the preload it found"
+    assert "preload ABI 2.0" in error and "speaks 1." in error and str(other) in error
+
+
 # ---- with askew's own loop ------------------------------------------------------
 
 _ASKEW_OK = "import askew._core, askew._loop"
