@@ -71,6 +71,14 @@ static const char *kind_hint(uint32_t kind)
                "and in real time (a thread pool, a queue consumer, Event.set); "
                "run the work in a task, or let askew run executor work inline "
                "(simulate(executor=\"inline\"))";
+    case ASKEW_VIOLATION_OWN_RNG:
+        return "the calling object carries its own OpenSSL (statically linked, as "
+               "cryptography's wheels do), whose random generator mixes the process "
+               "id and the thread's address into its state where the preload cannot "
+               "reach: keys, nonces and salts made with it "
+               "differ across processes even inside a run. Make such keys outside "
+               "the run, or from os.urandom inside it (for example "
+               "Ed25519PrivateKey.from_private_bytes(os.urandom(32)))";
     default:
         return "refused by the preload";
     }
@@ -168,6 +176,12 @@ static PyObject *take_violations(int where_known)
         api->violation_get(api->violations() - 1, &v) != 0) {
         memset(&v, 0, sizeof(v)); /* no call, no frames: kind_hint's default */
     }
+    /* An object with a generator of its own is named in the first line. */
+    Dl_info info;
+    const char *object = "";
+    if (v.kind == ASKEW_VIOLATION_OWN_RNG && v.nframes > 0 &&
+        dladdr((void *)(v.frames[0] - 1), &info) != 0 && info.dli_fname != NULL)
+        object = info.dli_fname;
     PyObject *frames = format_frames(&v); // new reference
     if (frames == NULL)
         return NULL;
@@ -176,10 +190,11 @@ static PyObject *take_violations(int where_known)
     PyObject *exc = PyObject_CallFunction(
         type, "N",
         PyUnicode_FromFormat(
-            "%s%s was refused inside the simulation: %s\n"
+            "%s%s%s%s was refused inside the simulation: %s\n"
             "  C callers (innermost first):\n%U%s",
             v.call ? v.call : "a C call",
-            v.call ? "()" : " (its record was overwritten)", kind_hint(v.kind), frames,
+            v.call ? "()" : " (its record was overwritten)", object[0] ? " from " : "",
+            object, kind_hint(v.kind), frames,
             more ? "\n  (and more refused calls after this one)" : ""));
     Py_DECREF(frames);
     if (exc != NULL)

@@ -8,7 +8,8 @@
  * each call goes to the library's own function. Both libraries call these
  * through their PLT, so their internal draws (key generation, handshakes,
  * SQL random()) come here too. A copy linked statically into another
- * object (cryptography's wheels, a vendored SQLite) is not seen. */
+ * object is not seen here: hook_ownrng.c refuses cryptography's wheels
+ * (their own OpenSSL); a vendored SQLite stays unseen. */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>

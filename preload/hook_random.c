@@ -81,6 +81,7 @@ ASKEW_EXPORT int getentropy(void *buf, size_t len)
         long n = askew__raw_syscall(SYS_getrandom, (long)buf, (long)len, 0, 0, 0, 0);
         return n == (long)len ? 0 : -1;
     }
+    ASKEW_OWN_RNG(h, "getentropy");
     if (len > 256) {
         errno = EIO;
         return -1;

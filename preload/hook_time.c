@@ -91,6 +91,7 @@ ASKEW_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL))
         return real_clock_gettime(id, ts);
+    ASKEW_OWN_RNG(h, "clock_gettime");
     return askew__sim_clock_gettime(h, id, ts);
 }
 
@@ -116,6 +117,7 @@ ASKEW_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
         return (int)askew__raw_syscall(SYS_gettimeofday, (long)tv, (long)tz, 0, 0, 0,
                                        0);
     }
+    ASKEW_OWN_RNG(h, "gettimeofday");
     if (ASKEW_LAUNDER(tv) != NULL) {
         struct timespec ts;
         int rc = askew__hook_now(h, /* realtime */ 1, &ts);
@@ -144,6 +146,7 @@ ASKEW_EXPORT time_t time(time_t *tloc)
             return real(tloc);
         return (time_t)askew__raw_syscall(SYS_time, (long)tloc, 0, 0, 0, 0, 0);
     }
+    ASKEW_OWN_RNG(h, "time");
     struct timespec ts;
     int rc = askew__hook_now(h, /* realtime */ 1, &ts);
     if (rc < 0) {
@@ -166,6 +169,7 @@ ASKEW_EXPORT int timespec_get(struct timespec *ts, int base)
             return 0;
         return real_clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
     }
+    ASKEW_OWN_RNG(h, "timespec_get");
     int realtime;
     switch (base) {
     case TIME_UTC:

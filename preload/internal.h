@@ -139,6 +139,17 @@ int askew__sim_family_refused(int family) ASKEW_HIDDEN;
  * I/O on it inside a simulation would reach the real network. */
 int askew__sim_fd_refused(int fd) ASKEW_HIDDEN;
 
+/* 1 when `ret` (an interposer's return address) lies in an object that
+ * carries its own OpenSSL random generator (hook_ownrng.c); simulation
+ * thread only. ASKEW_OWN_RNG records the refusal for a clock or entropy
+ * interposer's caller and lets the call be answered as usual. */
+int askew__sim_own_rng(const void *ret) ASKEW_HIDDEN;
+#define ASKEW_OWN_RNG(h, call)                                                         \
+    do {                                                                               \
+        if (ASKEW_UNLIKELY(askew__sim_own_rng(__builtin_return_address(0))))           \
+            ASKEW_RECORD((h), ASKEW_VIOLATION_OWN_RNG, (call), 0, 0);                  \
+    } while (0)
+
 /* Debug output under ASKEW_DEBUG only, to fd 2 with an "askew-preload: "
  * prefix; a no-op otherwise. No stdio, no malloc. */
 void askew__debug(const char *what, const char *call) ASKEW_HIDDEN;

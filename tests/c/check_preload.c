@@ -1122,6 +1122,39 @@ START_TEST(test_a_failed_dlsym_keeps_the_policy_and_falls_back_to_the_syscall)
 }
 END_TEST
 
+/* hook_ownrng.c: a clock read or entropy draw from an object carrying its
+ * own OpenSSL generator is answered and recorded; the same calls from
+ * anywhere else are not recorded. */
+START_TEST(test_sim_clock_and_entropy_from_an_object_with_its_own_openssl_are_recorded)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/probe_ownrng.so", probe_dir());
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(lib != NULL, "%s", dlerror());
+    time_t (*own_time)(void) = (time_t (*)(void))dlsym(lib, "probe_ownrng_time");
+    int (*own_entropy)(void *, size_t) =
+        (int (*)(void *, size_t))dlsym(lib, "probe_ownrng_getentropy");
+    ck_assert_ptr_nonnull(own_time);
+    ck_assert_ptr_nonnull(own_entropy);
+    ck_assert_int_ne(own_time(), (time_t)-1); /* outside a run: not recorded */
+    enter();
+    unsigned char buf[8];
+    ck_assert_int_eq(time(NULL), WALL_S);
+    ck_assert_int_eq(getentropy(buf, sizeof(buf)), 0);
+    ck_assert_int_eq(api->violations(), 0);
+    ck_assert_int_eq(own_time(), WALL_S); /* still answered from the run */
+    ck_assert_int_eq(api->violations(), 1);
+    ck_assert_str_eq(last_call(), "time");
+    ck_assert_int_eq(own_entropy(buf, sizeof(buf)), 0);
+    ck_assert_int_eq(api->violations(), 2);
+    ck_assert_str_eq(last_call(), "getentropy");
+    struct askew_violation v;
+    ck_assert_int_eq(api->violation_get(1, &v), 0);
+    ck_assert_int_eq(v.kind, ASKEW_VIOLATION_OWN_RNG);
+    api->leave();
+}
+END_TEST
+
 static Suite *preload_suite(void)
 {
     Suite *s = suite_create("preload");
@@ -1182,6 +1215,9 @@ static Suite *preload_suite(void)
                    test_self_test_passes_after_a_preload_that_defines_nothing_of_ours);
     tcase_add_test(tc,
                    test_a_failed_dlsym_keeps_the_policy_and_falls_back_to_the_syscall);
+    tcase_add_test(
+        tc,
+        test_sim_clock_and_entropy_from_an_object_with_its_own_openssl_are_recorded);
     suite_add_tcase(s, tc);
     return s;
 }

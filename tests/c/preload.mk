@@ -17,7 +17,8 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 TEST_CFLAGS := $(ASKEW_WARN) -O1 -g -fno-omit-frame-pointer -Ipreload $(EXTRA_CFLAGS)
 
-PROBES := $(OUT)/probe_ctor $(OUT)/probe_selftest $(OUT)/probe_fallback $(OUT)/probe_shadow.so $(OUT)/probe_inert.so
+PROBES := $(OUT)/probe_ctor $(OUT)/probe_selftest $(OUT)/probe_fallback $(OUT)/probe_shadow.so $(OUT)/probe_inert.so \
+	$(OUT)/probe_ownrng.so
 
 .PHONY: check-preload preload-lib
 
