@@ -31,7 +31,7 @@ static struct {
     uintptr_t lo, hi; /* the object's loaded extent */
     int own;          /* 1: carries its own OpenSSL generator */
 } cache[OWN_RNG_CACHE];
-static int cache_used;
+static int cache_used, cache_next;
 
 struct probe {
     uintptr_t pc;
@@ -109,11 +109,13 @@ int askew__sim_own_rng(const void *ret)
     const uintptr_t self = (uintptr_t)&askew__sim_own_rng;
     const int own = pr.found && pr.marked && !(self >= pr.lo && self < pr.hi) &&
                     !exports_rand_bytes(&pr);
-    if (pr.found && cache_used < OWN_RNG_CACHE) {
-        cache[cache_used].lo = pr.lo;
-        cache[cache_used].hi = pr.hi;
-        cache[cache_used].own = own;
-        cache_used++;
+    if (pr.found) {
+        /* Past OWN_RNG_CACHE objects, the oldest entries make room. */
+        const int slot = cache_used < OWN_RNG_CACHE ? cache_used++ : cache_next++;
+        cache_next %= OWN_RNG_CACHE;
+        cache[slot].lo = pr.lo;
+        cache[slot].hi = pr.hi;
+        cache[slot].own = own;
     }
     errno = saved;
     return own;
