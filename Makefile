@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # The developer's front door: make, make test, make lint, make asan, make bench.
 
+include preload/build.mk
+
 PYTHON ?= .venv/bin/python
 CC ?= cc
 BUILD := build/c
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
-CFLAGS_C = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g -Iext/engine -Ipreload $(CHECK_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS_C = $(ASKEW_WARN) -O1 -g -Iext/engine -Ipreload $(CHECK_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS_C = $(CHECK_LIBS) -ldl -lpthread $(EXTRA_LDFLAGS)
 
 ENGINE_SRC := $(sort $(wildcard ext/engine/*.c))

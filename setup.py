@@ -3,10 +3,13 @@
 
 The preload is not an Extension: that would give it Python's flags and an
 importable name. It is linked with the same compiler object in build_ext,
-with -Wl,-z,defs and the version script, and never sees libpython.
+with the flags in preload/build.mk (which make reads too), and never sees
+libpython.
 """
 
 import os
+import re
+import shlex
 from glob import glob
 from pathlib import Path
 
@@ -14,7 +17,17 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).parent
-WARN = ["-Wall", "-Wextra", "-Werror", "-std=c11", "-D_GNU_SOURCE"]
+
+
+def _build_mk() -> dict[str, list[str]]:
+    """preload/build.mk's `NAME = words` lines: the flags make uses too."""
+    text = (HERE / "preload" / "build.mk").read_text()
+    lines = (line.split("=", 1) for line in text.splitlines() if re.match(r"\w+ =", line))
+    return {name.strip(): shlex.split(value) for name, value in lines}
+
+
+BUILD_MK = _build_mk()
+WARN = BUILD_MK["ASKEW_WARN"]
 DEBUG = os.environ.get("ASKEW_DEBUG_BUILD") == "1"
 SANITIZE = os.environ.get("ASKEW_SANITIZE", "")  # e.g. "address,undefined"
 
@@ -41,7 +54,7 @@ class BuildExtWithPreload(build_ext):
         objects = self.compiler.compile(
             sources,
             output_dir=self.build_temp,
-            extra_preargs=["-fPIC", "-fvisibility=hidden", "-ftls-model=initial-exec"],
+            extra_preargs=BUILD_MK["PRELOAD_CFLAGS"],
             extra_postargs=cflags,
         )
         # The build tree copy, and the in-place copy beside askew/ for `make`.
@@ -50,14 +63,8 @@ class BuildExtWithPreload(build_ext):
         self.compiler.link_shared_object(
             objects,
             str(target),
-            extra_preargs=[
-                "-shared",
-                "-Wl,--version-script=preload/preload.map",
-                "-Wl,-z,defs",
-                "-Wl,-z,now",
-                "-Wl,-z,relro",
-            ],
-            extra_postargs=[*ldflags, "-ldl", "-lpthread"],
+            extra_preargs=BUILD_MK["PRELOAD_LDFLAGS"],
+            extra_postargs=[*ldflags, *BUILD_MK["PRELOAD_LIBS"]],
             target_lang="c",
         )
 

@@ -155,8 +155,8 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         )
         self._open_scope()
         try:
+            self._enter()  # first: a failed enter leaves no running loop set
             events._set_running_loop(self)
-            self._enter()
             try:
                 status = self._run()
             finally:

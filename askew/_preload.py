@@ -71,7 +71,8 @@ def ld_preload_with(existing: str | None, library: str) -> str:
     return ":".join(entries)
 
 
-def _core() -> Any:
+def _core_module() -> Any:
+    """askew._core, or None where the extension is not built."""
     try:
         return importlib.import_module("askew._core")
     except ImportError:
@@ -85,7 +86,7 @@ def preload_active() -> bool:
     entropy inside a simulation, and its threads, processes, sockets and
     sleeps are refused. Run under `askew-exec` to make this true.
     """
-    core = _core()
+    core = _core_module()
     if core is None or not hasattr(core, "preload_active"):
         return False
     return bool(core.preload_active())
@@ -93,7 +94,7 @@ def preload_active() -> bool:
 
 def preload_status() -> dict[str, Any]:
     """What askew._core found: found, active, path and the self-test message."""
-    core = _core()
+    core = _core_module()
     if core is None or not hasattr(core, "preload_status"):
         return {
             "found": False,

@@ -23,6 +23,7 @@ static int api_ok;    /* found, ABI compatible, and self_test passed */
 static char api_msg[512];
 static char api_path[1024];
 static char api_abi[24];   /* "1.1": what the preload found speaks */
+static int api_mismatch;   /* found, but speaking another ABI: runs fail */
 static uintptr_t api_base; /* load address of the preload, to skip its frames */
 
 /* on_violation sets askew__refusal_flag (refusal.c) and schedules at most
@@ -70,6 +71,14 @@ static const char *kind_hint(uint32_t kind)
                "and in real time (a thread pool, a queue consumer, Event.set); "
                "run the work in a task, or let askew run executor work inline "
                "(simulate(executor=\"inline\"))";
+    case ASKEW_VIOLATION_OWN_RNG:
+        return "the calling object carries its own OpenSSL (statically linked, as "
+               "cryptography's wheels do), whose random generator mixes the process "
+               "id and the thread's address into its state where the preload cannot "
+               "reach: keys, nonces and salts made with it "
+               "differ across processes even inside a run. Make such keys outside "
+               "the run, or from os.urandom inside it (for example "
+               "Ed25519PrivateKey.from_private_bytes(os.urandom(32)))";
     default:
         return "refused by the preload";
     }
@@ -160,9 +169,19 @@ static PyObject *take_violations(int where_known)
         first = n - ASKEW_VIOLATION_RING;
     const uint64_t more = n - violations_seen - 1;
     violations_seen = n;
+    /* A record overwritten meanwhile (the ring is the newest 16) still
+     * fails the run: with the newest record, or with no record at all. */
     struct askew_violation v;
-    if (api->violation_get(first, &v) != 0)
-        return NULL;
+    if (api->violation_get(first, &v) != 0 &&
+        api->violation_get(api->violations() - 1, &v) != 0) {
+        memset(&v, 0, sizeof(v)); /* no call, no frames: kind_hint's default */
+    }
+    /* An object with a generator of its own is named in the first line. */
+    Dl_info info;
+    const char *object = "";
+    if (v.kind == ASKEW_VIOLATION_OWN_RNG && v.nframes > 0 &&
+        dladdr((void *)(v.frames[0] - 1), &info) != 0 && info.dli_fname != NULL)
+        object = info.dli_fname;
     PyObject *frames = format_frames(&v); // new reference
     if (frames == NULL)
         return NULL;
@@ -170,11 +189,13 @@ static PyObject *take_violations(int where_known)
                                                 : PyExc_RuntimeError; // borrowed
     PyObject *exc = PyObject_CallFunction(
         type, "N",
-        PyUnicode_FromFormat("%s() was refused inside the simulation: %s\n"
-                             "  C callers (innermost first):\n%U%s",
-                             v.call ? v.call : "?", kind_hint(v.kind), frames,
-                             more ? "\n  (and more refused calls after this one)"
-                                  : ""));
+        PyUnicode_FromFormat(
+            "%s%s%s%s was refused inside the simulation: %s\n"
+            "  C callers (innermost first):\n%U%s",
+            v.call ? v.call : "a C call",
+            v.call ? "()" : " (its record was overwritten)", object[0] ? " from " : "",
+            object, kind_hint(v.kind), frames,
+            more ? "\n  (and more refused calls after this one)" : ""));
     Py_DECREF(frames);
     if (exc != NULL)
         (void)askew__refusal_note_at(exc, where_known);
@@ -415,6 +436,15 @@ int askew__preload_enter(void *ctx)
     violations_seen = 0;
     Py_CLEAR(pending_exc);
     import_stream_setup(ctx); /* os.urandom serves imports from it too */
+    if (api == NULL && api_mismatch) {
+        /* A preload that is there but cannot be driven would let C code
+         * read the real clock unseen: never run as if it were absent. */
+        PyErr_Format(PyExc_RuntimeError,
+                     "askew: %s; reinstall askew (or run `make`) so "
+                     "that askew-exec loads the preload built with this askew._core",
+                     api_msg);
+        return -1;
+    }
     if (api == NULL)
         return 0;
     if (!api_ok) {
@@ -482,12 +512,49 @@ static PyMethodDef preload_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Which ABI the preload at api_path speaks, in api_msg: it answers
+ * get_api(major) for its own major only, so ask the plausible ones. */
+#define ABI_MAJOR_PROBE_MAX 64u
+
+static void describe_mismatch(askew_preload_get_api_fn get,
+                              const struct askew_preload_api *same_major)
+{
+    const char *path = api_path[0] ? api_path : "an unknown file";
+    if (same_major != NULL) {
+        snprintf(api_msg, sizeof(api_msg),
+                 "preload ABI mismatch: %s speaks preload ABI %u.%u with a %u-byte API "
+                 "table, this askew._core speaks %u.%u and needs %zu bytes",
+                 path, ASKEW_PRELOAD_ABI_MAJOR, same_major->abi_minor, same_major->size,
+                 ASKEW_PRELOAD_ABI_MAJOR, ASKEW_PRELOAD_ABI_MINOR,
+                 sizeof(struct askew_preload_api));
+        return;
+    }
+    for (uint32_t major = 0; major < ABI_MAJOR_PROBE_MAX; major++) {
+        const struct askew_preload_api *other =
+            major != ASKEW_PRELOAD_ABI_MAJOR ? get(major) : NULL;
+        if (other == NULL)
+            continue;
+        snprintf(api_msg, sizeof(api_msg),
+                 "preload ABI mismatch: %s speaks preload ABI %u.%u, this askew._core "
+                 "speaks %u.%u",
+                 path, major, other->abi_minor, ASKEW_PRELOAD_ABI_MAJOR,
+                 ASKEW_PRELOAD_ABI_MINOR);
+        return;
+    }
+    snprintf(api_msg, sizeof(api_msg),
+             "preload ABI mismatch: %s speaks no preload ABI major below %u, this "
+             "askew._core speaks %u.%u",
+             path, ABI_MAJOR_PROBE_MAX, ASKEW_PRELOAD_ABI_MAJOR,
+             ASKEW_PRELOAD_ABI_MINOR);
+}
+
 int askew__preload_setup(PyObject *module)
 {
     askew_preload_get_api_fn get =
         (askew_preload_get_api_fn)dlsym(RTLD_DEFAULT, ASKEW_PRELOAD_GET_API);
     api = NULL;
     api_ok = 0;
+    api_mismatch = 0;
     api_found = get != NULL;
     api_path[0] = '\0';
     snprintf(api_msg, sizeof(api_msg), "not loaded (run under askew-exec)");
@@ -499,10 +566,9 @@ int askew__preload_setup(PyObject *module)
         }
         api = get(ASKEW_PRELOAD_ABI_MAJOR);
         if (api == NULL || api->size < sizeof(struct askew_preload_api)) {
-            snprintf(api_msg, sizeof(api_msg),
-                     "ABI mismatch: this askew._core speaks preload ABI %u.%u",
-                     ASKEW_PRELOAD_ABI_MAJOR, ASKEW_PRELOAD_ABI_MINOR);
+            describe_mismatch(get, api);
             api = NULL;
+            api_mismatch = 1;
         } else {
             /* Minor versions only add hooks at the end of the tables, which
              * each side sizes: any 1.x works with any other. */

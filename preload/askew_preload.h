@@ -69,7 +69,11 @@ enum askew_violation_kind {
     ASKEW_VIOLATION_DNS = 4,       /* getaddrinfo of a real name */
     ASKEW_VIOLATION_SLEEP = 5,     /* timed waits, poll; sleeps the hook cannot take */
     ASKEW_VIOLATION_DEVRANDOM = 6, /* opening /dev/urandom or /dev/random */
-    ASKEW_VIOLATION_HANDOFF = 7 /* work handed to another thread (sem_post, sem_wait) */
+    ASKEW_VIOLATION_HANDOFF =
+        7, /* work handed to another thread (sem_post, sem_wait) */
+    /* A clock or entropy read from an object carrying its own OpenSSL (its
+     * generator cannot replay); the call itself is answered as usual. */
+    ASKEW_VIOLATION_OWN_RNG = 8
 };
 
 #define ASKEW_VIOLATION_FRAMES 8

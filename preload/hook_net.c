@@ -34,12 +34,8 @@ ASKEW_EXPORT int socket(int domain, int type, int protocol)
             return real(domain, type, protocol);
         return (int)askew__raw_syscall(SYS_socket, domain, type, protocol, 0, 0, 0);
     }
-    askew__refuse(h, ASKEW_VIOLATION_SOCKET, "socket", domain, type,
-                  __builtin_return_address(0));
-    errno = EACCES;
-    return -1;
+    return ASKEW_REFUSE(h, ASKEW_VIOLATION_SOCKET, "socket", domain, type, EACCES);
 }
-ASKEW_SELF(socket);
 
 static int addr_refused(const struct sockaddr *addr, socklen_t len)
 {
@@ -57,10 +53,8 @@ ASKEW_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
             return real(fd, addr, len);
         return (int)askew__raw_syscall(SYS_connect, fd, (long)addr, len, 0, 0, 0);
     }
-    askew__refuse(h, ASKEW_VIOLATION_SOCKET, "connect", fd,
-                  addr != NULL ? addr->sa_family : -1, __builtin_return_address(0));
-    errno = EACCES;
-    return -1;
+    return ASKEW_REFUSE(h, ASKEW_VIOLATION_SOCKET, "connect", fd,
+                        addr != NULL ? addr->sa_family : -1, EACCES);
 }
 
 ASKEW_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
@@ -72,10 +66,8 @@ ASKEW_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
             return real(fd, addr, len);
         return (int)askew__raw_syscall(SYS_bind, fd, (long)addr, len, 0, 0, 0);
     }
-    askew__refuse(h, ASKEW_VIOLATION_SOCKET, "bind", fd,
-                  addr != NULL ? addr->sa_family : -1, __builtin_return_address(0));
-    errno = EACCES;
-    return -1;
+    return ASKEW_REFUSE(h, ASKEW_VIOLATION_SOCKET, "bind", fd,
+                        addr != NULL ? addr->sa_family : -1, EACCES);
 }
 
 /* A name that resolves without asking anyone: NULL (the wildcard or
@@ -102,14 +94,11 @@ ASKEW_EXPORT int getaddrinfo(const char *restrict node, const char *restrict ser
             return real(node, service, hints, res);
         return EAI_AGAIN;
     }
-    askew__refuse(h, ASKEW_VIOLATION_DNS, "getaddrinfo", 0, 0,
-                  __builtin_return_address(0));
     /* EAI_SYSTEM with errno: CPython turns it into PermissionError, the
      * same error a refused socket gives. */
-    errno = EACCES;
+    (void)ASKEW_REFUSE(h, ASKEW_VIOLATION_DNS, "getaddrinfo", 0, 0, EACCES);
     return EAI_SYSTEM;
 }
-ASKEW_SELF(getaddrinfo);
 
 ASKEW_EXPORT struct hostent *gethostbyname(const char *name)
 {
@@ -121,8 +110,7 @@ ASKEW_EXPORT struct hostent *gethostbyname(const char *name)
         h_errno = TRY_AGAIN;
         return NULL;
     }
-    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyname", 0, 0,
-                  __builtin_return_address(0));
+    ASKEW_RECORD(h, ASKEW_VIOLATION_DNS, "gethostbyname", 0, 0);
     h_errno = NO_RECOVERY;
     return NULL;
 }
@@ -137,8 +125,7 @@ ASKEW_EXPORT struct hostent *gethostbyname2(const char *name, int af)
         h_errno = TRY_AGAIN;
         return NULL;
     }
-    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyname2", af, 0,
-                  __builtin_return_address(0));
+    ASKEW_RECORD(h, ASKEW_VIOLATION_DNS, "gethostbyname2", af, 0);
     h_errno = NO_RECOVERY;
     return NULL;
 }
@@ -155,8 +142,7 @@ ASKEW_EXPORT int gethostbyname_r(const char *restrict name,
             return real(name, ret, buf, buflen, result, h_errnop);
         return EAGAIN;
     }
-    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyname_r", 0, 0,
-                  __builtin_return_address(0));
+    ASKEW_RECORD(h, ASKEW_VIOLATION_DNS, "gethostbyname_r", 0, 0);
     if (result != NULL)
         *result = NULL;
     if (h_errnop != NULL)
@@ -178,8 +164,7 @@ ASKEW_EXPORT struct hostent *gethostbyaddr(const void *addr, socklen_t len, int 
         h_errno = TRY_AGAIN;
         return NULL;
     }
-    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyaddr", type, 0,
-                  __builtin_return_address(0));
+    ASKEW_RECORD(h, ASKEW_VIOLATION_DNS, "gethostbyaddr", type, 0);
     h_errno = NO_RECOVERY;
     return NULL;
 }
@@ -196,8 +181,7 @@ ASKEW_EXPORT int gethostbyaddr_r(const void *restrict addr, socklen_t len, int t
             return real(addr, len, type, ret, buf, buflen, result, h_errnop);
         return EAGAIN;
     }
-    askew__refuse(h, ASKEW_VIOLATION_DNS, "gethostbyaddr_r", type, 0,
-                  __builtin_return_address(0));
+    ASKEW_RECORD(h, ASKEW_VIOLATION_DNS, "gethostbyaddr_r", type, 0);
     if (result != NULL)
         *result = NULL;
     if (h_errnop != NULL)
@@ -228,8 +212,7 @@ ASKEW_EXPORT int getnameinfo(const struct sockaddr *restrict sa, socklen_t salen
             return real(sa, salen, host, hostlen, serv, servlen, flags);
         return EAI_AGAIN;
     }
-    askew__refuse(h, ASKEW_VIOLATION_DNS, "getnameinfo", flags, 0,
-                  __builtin_return_address(0));
-    errno = EACCES; /* EAI_SYSTEM: CPython raises PermissionError */
+    /* EAI_SYSTEM: CPython raises PermissionError */
+    (void)ASKEW_REFUSE(h, ASKEW_VIOLATION_DNS, "getnameinfo", flags, 0, EACCES);
     return EAI_SYSTEM;
 }

@@ -29,13 +29,6 @@ static int wants_mode(int flags)
     return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-static int refuse_open(const struct askew_preload_hooks *h, const char *call, void *ret)
-{
-    askew__refuse(h, ASKEW_VIOLATION_DEVRANDOM, call, 0, 0, ret);
-    errno = EACCES;
-    return -1;
-}
-
 static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
     return (int)askew__raw_syscall(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
@@ -57,7 +50,7 @@ static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
 #define OPEN_BODY(name, dirfd_expr, call_real)                                         \
     const struct askew_preload_hooks *h = askew__t_hooks;                              \
     if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path))                           \
-        return refuse_open(h, #name, __builtin_return_address(0));                     \
+        return ASKEW_REFUSE(h, ASKEW_VIOLATION_DEVRANDOM, #name, 0, 0, EACCES);        \
     __typeof__(&name) real = REAL(name);                                               \
     if (ASKEW_LIKELY(real != NULL))                                                    \
         return call_real;                                                              \
@@ -69,7 +62,6 @@ ASKEW_EXPORT int open(const char *path, int flags, ...)
     READ_MODE(flags, mode);
     OPEN_BODY(open, AT_FDCWD, real(path, flags, mode));
 }
-ASKEW_SELF(open);
 
 ASKEW_EXPORT int open64(const char *path, int flags, ...)
 {
@@ -110,7 +102,8 @@ static FILE *open_stream(const char *name, FILE *(*real)(const char *, const cha
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path)) {
-        refuse_open(h, name, caller);
+        (void)askew__refuse_errno(h, ASKEW_VIOLATION_DEVRANDOM, name, 0, 0, caller,
+                                  EACCES);
         return NULL;
     }
     if (ASKEW_LIKELY(real != NULL))

@@ -21,9 +21,10 @@
  * vector lives on the stack, as glibc's own execl does it. */
 #define EXECL_MAX_ARGS 4096
 
+/* -1 with EAGAIN, recorded; spawn's error-code form records with RECORD. */
 #define REFUSE(h, call, a0)                                                            \
-    askew__refuse((h), ASKEW_VIOLATION_PROCESS, (call), (a0), 0,                       \
-                  __builtin_return_address(0))
+    ASKEW_REFUSE((h), ASKEW_VIOLATION_PROCESS, (call), (a0), 0, EAGAIN)
+#define RECORD(h, call) ASKEW_RECORD((h), ASKEW_VIOLATION_PROCESS, (call), 0, 0)
 
 static pid_t real_fork(void)
 {
@@ -39,11 +40,8 @@ ASKEW_EXPORT pid_t fork(void)
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL))
         return real_fork();
-    REFUSE(h, "fork", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "fork", 0);
 }
-ASKEW_SELF(fork);
 
 /* glibc >= 2.34 declares it; older headers do not. */
 pid_t _Fork(void);
@@ -57,9 +55,7 @@ ASKEW_EXPORT pid_t _Fork(void)
             return real();
         return real_fork();
     }
-    REFUSE(h, "_Fork", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "_Fork", 0);
 }
 
 /* glibc forks inside forkpty and daemon through its own internal fork,
@@ -75,9 +71,7 @@ ASKEW_EXPORT int forkpty(int *amaster, char *name, const struct termios *termp,
         errno = ENOSYS;
         return -1;
     }
-    REFUSE(h, "forkpty", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "forkpty", 0);
 }
 
 ASKEW_EXPORT int daemon(int nochdir, int noclose)
@@ -90,9 +84,7 @@ ASKEW_EXPORT int daemon(int nochdir, int noclose)
         errno = EAGAIN;
         return -1;
     }
-    REFUSE(h, "daemon", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "daemon", 0);
 }
 
 /* What vfork jumps to, called as if by vfork's own caller. */
@@ -100,7 +92,7 @@ __attribute__((used)) static pid_t vfork_refused(void)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (h != NULL)
-        REFUSE(h, "vfork", 0);
+        return REFUSE(h, "vfork", 0);
     errno = EAGAIN;
     return -1;
 }
@@ -161,9 +153,7 @@ ASKEW_EXPORT pid_t vfork(void)
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL))
         return real_fork();
-    REFUSE(h, "vfork", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "vfork", 0);
 }
 #endif
 
@@ -179,7 +169,7 @@ ASKEW_EXPORT int posix_spawn(pid_t *restrict pid, const char *restrict path,
             return real(pid, path, fa, attr, argv, envp);
         return EAGAIN;
     }
-    REFUSE(h, "posix_spawn", 0);
+    RECORD(h, "posix_spawn");
     return EAGAIN;
 }
 
@@ -195,7 +185,7 @@ ASKEW_EXPORT int posix_spawnp(pid_t *restrict pid, const char *restrict file,
             return real(pid, file, fa, attr, argv, envp);
         return EAGAIN;
     }
-    REFUSE(h, "posix_spawnp", 0);
+    RECORD(h, "posix_spawnp");
     return EAGAIN;
 }
 
@@ -231,9 +221,7 @@ ASKEW_EXPORT int execve(const char *path, char *const argv[], char *const envp[]
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL))
         return real_execve(path, argv, envp);
-    REFUSE(h, "execve", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "execve", 0);
 }
 
 ASKEW_EXPORT int execv(const char *path, char *const argv[])
@@ -245,9 +233,7 @@ ASKEW_EXPORT int execv(const char *path, char *const argv[])
             return real(path, argv);
         return real_execve(path, argv, environ);
     }
-    REFUSE(h, "execv", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "execv", 0);
 }
 
 ASKEW_EXPORT int execvp(const char *file, char *const argv[])
@@ -255,9 +241,7 @@ ASKEW_EXPORT int execvp(const char *file, char *const argv[])
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL))
         return real_execvp(file, argv);
-    REFUSE(h, "execvp", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "execvp", 0);
 }
 
 ASKEW_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
@@ -265,9 +249,7 @@ ASKEW_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL))
         return real_execvpe(file, argv, envp);
-    REFUSE(h, "execvpe", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "execvpe", 0);
 }
 
 ASKEW_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -280,9 +262,7 @@ ASKEW_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
         errno = EAGAIN;
         return -1;
     }
-    REFUSE(h, "fexecve", fd);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "fexecve", fd);
 }
 
 /* The l-forms are variadic; glibc implements them with its internal
@@ -309,11 +289,9 @@ static int exec_list(enum exec_list_kind kind, const char *name, const char *tar
                      const char *arg, va_list ap, void *caller)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL)) {
-        askew__refuse(h, ASKEW_VIOLATION_PROCESS, name, 0, 0, caller);
-        errno = EAGAIN;
-        return -1;
-    }
+    if (ASKEW_UNLIKELY(h != NULL))
+        return askew__refuse_errno(h, ASKEW_VIOLATION_PROCESS, name, 0, 0, caller,
+                                   EAGAIN);
     char *argv[EXECL_MAX_ARGS];
     const int n = collect(arg, ap, argv, EXECL_MAX_ARGS);
     if (n < 0) {
@@ -366,9 +344,7 @@ ASKEW_EXPORT int system(const char *command)
         errno = EAGAIN;
         return -1;
     }
-    REFUSE(h, "system", 0);
-    errno = EAGAIN;
-    return -1;
+    return REFUSE(h, "system", 0);
 }
 
 ASKEW_EXPORT FILE *popen(const char *command, const char *type)
@@ -381,7 +357,6 @@ ASKEW_EXPORT FILE *popen(const char *command, const char *type)
         errno = EAGAIN;
         return NULL;
     }
-    REFUSE(h, "popen", 0);
-    errno = EAGAIN;
+    (void)REFUSE(h, "popen", 0);
     return NULL;
 }

@@ -8,34 +8,36 @@
  * each call goes to the library's own function. Both libraries call these
  * through their PLT, so their internal draws (key generation, handshakes,
  * SQL random()) come here too. A copy linked statically into another
- * object (cryptography's wheels, a vendored SQLite) is not seen. */
+ * object is not seen here: hook_ownrng.c refuses cryptography's wheels
+ * (their own OpenSSL); a vendored SQLite stays unseen. */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "internal.h"
 
-/* Not in the FN_ table: these libraries usually arrive with a dlopen'ed
+/* fns.def's CALLER rows: these libraries usually arrive with a dlopen'ed
  * extension module (RTLD_LOCAL), outside the global scope that
  * dlsym(RTLD_NEXT) searches. The real function is found from the caller's
  * own object instead (the module, or the library itself for its internal
  * calls), whose dependency tree holds the library; the preload is in
  * nobody's. */
+#define CALLER_ROW_CALLER(...) __VA_ARGS__
+#define CALLER_ROW_EAGER(...)
+#define CALLER_ROW_LATE(...)
+#define CALLER_ROW_NONE(...)
+
 enum rand_fn {
-    R_RAND_bytes,
-    R_RAND_priv_bytes,
-    R_RAND_bytes_ex,
-    R_RAND_priv_bytes_ex,
-    R_sqlite3_randomness,
+#define ASKEW_FN(name, slot, export, check) CALLER_ROW_##slot(R_##name, )
+#include "fns.def"
+#undef ASKEW_FN
     R_COUNT
 };
 
 static const char *const rand_names[R_COUNT] = {
-    [R_RAND_bytes] = "RAND_bytes",
-    [R_RAND_priv_bytes] = "RAND_priv_bytes",
-    [R_RAND_bytes_ex] = "RAND_bytes_ex",
-    [R_RAND_priv_bytes_ex] = "RAND_priv_bytes_ex",
-    [R_sqlite3_randomness] = "sqlite3_randomness",
+#define ASKEW_FN(name, slot, export, check) CALLER_ROW_##slot([R_##name] = #name, )
+#include "fns.def"
+#undef ASKEW_FN
 };
 
 /* Which library a caller reaches depends on the caller: a wheel may bundle

@@ -66,7 +66,6 @@ ASKEW_EXPORT ssize_t getrandom(void *buf, size_t len, unsigned int flags)
     }
     return askew__sim_getrandom(h, buf, len, flags);
 }
-ASKEW_SELF(getrandom);
 
 ASKEW_EXPORT int getentropy(void *buf, size_t len)
 {
@@ -82,6 +81,7 @@ ASKEW_EXPORT int getentropy(void *buf, size_t len)
         long n = askew__raw_syscall(SYS_getrandom, (long)buf, (long)len, 0, 0, 0, 0);
         return n == (long)len ? 0 : -1;
     }
+    ASKEW_OWN_RNG(h, "getentropy");
     if (len > 256) {
         errno = EIO;
         return -1;
@@ -95,7 +95,6 @@ ASKEW_EXPORT int getentropy(void *buf, size_t len)
     }
     return 0;
 }
-ASKEW_SELF(getentropy);
 
 /* arc4random cannot fail; glibc aborts if the kernel refuses. Here a
  * failing stream yields zeros: still deterministic, and the run's own

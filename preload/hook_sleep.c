@@ -24,9 +24,8 @@
 
 #include "internal.h"
 
-#define SLEEP(h, call, a0, a1)                                                         \
-    askew__refuse((h), ASKEW_VIOLATION_SLEEP, (call), (a0), (a1),                      \
-                  __builtin_return_address(0))
+#define RECORD(h, call, a0, a1)                                                        \
+    ASKEW_RECORD((h), ASKEW_VIOLATION_SLEEP, (call), (a0), (a1))
 
 static int ts_zero(const struct timespec *ts)
 {
@@ -95,7 +94,6 @@ ASKEW_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
     }
     return 0;
 }
-ASKEW_SELF(nanosleep);
 
 ASKEW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
                                  struct timespec *rem)
@@ -117,7 +115,6 @@ ASKEW_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timesp
     return askew__sim_sleep(h, clock, flags, req, "clock_nanosleep",
                             __builtin_return_address(0));
 }
-ASKEW_SELF(clock_nanosleep);
 
 ASKEW_EXPORT int usleep(useconds_t usec)
 {
@@ -166,9 +163,7 @@ static int sem_timeout(const struct askew_preload_hooks *h, sem_t *sem,
     }
     if (errno != EAGAIN)
         return -1; /* EINVAL and friends: the call's own error */
-    askew__refuse(h, ASKEW_VIOLATION_SLEEP, call, a0, 0, ret);
-    errno = ETIMEDOUT;
-    return -1;
+    return askew__refuse_errno(h, ASKEW_VIOLATION_SLEEP, call, a0, 0, ret, ETIMEDOUT);
 }
 
 ASKEW_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abs)
@@ -301,39 +296,85 @@ ASKEW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond,
 }
 
 /* The poll family: ask the kernel without waiting. Ready fds are still
- * reported; a wait that would have slept is recorded and times out. */
+ * reported; a wait that would have slept is recorded and times out. The
+ * decision comes first and is the same whether libc's function was found;
+ * each *_now below only forwards, to libc's function or (when dlsym found
+ * nothing) to the system call, with the timeout the decision left. */
+static int poll_now(struct pollfd *fds, nfds_t n, int timeout)
+{
+    int (*real)(struct pollfd *, nfds_t, int) = REAL(poll);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(fds, n, timeout);
+    struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
+    return (int)askew__raw_syscall(SYS_ppoll, (long)fds, (long)n,
+                                   timeout < 0 ? 0 : (long)&ts, 0, 8, 0);
+}
+
 ASKEW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
-    int (*real)(struct pollfd *, nfds_t, int) = REAL(poll);
-    if (ASKEW_UNLIKELY(real == NULL)) {
-        struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000};
-        return (int)askew__raw_syscall(SYS_ppoll, (long)fds, (long)n,
-                                       timeout < 0 ? 0 : (long)&ts, 0, 8, 0);
-    }
     if (ASKEW_LIKELY(h == NULL) || timeout == 0)
-        return real(fds, n, timeout);
-    int rc = real(fds, n, 0);
+        return poll_now(fds, n, timeout);
+    int rc = poll_now(fds, n, 0);
     if (rc == 0)
-        SLEEP(h, "poll", timeout, (long)n);
+        RECORD(h, "poll", timeout, (long)n);
     return rc;
+}
+
+static int ppoll_now(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
+                     const sigset_t *mask)
+{
+    int (*real)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) =
+        REAL(ppoll);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(fds, n, tmo, mask);
+    /* The kernel writes the time left back: give it a copy, as glibc does. */
+    struct timespec left = tmo != NULL ? *tmo : (struct timespec){0, 0};
+    return (int)askew__raw_syscall(SYS_ppoll, (long)fds, (long)n,
+                                   tmo != NULL ? (long)&left : 0, (long)mask, 8, 0);
 }
 
 ASKEW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
                        const sigset_t *mask)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
-    int (*real)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) =
-        REAL(ppoll);
-    if (ASKEW_UNLIKELY(real == NULL))
-        return (int)askew__raw_syscall(SYS_ppoll, (long)fds, (long)n, (long)tmo,
-                                       (long)mask, 8, 0);
     if (ASKEW_LIKELY(h == NULL) || ts_zero(tmo))
-        return real(fds, n, tmo, mask);
+        return ppoll_now(fds, n, tmo, mask);
     struct timespec zero = {0, 0};
-    int rc = real(fds, n, &zero, mask);
+    int rc = ppoll_now(fds, n, &zero, mask);
     if (rc == 0)
-        SLEEP(h, "ppoll", tmo != NULL ? tmo->tv_sec : -1, (long)n);
+        RECORD(h, "ppoll", tmo != NULL ? tmo->tv_sec : -1, (long)n);
+    return rc;
+}
+
+/* select and pselect both reach the kernel's pselect6, which takes the
+ * signal mask as a {mask, size} pair and a timespec it writes back. */
+static int pselect_raw(int n, fd_set *r, fd_set *w, fd_set *e, struct timespec *tmo,
+                       const sigset_t *mask)
+{
+    const struct {
+        const sigset_t *mask;
+        size_t size;
+    } data = {mask, 8};
+    return (int)askew__raw_syscall(SYS_pselect6, n, (long)r, (long)w, (long)e,
+                                   (long)tmo, mask != NULL ? (long)&data : 0);
+}
+
+static int select_now(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+                      struct timeval *restrict tmo)
+{
+    int (*real)(int, fd_set *restrict, fd_set *restrict, fd_set *restrict,
+                struct timeval *restrict) = REAL(select);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(n, r, w, e, tmo);
+    struct timespec ts = {0, 0};
+    if (tmo != NULL)
+        ts = (struct timespec){tmo->tv_sec, (long)tmo->tv_usec * 1000};
+    int rc = pselect_raw(n, r, w, e, tmo != NULL ? &ts : NULL, NULL);
+    if (tmo != NULL) {
+        tmo->tv_sec = ts.tv_sec;
+        tmo->tv_usec = ts.tv_nsec / 1000;
+    }
     return rc;
 }
 
@@ -341,22 +382,30 @@ ASKEW_EXPORT int select(int n, fd_set *restrict r, fd_set *restrict w,
                         fd_set *restrict e, struct timeval *restrict tmo)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
-    int (*real)(int, fd_set *restrict, fd_set *restrict, fd_set *restrict,
-                struct timeval *restrict) = REAL(select);
-    if (ASKEW_UNLIKELY(real == NULL))
-        return (int)askew__raw_syscall(SYS_select, n, (long)r, (long)w, (long)e,
-                                       (long)tmo, 0);
     if (ASKEW_LIKELY(h == NULL) ||
         (tmo != NULL && tmo->tv_sec == 0 && tmo->tv_usec == 0))
-        return real(n, r, w, e, tmo);
+        return select_now(n, r, w, e, tmo);
     struct timeval zero = {0, 0};
-    int rc = real(n, r, w, e, &zero);
+    int rc = select_now(n, r, w, e, &zero);
     if (rc == 0) {
-        SLEEP(h, "select", tmo != NULL ? (long)tmo->tv_sec : -1, n);
+        RECORD(h, "select", tmo != NULL ? (long)tmo->tv_sec : -1, n);
         if (tmo != NULL)
             *tmo = zero; /* Linux reports the time left: none */
     }
     return rc;
+}
+
+static int pselect_now(int n, fd_set *restrict r, fd_set *restrict w,
+                       fd_set *restrict e, const struct timespec *restrict tmo,
+                       const sigset_t *restrict mask)
+{
+    int (*real)(int, fd_set *restrict, fd_set *restrict, fd_set *restrict,
+                const struct timespec *restrict, const sigset_t *restrict) =
+        REAL(pselect);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(n, r, w, e, tmo, mask);
+    struct timespec left = tmo != NULL ? *tmo : (struct timespec){0, 0};
+    return pselect_raw(n, r, w, e, tmo != NULL ? &left : NULL, mask);
 }
 
 ASKEW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w,
@@ -364,50 +413,54 @@ ASKEW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w,
                          const sigset_t *restrict mask)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
-    int (*real)(int, fd_set *restrict, fd_set *restrict, fd_set *restrict,
-                const struct timespec *restrict, const sigset_t *restrict) =
-        REAL(pselect);
-    if (ASKEW_UNLIKELY(real == NULL)) {
-        errno = EINTR;
-        return -1;
-    }
     if (ASKEW_LIKELY(h == NULL) || ts_zero(tmo))
-        return real(n, r, w, e, tmo, mask);
+        return pselect_now(n, r, w, e, tmo, mask);
     struct timespec zero = {0, 0};
-    int rc = real(n, r, w, e, &zero, mask);
+    int rc = pselect_now(n, r, w, e, &zero, mask);
     if (rc == 0)
-        SLEEP(h, "pselect", tmo != NULL ? (long)tmo->tv_sec : -1, n);
+        RECORD(h, "pselect", tmo != NULL ? (long)tmo->tv_sec : -1, n);
+    return rc;
+}
+
+static int epoll_now(int epfd, struct epoll_event *events, int max, int timeout,
+                     const sigset_t *mask, int with_mask)
+{
+    if (with_mask) {
+        int (*real)(int, struct epoll_event *, int, int, const sigset_t *) =
+            REAL(epoll_pwait);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(epfd, events, max, timeout, mask);
+    } else {
+        int (*real)(int, struct epoll_event *, int, int) = REAL(epoll_wait);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(epfd, events, max, timeout);
+    }
+    return (int)askew__raw_syscall(SYS_epoll_pwait, epfd, (long)events, max, timeout,
+                                   (long)mask, 8);
+}
+
+/* epoll_wait is epoll_pwait without a mask; `call` names the interposer. */
+static int epoll_sim(int epfd, struct epoll_event *events, int max, int timeout,
+                     const sigset_t *mask, int with_mask, const char *call, void *ret)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL) || timeout == 0)
+        return epoll_now(epfd, events, max, timeout, mask, with_mask);
+    int rc = epoll_now(epfd, events, max, 0, mask, with_mask);
+    if (rc == 0)
+        askew__refuse(h, ASKEW_VIOLATION_SLEEP, call, timeout, epfd, ret);
     return rc;
 }
 
 ASKEW_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max, int timeout)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    int (*real)(int, struct epoll_event *, int, int) = REAL(epoll_wait);
-    if (ASKEW_UNLIKELY(real == NULL))
-        return (int)askew__raw_syscall(SYS_epoll_pwait, epfd, (long)events, max,
-                                       h != NULL ? 0 : timeout, 0, 8);
-    if (ASKEW_LIKELY(h == NULL) || timeout == 0)
-        return real(epfd, events, max, timeout);
-    int rc = real(epfd, events, max, 0);
-    if (rc == 0)
-        SLEEP(h, "epoll_wait", timeout, epfd);
-    return rc;
+    return epoll_sim(epfd, events, max, timeout, NULL, 0, "epoll_wait",
+                     __builtin_return_address(0));
 }
 
 ASKEW_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max, int timeout,
                              const sigset_t *mask)
 {
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    int (*real)(int, struct epoll_event *, int, int, const sigset_t *) =
-        REAL(epoll_pwait);
-    if (ASKEW_UNLIKELY(real == NULL))
-        return (int)askew__raw_syscall(SYS_epoll_pwait, epfd, (long)events, max,
-                                       h != NULL ? 0 : timeout, (long)mask, 8);
-    if (ASKEW_LIKELY(h == NULL) || timeout == 0)
-        return real(epfd, events, max, timeout, mask);
-    int rc = real(epfd, events, max, 0, mask);
-    if (rc == 0)
-        SLEEP(h, "epoll_pwait", timeout, epfd);
-    return rc;
+    return epoll_sim(epfd, events, max, timeout, mask, 1, "epoll_pwait",
+                     __builtin_return_address(0));
 }

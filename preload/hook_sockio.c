@@ -42,8 +42,7 @@ static int refused(const char *call, int fd, void *ret)
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL) || !askew__sim_fd_refused(fd))
         return 0;
-    askew__refuse(h, ASKEW_VIOLATION_SOCKET, call, fd, 0, ret);
-    errno = EACCES;
+    (void)askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET, call, fd, 0, ret, EACCES);
     return 1;
 }
 
@@ -66,7 +65,6 @@ ASKEW_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
     FORWARD(read, SYS_read, real(fd, buf, n), fd, buf, n, 0, 0, 0);
 }
-ASKEW_SELF(read);
 
 ASKEW_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
@@ -92,7 +90,6 @@ ASKEW_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
     FORWARD(send, SYS_sendto, real(fd, buf, n, flags), fd, buf, n, flags, 0, 0);
 }
-ASKEW_SELF(send);
 
 ASKEW_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {

@@ -15,14 +15,6 @@
 
 #include "internal.h"
 
-static long refuse(const struct askew_preload_hooks *h, enum askew_violation_kind kind,
-                   const char *call, long a0, long a1, int err, void *ret)
-{
-    askew__refuse(h, kind, call, a0, a1, ret);
-    errno = err;
-    return -1;
-}
-
 static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long *a,
                         void *ret)
 {
@@ -86,25 +78,26 @@ static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long
 #ifdef SYS_vfork
     case SYS_vfork:
 #endif
-        return refuse(h, ASKEW_VIOLATION_PROCESS, "syscall(SYS_clone)", nr, 0, EAGAIN,
-                      ret);
+        return askew__refuse_errno(h, ASKEW_VIOLATION_PROCESS, "syscall(SYS_clone)", nr,
+                                   0, ret, EAGAIN);
     case SYS_execve:
     case SYS_execveat:
-        return refuse(h, ASKEW_VIOLATION_PROCESS, "syscall(SYS_execve)", nr, 0, EAGAIN,
-                      ret);
+        return askew__refuse_errno(h, ASKEW_VIOLATION_PROCESS, "syscall(SYS_execve)",
+                                   nr, 0, ret, EAGAIN);
     case SYS_socket:
         if (!askew__sim_family_refused((int)a[0]))
             break;
-        return refuse(h, ASKEW_VIOLATION_SOCKET, "syscall(SYS_socket)", a[0], a[1],
-                      EACCES, ret);
+        return askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET, "syscall(SYS_socket)",
+                                   a[0], a[1], ret, EACCES);
     case SYS_connect:
     case SYS_bind: {
         const struct sockaddr *sa = (const struct sockaddr *)a[1];
         if (sa != NULL && !askew__sim_family_refused(sa->sa_family))
             break;
-        return refuse(h, ASKEW_VIOLATION_SOCKET,
-                      nr == SYS_connect ? "syscall(SYS_connect)" : "syscall(SYS_bind)",
-                      a[0], sa != NULL ? sa->sa_family : -1, EACCES, ret);
+        return askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET,
+                                   nr == SYS_connect ? "syscall(SYS_connect)"
+                                                     : "syscall(SYS_bind)",
+                                   a[0], sa != NULL ? sa->sa_family : -1, ret, EACCES);
     }
     case SYS_read:
     case SYS_write:
@@ -121,8 +114,8 @@ static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long
         /* I/O on a socket made before the run: see hook_sockio.c. */
         if (!askew__sim_fd_refused((int)a[0]))
             break;
-        return refuse(h, ASKEW_VIOLATION_SOCKET, "syscall(socket I/O)", a[0], nr,
-                      EACCES, ret);
+        return askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET, "syscall(socket I/O)",
+                                   a[0], nr, ret, EACCES);
     default:
         break;
     }
@@ -149,4 +142,3 @@ ASKEW_EXPORT long syscall(long nr, ...)
     }
     return sim_syscall(h, nr, a, __builtin_return_address(0));
 }
-ASKEW_SELF(syscall);

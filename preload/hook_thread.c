@@ -30,11 +30,10 @@ ASKEW_EXPORT int pthread_create(pthread_t *restrict thread,
             return real(thread, attr, start, arg);
         return EAGAIN; /* no raw syscall makes a pthread */
     }
-    askew__refuse(h, ASKEW_VIOLATION_THREAD, "pthread_create", (long)(uintptr_t)start,
-                  0, __builtin_return_address(0));
+    ASKEW_RECORD(h, ASKEW_VIOLATION_THREAD, "pthread_create", (long)(uintptr_t)start,
+                 0);
     return EAGAIN;
 }
-ASKEW_SELF(pthread_create);
 
 ASKEW_EXPORT int sem_post(sem_t *sem)
 {
@@ -47,8 +46,7 @@ ASKEW_EXPORT int sem_post(sem_t *sem)
     /* After the post, so the hook never runs while the semaphore is held. */
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_UNLIKELY(h != NULL) && askew__hook_handoff(h, /* waiting */ 0))
-        askew__refuse(h, ASKEW_VIOLATION_HANDOFF, "sem_post", 0, 0,
-                      __builtin_return_address(0));
+        ASKEW_RECORD(h, ASKEW_VIOLATION_HANDOFF, "sem_post", 0, 0);
     return rc;
 }
 
@@ -62,8 +60,7 @@ ASKEW_EXPORT int sem_wait(sem_t *sem)
             return 0;
         errno = saved;
         if (askew__hook_handoff(h, /* waiting */ 1))
-            askew__refuse(h, ASKEW_VIOLATION_HANDOFF, "sem_wait", 0, 0,
-                          __builtin_return_address(0));
+            ASKEW_RECORD(h, ASKEW_VIOLATION_HANDOFF, "sem_wait", 0, 0);
     }
     int (*real)(sem_t *) = REAL(sem_wait);
     if (ASKEW_LIKELY(real != NULL))

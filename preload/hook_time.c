@@ -91,9 +91,9 @@ ASKEW_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
     const struct askew_preload_hooks *h = askew__t_hooks;
     if (ASKEW_LIKELY(h == NULL))
         return real_clock_gettime(id, ts);
+    ASKEW_OWN_RNG(h, "clock_gettime");
     return askew__sim_clock_gettime(h, id, ts);
 }
-ASKEW_SELF(clock_gettime);
 
 ASKEW_EXPORT int clock_getres(clockid_t id, struct timespec *res)
 {
@@ -117,6 +117,7 @@ ASKEW_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
         return (int)askew__raw_syscall(SYS_gettimeofday, (long)tv, (long)tz, 0, 0, 0,
                                        0);
     }
+    ASKEW_OWN_RNG(h, "gettimeofday");
     if (ASKEW_LAUNDER(tv) != NULL) {
         struct timespec ts;
         int rc = askew__hook_now(h, /* realtime */ 1, &ts);
@@ -135,7 +136,6 @@ ASKEW_EXPORT int gettimeofday(struct timeval *restrict tv, void *restrict tz)
     }
     return 0;
 }
-ASKEW_SELF(gettimeofday);
 
 ASKEW_EXPORT time_t time(time_t *tloc)
 {
@@ -146,6 +146,7 @@ ASKEW_EXPORT time_t time(time_t *tloc)
             return real(tloc);
         return (time_t)askew__raw_syscall(SYS_time, (long)tloc, 0, 0, 0, 0, 0);
     }
+    ASKEW_OWN_RNG(h, "time");
     struct timespec ts;
     int rc = askew__hook_now(h, /* realtime */ 1, &ts);
     if (rc < 0) {
@@ -156,7 +157,6 @@ ASKEW_EXPORT time_t time(time_t *tloc)
         *tloc = ts.tv_sec;
     return ts.tv_sec;
 }
-ASKEW_SELF(time);
 
 ASKEW_EXPORT int timespec_get(struct timespec *ts, int base)
 {
@@ -169,6 +169,7 @@ ASKEW_EXPORT int timespec_get(struct timespec *ts, int base)
             return 0;
         return real_clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
     }
+    ASKEW_OWN_RNG(h, "timespec_get");
     int realtime;
     switch (base) {
     case TIME_UTC:

@@ -31,19 +31,6 @@
         launder_;                                                                      \
     })
 
-/* Our own copy of an interposer, bound inside the library: self_test
- * compares it with what dlsym(RTLD_DEFAULT, name) finds. Referring to the
- * exported name instead would go through the GOT and find whoever comes
- * first, which is exactly what the test must not assume. */
-#if defined(__clang__)
-#define ASKEW_COPY_ATTRS(name)
-#else
-#define ASKEW_COPY_ATTRS(name) __attribute__((copy(name)))
-#endif
-#define ASKEW_SELF(name)                                                               \
-    extern __typeof__(name) askew__self_##name ASKEW_COPY_ATTRS(name)                  \
-        __attribute__((alias(#name), visibility("hidden")))
-
 /* The on/off switch: non-NULL only on the thread running a simulation, and
  * only outside a hook call (the dispatcher clears it while a hook runs so a
  * hook that reaches an interposed function gets the real one). Static TLS:
@@ -51,94 +38,23 @@
 extern __thread const struct askew_preload_hooks *askew__t_hooks
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
-/* Every function we may forward to. The order is the table's order. */
+/* Every function in preload/fns.def, in its order. Only rows with a slot
+ * (EAGER, LATE) are ever resolved through askew__fn_real; the others have
+ * an index so that every table made from fns.def has one shape. */
 enum askew_fn {
-    FN_clock_gettime,
-    FN_clock_getres,
-    FN_gettimeofday,
-    FN_time,
-    FN_timespec_get,
-    FN_clock,
-    FN_times,
-    FN_getrusage,
-    FN_getrandom,
-    FN_getentropy,
-    FN_syscall,
-    FN_pthread_create,
-    FN_sem_post,
-    FN_sem_wait,
-    FN_sem_trywait,
-    FN_fork,
-    FN_posix_spawn,
-    FN_posix_spawnp,
-    FN_execve,
-    FN_execv,
-    FN_execvp,
-    FN_execvpe,
-    FN_fexecve,
-    FN_system,
-    FN_popen,
-    FN_socket,
-    FN_connect,
-    FN_bind,
-    FN_getaddrinfo,
-    FN_gethostbyname,
-    FN_gethostbyname2,
-    FN_gethostbyname_r,
-    FN_gethostbyaddr,
-    FN_gethostbyaddr_r,
-    FN_getnameinfo,
-    FN_send,
-    FN_recv,
-    FN_sendto,
-    FN_recvfrom,
-    FN_sendmsg,
-    FN_recvmsg,
-    FN_sendmmsg,
-    FN_recvmmsg,
-    FN_read,
-    FN_write,
-    FN_readv,
-    FN_writev,
-    FN_accept,
-    FN_accept4,
-    FN___read_chk,
-    FN___recv_chk,
-    FN___recvfrom_chk,
-    FN_daemon,
-    FN_nanosleep,
-    FN_clock_nanosleep,
-    FN_usleep,
-    FN_sleep,
-    FN_sem_timedwait,
-    FN_sem_clockwait,
-    FN_pthread_cond_timedwait,
-    FN_pthread_cond_clockwait,
-    FN_poll,
-    FN_ppoll,
-    FN_select,
-    FN_pselect,
-    FN_epoll_wait,
-    FN_epoll_pwait,
-    FN_open,
-    FN_open64,
-    FN___open_2,
-    FN___open64_2,
-    FN_openat,
-    FN_openat64,
-    FN_fopen,
-    FN_fopen64,
-    /* Resolved on first use only: glibc < 2.36 lacks them, and a failed
-     * dlsym allocates, so the constructor must not ask for them. */
-    FN_FIRST_OPTIONAL,
-    FN_arc4random = FN_FIRST_OPTIONAL,
-    FN_arc4random_buf,
-    FN_arc4random_uniform,
-    FN_forkpty, /* in libutil before glibc 2.34 */
-    FN__Fork,   /* glibc 2.34 */
-    FN_vfork,
+#define ASKEW_FN(name, slot, export, check) FN_##name,
+#include "fns.def"
+#undef ASKEW_FN
     FN_COUNT
 };
+
+/* fns.def's columns as values, for the tables preload.c makes from it. */
+#define ASKEW_SLOT_NONE    0
+#define ASKEW_SLOT_EAGER   1
+#define ASKEW_SLOT_LATE    2
+#define ASKEW_SLOT_CALLER  3
+#define ASKEW_CHECK_NOSELF 0
+#define ASKEW_CHECK_SELF   1
 
 /* The resolved real functions, filled by the constructor or on first use.
  * A slot only ever goes from NULL to libc's address, and the code it points
@@ -169,6 +85,27 @@ long askew__raw_syscall(long nr, long a0, long a1, long a2, long a3, long a4,
  * interposer's return address (the C caller). Preserves errno. */
 void askew__refuse(const struct askew_preload_hooks *h, enum askew_violation_kind kind,
                    const char *call, long arg0, long arg1, void *ret) ASKEW_HIDDEN;
+
+/* The one way an interposer refuses a call that reports errors in errno:
+ * record it and fail as libc would, -1 with errno = err. `ret` is the
+ * interposer's return address. A call that reports its error another way
+ * (an error code, NULL, h_errno) records with ASKEW_RECORD and returns that;
+ * timed waits that merely time out record without failing. */
+static inline int askew__refuse_errno(const struct askew_preload_hooks *h,
+                                      enum askew_violation_kind kind, const char *call,
+                                      long arg0, long arg1, void *ret, int err)
+{
+    askew__refuse(h, kind, call, arg0, arg1, ret);
+    errno = err;
+    return -1;
+}
+
+/* The same, in an interposer's own body, naming its caller. */
+#define ASKEW_REFUSE(h, kind, call, a0, a1, err)                                       \
+    askew__refuse_errno((h), (kind), (call), (a0), (a1), __builtin_return_address(0),  \
+                        (err))
+#define ASKEW_RECORD(h, kind, call, a0, a1)                                            \
+    askew__refuse((h), (kind), (call), (a0), (a1), __builtin_return_address(0))
 
 /* Call a hook with the switch off, so anything the hook reaches is real. */
 int askew__hook_now(const struct askew_preload_hooks *h, int realtime,
@@ -201,6 +138,17 @@ int askew__sim_family_refused(int family) ASKEW_HIDDEN;
 /* 1 when fd is a socket of a refused family (one made before the run, say):
  * I/O on it inside a simulation would reach the real network. */
 int askew__sim_fd_refused(int fd) ASKEW_HIDDEN;
+
+/* 1 when `ret` (an interposer's return address) lies in an object that
+ * carries its own OpenSSL random generator (hook_ownrng.c); simulation
+ * thread only. ASKEW_OWN_RNG records the refusal for a clock or entropy
+ * interposer's caller and lets the call be answered as usual. */
+int askew__sim_own_rng(const void *ret) ASKEW_HIDDEN;
+#define ASKEW_OWN_RNG(h, call)                                                         \
+    do {                                                                               \
+        if (ASKEW_UNLIKELY(askew__sim_own_rng(__builtin_return_address(0))))           \
+            ASKEW_RECORD((h), ASKEW_VIOLATION_OWN_RNG, (call), 0, 0);                  \
+    } while (0)
 
 /* Debug output under ASKEW_DEBUG only, to fd 2 with an "askew-preload: "
  * prefix; a no-op otherwise. No stdio, no malloc. */

@@ -46,88 +46,16 @@ static int debug_on;
 _Atomic(void *) askew__fn_real[FN_COUNT];
 static atomic_uchar fn_missing[FN_COUNT];
 
-static const char *const fn_names[FN_COUNT] = {
-    [FN_clock_gettime] = "clock_gettime",
-    [FN_clock_getres] = "clock_getres",
-    [FN_gettimeofday] = "gettimeofday",
-    [FN_time] = "time",
-    [FN_timespec_get] = "timespec_get",
-    [FN_clock] = "clock",
-    [FN_times] = "times",
-    [FN_getrusage] = "getrusage",
-    [FN_getrandom] = "getrandom",
-    [FN_getentropy] = "getentropy",
-    [FN_syscall] = "syscall",
-    [FN_pthread_create] = "pthread_create",
-    [FN_sem_post] = "sem_post",
-    [FN_sem_wait] = "sem_wait",
-    [FN_sem_trywait] = "sem_trywait",
-    [FN_fork] = "fork",
-    [FN_posix_spawn] = "posix_spawn",
-    [FN_posix_spawnp] = "posix_spawnp",
-    [FN_execve] = "execve",
-    [FN_execv] = "execv",
-    [FN_execvp] = "execvp",
-    [FN_execvpe] = "execvpe",
-    [FN_fexecve] = "fexecve",
-    [FN_system] = "system",
-    [FN_popen] = "popen",
-    [FN_socket] = "socket",
-    [FN_connect] = "connect",
-    [FN_bind] = "bind",
-    [FN_getaddrinfo] = "getaddrinfo",
-    [FN_gethostbyname] = "gethostbyname",
-    [FN_gethostbyname2] = "gethostbyname2",
-    [FN_gethostbyname_r] = "gethostbyname_r",
-    [FN_gethostbyaddr] = "gethostbyaddr",
-    [FN_gethostbyaddr_r] = "gethostbyaddr_r",
-    [FN_getnameinfo] = "getnameinfo",
-    [FN_send] = "send",
-    [FN_recv] = "recv",
-    [FN_sendto] = "sendto",
-    [FN_recvfrom] = "recvfrom",
-    [FN_sendmsg] = "sendmsg",
-    [FN_recvmsg] = "recvmsg",
-    [FN_sendmmsg] = "sendmmsg",
-    [FN_recvmmsg] = "recvmmsg",
-    [FN_read] = "read",
-    [FN_write] = "write",
-    [FN_readv] = "readv",
-    [FN_writev] = "writev",
-    [FN_accept] = "accept",
-    [FN_accept4] = "accept4",
-    [FN___read_chk] = "__read_chk",
-    [FN___recv_chk] = "__recv_chk",
-    [FN___recvfrom_chk] = "__recvfrom_chk",
-    [FN_daemon] = "daemon",
-    [FN_nanosleep] = "nanosleep",
-    [FN_clock_nanosleep] = "clock_nanosleep",
-    [FN_usleep] = "usleep",
-    [FN_sleep] = "sleep",
-    [FN_sem_timedwait] = "sem_timedwait",
-    [FN_sem_clockwait] = "sem_clockwait",
-    [FN_pthread_cond_timedwait] = "pthread_cond_timedwait",
-    [FN_pthread_cond_clockwait] = "pthread_cond_clockwait",
-    [FN_poll] = "poll",
-    [FN_ppoll] = "ppoll",
-    [FN_select] = "select",
-    [FN_pselect] = "pselect",
-    [FN_epoll_wait] = "epoll_wait",
-    [FN_epoll_pwait] = "epoll_pwait",
-    [FN_open] = "open",
-    [FN_open64] = "open64",
-    [FN___open_2] = "__open_2",
-    [FN___open64_2] = "__open64_2",
-    [FN_openat] = "openat",
-    [FN_openat64] = "openat64",
-    [FN_fopen] = "fopen",
-    [FN_fopen64] = "fopen64",
-    [FN_arc4random] = "arc4random",
-    [FN_arc4random_buf] = "arc4random_buf",
-    [FN_arc4random_uniform] = "arc4random_uniform",
-    [FN_forkpty] = "forkpty",
-    [FN__Fork] = "_Fork",
-    [FN_vfork] = "vfork",
+/* fns.def as data: each function's name, slot and self-test column. */
+static const struct {
+    const char *name;
+    unsigned char slot;  /* ASKEW_SLOT_* */
+    unsigned char check; /* ASKEW_CHECK_* */
+} fns[FN_COUNT] = {
+#define ASKEW_FN(name, slot, export, check)                                            \
+    [FN_##name] = {#name, ASKEW_SLOT_##slot, ASKEW_CHECK_##check},
+#include "fns.def"
+#undef ASKEW_FN
 };
 
 long askew__raw_syscall(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
@@ -181,7 +109,7 @@ void *askew__resolve(enum askew_fn fn)
         return NULL;
     int saved = errno;
     t_resolving = 1;
-    void *p = dlsym(RTLD_NEXT, fn_names[fn]);
+    void *p = dlsym(RTLD_NEXT, fns[fn].name);
     t_resolving = 0;
     errno = saved;
     if (p == NULL) {
@@ -378,46 +306,18 @@ static int is_forwarding_runtime(const char *path)
     return 0;
 }
 
-/* The interposers whose place in lookup order self_test checks: one per
- * family, plus the hot ones. The askew__self_ aliases bind inside the
- * library, so they are our definitions whoever comes first. */
-#define SELF_DECL(name) extern __typeof__(name) askew__self_##name ASKEW_HIDDEN
-SELF_DECL(clock_gettime);
-SELF_DECL(gettimeofday);
-SELF_DECL(time);
-SELF_DECL(getrandom);
-SELF_DECL(getentropy);
-SELF_DECL(syscall);
-SELF_DECL(pthread_create);
-SELF_DECL(fork);
-SELF_DECL(socket);
-SELF_DECL(getaddrinfo);
-SELF_DECL(nanosleep);
-SELF_DECL(clock_nanosleep);
-SELF_DECL(open);
-SELF_DECL(read);
-SELF_DECL(send);
-
-static const struct {
-    const char *name;
-    void *self;
-} self_table[] = {
-#define SELF(name) {#name, (void *)&askew__self_##name}
-    SELF(clock_gettime),  SELF(gettimeofday), SELF(time),
-    SELF(getrandom),      SELF(getentropy),   SELF(syscall),
-    SELF(pthread_create), SELF(fork),         SELF(socket),
-    SELF(getaddrinfo),    SELF(nanosleep),    SELF(clock_nanosleep),
-    SELF(open),           SELF(read),         SELF(send),
-#undef SELF
-};
-
+/* The rows of fns.def marked SELF (one per family, and the hot ones) must
+ * resolve, from the program's global scope, into this library's own text:
+ * then our definition comes first in lookup order. */
 static int api_self_test(char *msg, size_t len)
 {
-    size_t count = sizeof(self_table) / sizeof(self_table[0]);
-    for (size_t i = 0; i < count; i++) {
-        const __typeof__(self_table[0]) *e = &self_table[i];
-        void *found = dlsym(RTLD_DEFAULT, e->name);
-        if (found == e->self)
+    size_t count = 0;
+    for (int fn = 0; fn < FN_COUNT; fn++) {
+        if (fns[fn].check != ASKEW_CHECK_SELF)
+            continue;
+        count++;
+        void *found = dlsym(RTLD_DEFAULT, fns[fn].name);
+        if (found != NULL && in_self((uintptr_t)found))
             continue;
         Dl_info info;
         const char *where = "nowhere";
@@ -430,7 +330,7 @@ static int api_self_test(char *msg, size_t len)
             if (strstr(where, "libc.so") != NULL)
                 why = "the preload was loaded with dlopen, not LD_PRELOAD";
             snprintf(msg, len, "%s resolves to %s, not to libaskew-preload.so: %s",
-                     e->name, where, why);
+                     fns[fn].name, where, why);
         }
         return -1;
     }
@@ -481,12 +381,28 @@ static int find_self_text(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* A test's switch: ASKEW_PRELOAD_UNRESOLVED=poll,select makes those slots
+ * behave as if dlsym had found nothing, so that the fallback paths run
+ * (tests/c/probe_fallback.c). Read once, before the table is warmed. */
+static void mark_unresolved(const char *list)
+{
+    for (int fn = 0; list != NULL && fn < FN_COUNT; fn++) {
+        const size_t len = strlen(fns[fn].name);
+        for (const char *p = list; *p != '\0'; p += strcspn(p, ","), p += *p == ',') {
+            if (strncmp(p, fns[fn].name, len) == 0 && (p[len] == ',' || p[len] == '\0'))
+                atomic_store_explicit(&fn_missing[fn], 1, memory_order_relaxed);
+        }
+    }
+}
+
 __attribute__((constructor)) static void preload_init(void)
 {
     const char *dbg = getenv("ASKEW_DEBUG");
     debug_on = dbg != NULL && dbg[0] != '\0' && strcmp(dbg, "0") != 0;
-    for (int fn = 0; fn < FN_FIRST_OPTIONAL; fn++)
-        (void)askew__real((enum askew_fn)fn); /* warm the table */
+    mark_unresolved(getenv("ASKEW_PRELOAD_UNRESOLVED"));
+    for (int fn = 0; fn < FN_COUNT; fn++)
+        if (fns[fn].slot == ASKEW_SLOT_EAGER)
+            (void)askew__real((enum askew_fn)fn); /* warm the table */
     Dl_info info;
     if (dladdr((void *)&askew__refuse, &info) != 0)
         dl_iterate_phdr(find_self_text, info.dli_fbase);

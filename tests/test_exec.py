@@ -385,3 +385,48 @@ def test_the_public_names_are_there_on_first_use() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, check=True
     ).stdout
     assert out.split() == ["simulate", "NondeterminismError"]
+
+
+# ---- a random generator the preload cannot reach -------------------------------------
+
+_OWN_OPENSSL = """
+import json, os, askew
+from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+def public(key):
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+out = {}
+async def from_urandom():  # the run's entropy: the same key in every process
+    out["urandom"] = public(ed25519.Ed25519PrivateKey.from_private_bytes(os.urandom(32)))
+
+async def generate():  # OpenSSL's own generator inside cryptography's object
+    out["generated"] = public(ed25519.Ed25519PrivateKey.generate())
+
+askew.run(from_urandom(), seed=7)
+try:
+    askew.run(generate(), seed=7)
+except askew.NondeterminismError as e:
+    out["error"] = str(e)
+print(json.dumps(out))
+"""
+
+
+@needs_lib
+@needs_cli
+def test_a_key_from_an_object_carrying_its_own_openssl_is_refused_and_urandom_keys_replay() -> None:
+    pytest.importorskip("cryptography")
+    runs = []
+    for _ in range(2):
+        proc = askew_exec("python", "-c", _OWN_OPENSSL)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["urandom"] == second["urandom"]
+    for run in runs:
+        assert "error" in run, "a key from OpenSSL's own generator did not fail its run"
+        head = run["error"].splitlines()[0]
+        assert "from " in head and "cryptography" in head, head
+        assert "carries its own OpenSSL" in run["error"]
+        assert "os.urandom" in run["error"]

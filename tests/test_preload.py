@@ -31,6 +31,7 @@ assert _spec is not None and _spec.submodule_search_locations is not None
 ASKEW_DIR = Path(next(iter(_spec.submodule_search_locations)))
 LIB = ASKEW_DIR / "libaskew-preload.so"
 MAP = REPO / "preload" / "preload.map"
+FNS = REPO / "preload" / "fns.def"
 HEADER_DIR = REPO / "preload"
 WALL_EPOCH_S = 1577836800
 TIMEOUT = 120
@@ -121,6 +122,26 @@ def test_the_library_exports_exactly_the_version_script() -> None:
     ).stdout
     exported = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
     assert exported == _map_symbols()
+
+
+def _table_exports() -> set[str]:
+    """fns.def's EXPORT rows, and the control API's entry point."""
+    text = FNS.read_text()
+    rows = re.findall(r"^ASKEW_FN\((\w+), (\w+), (\w+), (\w+)\)$", text, flags=re.M)
+    assert len(rows) == text.count("\nASKEW_FN("), "a row of fns.def this test cannot read"
+    assert {export for _, _, export, _ in rows} <= {"EXPORT", "INTERNAL"}
+    return {name for name, _, export, _ in rows if export == "EXPORT"} | {"askew_preload_get_api"}
+
+
+@pytest.mark.skipif(not MAP.is_file() or not FNS.is_file(), reason="needs the source tree")
+def test_the_version_script_lists_exactly_the_table_s_interposers() -> None:
+    # preload.map is checked in (docs/preload.md says why): this keeps it
+    # fns.def's, and the nm test above keeps the library the map's.
+    in_map, in_table = _map_symbols(), _table_exports()
+    assert in_map == in_table, (
+        f"preload.map lacks {sorted(in_table - in_map)}, "
+        f"has beyond fns.def {sorted(in_map - in_table)}"
+    )
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="needs readelf")
@@ -406,6 +427,34 @@ except ImportError as e:
         pytest.skip(f"askew does not import yet: {status['self_test']}")
     assert status["active"] is False
     assert "dlopen" in status["self_test"]
+
+
+def test_a_preload_of_another_abi_major_fails_every_run_naming_both_and_its_path(
+    tmp_path: Path,
+) -> None:
+    _needs_askew()
+    other = tmp_path / "libother-abi.so"
+    source = REPO / "tests/c/probe_abi.c"
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", f"-I{HEADER_DIR}", "-o", str(other), str(source)], check=True
+    )
+    code = """
+import asyncio, json, askew
+status = askew._preload.preload_status()  # outside a run: reported, no error
+async def main():
+    await asyncio.sleep(1)
+try:
+    askew.run(main(), seed=1)
+    error = None
+except RuntimeError as e:
+    error = str(e)
+print(json.dumps([status, error]))
+"""
+    status, error = json.loads(assert_ok(run_python(code, preload=False, LD_PRELOAD=str(other))))
+    assert status["found"] is True and status["active"] is False
+    assert status["path"] == str(other)
+    assert error is not None, "the run went ahead without the preload it found"
+    assert "preload ABI 2.0" in error and "speaks 1." in error and str(other) in error
 
 
 # ---- with askew's own loop ------------------------------------------------------

@@ -1033,14 +1033,14 @@ static const char *probe_dir(void)
 
 /* Run a probe with an explicit LD_PRELOAD; returns its exit status and
  * leaves its first line of output in out. */
-static int run_probe(const char *prog, const char *preload, const char *arg, char *out,
-                     size_t len)
+static int run_probe_env(const char *prog, const char *preload, const char *arg,
+                         const char *env, char *out, size_t len)
 {
     char path[512], env_preload[1200], env_lib[600];
     snprintf(path, sizeof(path), "%s/%s", probe_dir(), prog);
     snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload);
     snprintf(env_lib, sizeof(env_lib), "LD_LIBRARY_PATH=%s", probe_dir());
-    char *envp[] = {env_preload, env_lib, NULL};
+    char *envp[] = {env_preload, env_lib, (char *)env, NULL};
     char *argv[] = {path, (char *)arg, NULL};
     int p[2];
     ck_assert_int_eq(pipe(p), 0);
@@ -1056,6 +1056,12 @@ static int run_probe(const char *prog, const char *preload, const char *arg, cha
     int status = 0;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_probe(const char *prog, const char *preload, const char *arg, char *out,
+                     size_t len)
+{
+    return run_probe_env(prog, preload, arg, NULL, out, len);
 }
 
 static const char *self_lib(void)
@@ -1100,6 +1106,52 @@ START_TEST(test_self_test_passes_after_a_preload_that_defines_nothing_of_ours)
     snprintf(preload, sizeof(preload), "%s/probe_inert.so:%s", probe_dir(), self_lib());
     int rc = run_probe("probe_selftest", preload, NULL, out, sizeof(out));
     ck_assert_msg(rc == 0, "%s", out);
+}
+END_TEST
+
+/* docs/preload.md's rule: a failed dlsym changes how a call is forwarded,
+ * never what the simulation decides (poll used to block for real here). */
+START_TEST(test_a_failed_dlsym_keeps_the_policy_and_falls_back_to_the_syscall)
+{
+    char out[512];
+    int rc = run_probe_env(
+        "probe_fallback", self_lib(), NULL,
+        "ASKEW_PRELOAD_UNRESOLVED=poll,ppoll,select,pselect,epoll_wait,epoll_pwait",
+        out, sizeof(out));
+    ck_assert_msg(rc == 0, "probe_fallback exited %d: %s", rc, out);
+}
+END_TEST
+
+/* hook_ownrng.c: a clock read or entropy draw from an object carrying its
+ * own OpenSSL generator is answered and recorded; the same calls from
+ * anywhere else are not recorded. */
+START_TEST(test_sim_clock_and_entropy_from_an_object_with_its_own_openssl_are_recorded)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/probe_ownrng.so", probe_dir());
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(lib != NULL, "%s", dlerror());
+    time_t (*own_time)(void) = (time_t (*)(void))dlsym(lib, "probe_ownrng_time");
+    int (*own_entropy)(void *, size_t) =
+        (int (*)(void *, size_t))dlsym(lib, "probe_ownrng_getentropy");
+    ck_assert_ptr_nonnull(own_time);
+    ck_assert_ptr_nonnull(own_entropy);
+    ck_assert_int_ne(own_time(), (time_t)-1); /* outside a run: not recorded */
+    enter();
+    unsigned char buf[8];
+    ck_assert_int_eq(time(NULL), WALL_S);
+    ck_assert_int_eq(getentropy(buf, sizeof(buf)), 0);
+    ck_assert_int_eq(api->violations(), 0);
+    ck_assert_int_eq(own_time(), WALL_S); /* still answered from the run */
+    ck_assert_int_eq(api->violations(), 1);
+    ck_assert_str_eq(last_call(), "time");
+    ck_assert_int_eq(own_entropy(buf, sizeof(buf)), 0);
+    ck_assert_int_eq(api->violations(), 2);
+    ck_assert_str_eq(last_call(), "getentropy");
+    struct askew_violation v;
+    ck_assert_int_eq(api->violation_get(1, &v), 0);
+    ck_assert_int_eq(v.kind, ASKEW_VIOLATION_OWN_RNG);
+    api->leave();
 }
 END_TEST
 
@@ -1161,6 +1213,11 @@ static Suite *preload_suite(void)
     tcase_add_test(tc, test_self_test_fails_when_the_library_is_dlopened);
     tcase_add_test(tc,
                    test_self_test_passes_after_a_preload_that_defines_nothing_of_ours);
+    tcase_add_test(tc,
+                   test_a_failed_dlsym_keeps_the_policy_and_falls_back_to_the_syscall);
+    tcase_add_test(
+        tc,
+        test_sim_clock_and_entropy_from_an_object_with_its_own_openssl_are_recorded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Builds libaskew-preload.so with the flags setup.py uses, the Check suite
+# Builds libaskew-preload.so with the flags setup.py uses (preload/build.mk), the Check suite
 # for it and its probe programs, and runs the suite under LD_PRELOAD (set on
 # the test binary's command only, never for make itself). Called by
 # `make test-c` as `$(MAKE) -f tests/c/preload.mk check-preload`.
@@ -10,23 +10,23 @@ OUT := build/c/preload
 LIB := $(OUT)/libaskew-preload.so
 PRELOAD_SRC := $(sort $(wildcard preload/*.c))
 PRELOAD_HDR := $(wildcard preload/*.h)
-WARN := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror
-LIB_CFLAGS := $(WARN) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec $(EXTRA_CFLAGS)
-LIB_LDFLAGS := -shared -Wl,--version-script=preload/preload.map -Wl,-z,defs \
-	-Wl,-z,now -Wl,-z,relro $(EXTRA_LDFLAGS)
+include preload/build.mk
+LIB_CFLAGS := $(ASKEW_WARN) $(PRELOAD_CFLAGS) $(EXTRA_CFLAGS)
+LIB_LDFLAGS := $(PRELOAD_LDFLAGS) $(EXTRA_LDFLAGS)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
-TEST_CFLAGS := $(WARN) -O1 -g -fno-omit-frame-pointer -Ipreload $(EXTRA_CFLAGS)
+TEST_CFLAGS := $(ASKEW_WARN) -O1 -g -fno-omit-frame-pointer -Ipreload $(EXTRA_CFLAGS)
 
-PROBES := $(OUT)/probe_ctor $(OUT)/probe_selftest $(OUT)/probe_shadow.so $(OUT)/probe_inert.so
+PROBES := $(OUT)/probe_ctor $(OUT)/probe_selftest $(OUT)/probe_fallback $(OUT)/probe_shadow.so $(OUT)/probe_inert.so \
+	$(OUT)/probe_ownrng.so
 
 .PHONY: check-preload preload-lib
 
 preload-lib: $(LIB)
 
-$(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) preload/preload.map
+$(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) preload/fns.def preload/preload.map preload/build.mk
 	@mkdir -p $(OUT)
-	$(CC) $(LIB_CFLAGS) $(LIB_LDFLAGS) -o $@ $(PRELOAD_SRC) -ldl -lpthread
+	$(CC) $(LIB_CFLAGS) $(LIB_LDFLAGS) -o $@ $(PRELOAD_SRC) $(PRELOAD_LIBS)
 
 $(OUT)/check_preload: tests/c/check_preload.c preload/askew_preload.h
 	@mkdir -p $(OUT)
@@ -39,7 +39,7 @@ $(OUT)/libprobe_ctor.so: tests/c/probe_ctor_lib.c
 $(OUT)/probe_ctor: tests/c/probe_ctor.c $(OUT)/libprobe_ctor.so
 	$(CC) $(TEST_CFLAGS) -o $@ $< -L$(OUT) -lprobe_ctor -Wl,-rpath,'$$ORIGIN'
 
-$(OUT)/probe_selftest: tests/c/probe_selftest.c preload/askew_preload.h
+$(OUT)/probe_selftest $(OUT)/probe_fallback: $(OUT)/%: tests/c/%.c preload/askew_preload.h
 	@mkdir -p $(OUT)
 	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
 
