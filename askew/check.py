@@ -175,10 +175,11 @@ class CheckResult:
 
     @property
     def report(self) -> str:
+        # No wall time here: a report must read the same on replay.
         head = (
             f"{self.verdict} ({self.model} model; {self.operations} operations in "
             f"{self.partitions} part{'s' if self.partitions != 1 else ''}, "
-            f"{self.steps} search steps, {self.seconds:.3f}s)"
+            f"{self.steps} search steps)"
         )
         lines = [head]
         if self.note:
@@ -189,8 +190,8 @@ class CheckResult:
                 f"{self.culprit.describe()} returned {self.culprit.result!r} at "
                 f"t={self.culprit.return_time:.6f}s: no order of the operations before "
                 "it explains that result",
-                "  window (the operations concurrent with it, and before them the last "
-                f"{_WINDOW_CONTEXT} of each node), by node then time:",
+                "  window (every operation from the first one concurrent with it to it, "
+                f"and before those the last {_WINDOW_CONTEXT} of each node), by node then time:",
             ]
             lines += [f"    {op}" for op in self.window]
             if self.linearized:
@@ -363,8 +364,9 @@ def _shortest_failing_prefix(
 
 
 def _window(ops: list[Operation], culprit: Operation) -> list[Operation]:
-    """The culprit, the operations overlapping it, and the last few each
-    node completed before the earliest of those began."""
+    """The culprit, the operations overlapping it, everything that happened
+    from the first of those on, and the last few operations each node
+    completed before that."""
     assert culprit._return_key is not None
     start, end = culprit._invoke_key, culprit._return_key
     overlapping = [
@@ -373,11 +375,15 @@ def _window(ops: list[Operation], culprit: Operation) -> list[Operation]:
         if op._invoke_key <= end and (op._return_key is None or op._return_key >= start)
     ]
     begin = min(op._invoke_key for op in overlapping)
+    window: set[Operation] = set()
     before: dict[Any, list[Operation]] = {}
     for op in ops:
+        if op._invoke_key > end:
+            continue
         if op._return_key is not None and op._return_key < begin:
             before.setdefault(op.node, []).append(op)
-    window = set(overlapping)
+        else:
+            window.add(op)
     for done in before.values():
         window.update(done[-_WINDOW_CONTEXT:])
     return sorted(window, key=lambda op: (str(op.node), op._invoke_key))
