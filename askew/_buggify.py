@@ -20,6 +20,7 @@ import inspect
 import math
 import re
 import sys
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,13 +80,26 @@ class _Point:
 
 
 class _Run:
-    """The buggify state of one run: reset by the runner at each run."""
+    """The buggify state of one run: reset by the runner at each run. Made
+    for every run, so it costs nothing until a point is reached."""
+
+    __slots__ = ("_stream", "loop", "marks", "points", "seed", "world")
 
     def __init__(self, world: World) -> None:
-        self.world = world
-        self.stream = int(_core.seed_stream(world.seed, STREAM_BUGGIFY))
+        # Weakly: the runner collects each run's (cyclic) world at its end, so
+        # that its leftovers report in their own iteration.
+        self.world = weakref.ref(world)
+        self.seed = world.seed
+        self.loop = world._loop
+        self._stream: int | None = None
         self.points: dict[str, _Point] = {}
         self.marks: dict[str, bool] = {}  # sometimes: name -> ever true this run
+
+    @property
+    def stream(self) -> int:
+        if self._stream is None:
+            self._stream = int(_core.seed_stream(self.seed, STREAM_BUGGIFY))
+        return self._stream
 
 
 @dataclass
@@ -158,13 +172,14 @@ _sweep = Summary()
 _last: Summary | None = None
 
 
-def _live_run() -> _Run | None:
+def _live_run() -> tuple[_Run, World] | None:
     run = _run
-    if run is None or run.world._ended:
+    if run is None or _core.virtual.active_loop() is not run.loop:
         return None
-    if _core.virtual.active_loop() is not run.world._loop:
+    world = run.world()
+    if world is None or world._ended:
         return None
-    return run
+    return run, world
 
 
 def buggify(name: str, probability: float = 0.25) -> bool:
@@ -179,9 +194,10 @@ def buggify(name: str, probability: float = 0.25) -> bool:
     """
     _check_name(name, "buggify")
     p = check_probability(probability, f"buggify({name!r})")
-    run = _live_run()
-    if run is None:
+    live = _live_run()
+    if live is None:
         return False
+    run, world = live
     point = run.points.get(name)
     if point is None:
         point = run.points[name] = _Point(run.stream, name)
@@ -193,7 +209,7 @@ def buggify(name: str, probability: float = 0.25) -> bool:
     point.fired += 1
     token = _node_var.get(None)
     node = -1 if token is None else token >> 32
-    run.world.log._emit(_KIND_FAULT, node, f"buggify {name!r} fired")
+    world.log._emit(_KIND_FAULT, node, f"buggify {name!r} fired")
     return True
 
 
@@ -202,8 +218,9 @@ def sometimes(name: str, condition: Any) -> Any:
     true; returns condition, so it can wrap an `if`. Never changes the run:
     it draws nothing and logs nothing. Outside a run it only returns."""
     _check_name(name, "sometimes")
-    run = _live_run()
-    if run is not None:
+    live = _live_run()
+    if live is not None:
+        run = live[0]
         run.marks[name] = bool(condition) or run.marks.get(name, False)
     return condition
 
