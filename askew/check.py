@@ -34,9 +34,12 @@ __all__ = [
     "kv",
     "linearizable",
     "register",
+    "serializable",
+    "transactions",
 ]
 
 LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN_VERDICT = "linearizable", "not linearizable", "unknown"
+SERIALIZABLE = "serializable"
 _WINDOW_CONTEXT = 2  # completed operations per node shown before the window
 _TRACK_LIMIT = 4_000  # longest prefix whose best partial linearization is kept
 # The real clock even inside a run (where time.perf_counter is virtual and
@@ -146,6 +149,33 @@ def fifo_queue() -> Model:
     return Model("fifo queue", tuple, step)
 
 
+def transactions(initial: Any = None) -> Model:
+    """Transactions over a key-value map (missing keys read `initial`): the
+    operation "txn" with value a tuple of micro-operations ("r", key, None)
+    or ("w", key, value), in program order, and result the tuple of the
+    values its reads returned, in order. Checked against it by
+    linearizable(), a history is strictly serializable; see serializable().
+    States are frozensets of (key, value) pairs."""
+
+    def step(state: Any, name: str, value: Any, result: Any) -> tuple[bool, Any]:
+        if name != "txn":
+            raise _unknown_op("transactions", name)
+        data = dict(state)
+        reads = []
+        for kind, key, written in value:
+            if kind == "r":
+                reads.append(data.get(key, initial))
+            elif kind == "w":
+                data[key] = written
+            else:
+                raise ValueError(f"a transaction's micro-operation is 'r' or 'w', got {kind!r}")
+        if result is not UNKNOWN and tuple(result) != tuple(reads):
+            return False, state
+        return True, frozenset(data.items())
+
+    return Model("transactions", frozenset, step)
+
+
 @dataclass
 class CheckResult:
     """What linearizable() found. Truthy only when linearizable; `verdict`
@@ -168,7 +198,7 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        return self.verdict == LINEARIZABLE
+        return self.verdict in (LINEARIZABLE, SERIALIZABLE)
 
     def __bool__(self) -> bool:
         return self.ok
@@ -474,4 +504,35 @@ def assert_linearizable(
     found = linearizable(history, model, **options)
     if not found.ok:
         raise AssertionError(f"history is {found.report}")
+    return found
+
+
+def serializable(
+    history: History | Iterable[Operation], initial: Any = None, **options: Any
+) -> CheckResult:
+    """Whether the committed transactions (see transactions()) can run one
+    at a time in some order, ignoring when they ran: the same search with
+    every transaction made concurrent with every other. Aborted ("fail")
+    transactions are left out; ones of unknown outcome may or may not have
+    committed. Costs up to 2**n for n transactions: keep histories small,
+    or give a timeout or max_steps."""
+    timeless = History()
+    original: dict[Operation, Operation] = {}
+    for op in history:
+        if not isinstance(op, Operation):
+            raise TypeError(f"a history holds askew operations, got {op!r}")
+        # Invocations at 0, returns at 1, in the history's order: all concurrent.
+        copy = timeless.invoke(op.node, op.name, op.value, time=0.0)
+        original[copy] = op
+        if op.status == OK:
+            copy.ok(op.result, time=1.0)
+        elif op.status == FAIL:
+            copy.fail(time=1.0)
+    found = linearizable(timeless, transactions(initial), **options)
+    found.verdict = found.verdict.replace(LINEARIZABLE, SERIALIZABLE)
+    # The report shows the transactions as they ran, at their own times.
+    if found.culprit is not None:
+        found.culprit = original[found.culprit]
+    found.window = [original[op] for op in found.window]
+    found.linearized = [original[op] for op in found.linearized]
     return found

@@ -301,3 +301,48 @@ def test_the_planted_stale_read_is_found_and_the_fixed_register_passes() -> None
 
 def test_the_same_seed_records_the_same_history_and_verdict() -> None:
     assert _simulated_histories(stale_read, 11, 10) == _simulated_histories(stale_read, 11, 10)
+
+
+# Transactions
+
+
+def _txns(*rows: tuple[Any, ...]) -> History:
+    return History.of(rows)
+
+
+def test_a_lost_update_is_not_serializable() -> None:
+    h = _txns(
+        (0, "txn", (("r", "x", None), ("w", "x", 1)), (0,), 0, 2),
+        (1, "txn", (("r", "x", None), ("w", "x", 2)), (0,), 1, 3),
+    )
+    assert check.serializable(h, 0).verdict == "not serializable"
+
+
+def test_write_skew_is_not_serializable() -> None:
+    h = _txns(
+        (0, "txn", (("r", "x", None), ("r", "y", None), ("w", "x", 1)), (0, 0), 0, 2),
+        (1, "txn", (("r", "x", None), ("r", "y", None), ("w", "y", 1)), (0, 0), 1, 3),
+    )
+    assert not check.serializable(h, 0)
+
+
+def test_a_stale_but_consistent_read_is_serializable_but_not_strictly() -> None:
+    h = _txns(
+        (0, "txn", (("w", "x", 1),), (), 0, 1),
+        (1, "txn", (("r", "x", None),), (0,), 2, 3),
+    )
+    assert check.serializable(h, 0).verdict == "serializable"
+    assert check.linearizable(h, check.transactions(0)).verdict == "not linearizable"
+
+
+def test_an_aborted_transaction_is_left_out_and_an_unknown_one_may_have_committed() -> None:
+    aborted = _txns(
+        (0, "txn", (("w", "x", 1),), None, 0, 1, "fail"),
+        (1, "txn", (("r", "x", None),), (1,), 2, 3),
+    )
+    unknown = _txns(
+        (0, "txn", (("w", "x", 1),), None, 0, 1, "info"),
+        (1, "txn", (("r", "x", None),), (1,), 2, 3),
+    )
+    assert not check.serializable(aborted, 0)
+    assert check.serializable(unknown, 0)
