@@ -80,17 +80,13 @@ class _Point:
 
 
 class _Run:
-    """The buggify state of one run: reset by the runner at each run. Made
-    for every run, so it costs nothing until a point is reached."""
+    """The buggify state of one run, made when the run first reaches a point
+    or mark: a run that reaches none costs a weak reference only."""
 
-    __slots__ = ("_stream", "loop", "marks", "points", "seed", "world")
+    __slots__ = ("_stream", "marks", "points", "seed")
 
     def __init__(self, world: World) -> None:
-        # Weakly: the runner collects each run's (cyclic) world at its end, so
-        # that its leftovers report in their own iteration.
-        self.world = weakref.ref(world)
         self.seed = world.seed
-        self.loop = world._loop
         self._stream: int | None = None
         self.points: dict[str, _Point] = {}
         self.marks: dict[str, bool] = {}  # sometimes: name -> ever true this run
@@ -167,19 +163,23 @@ class Summary:
         return "\n".join(lines)
 
 
+# The world of the run going on, weakly: the runner collects each run's
+# (cyclic) world at its end, so that its leftovers report in their own
+# iteration. Its buggify state, once it has any.
+_world: weakref.ref[World] | None = None
 _run: _Run | None = None
 _sweep = Summary()
 _last: Summary | None = None
 
 
 def _live_run() -> tuple[_Run, World] | None:
-    run = _run
-    if run is None or _core.virtual.active_loop() is not run.loop:
+    global _run
+    world = _world() if _world is not None else None
+    if world is None or world._ended or _core.virtual.active_loop() is not world._loop:
         return None
-    world = run.world()
-    if world is None or world._ended:
-        return None
-    return run, world
+    if _run is None:
+        _run = _Run(world)
+    return _run, world
 
 
 def buggify(name: str, probability: float = 0.25) -> bool:
@@ -228,9 +228,11 @@ def sometimes(name: str, condition: Any) -> Any:
 def run_begins(world: World) -> None:
     """Called by the runner as each run starts: fold the last run into the
     sweep's counts and start afresh."""
-    global _run
-    _fold()
-    _run = _Run(world)
+    global _world
+    if _run is not None:
+        _fold()
+    _world = weakref.ref(world)
+    _sweep.runs += 1
 
 
 def _fold() -> None:
@@ -238,7 +240,6 @@ def _fold() -> None:
     run, _run = _run, None
     if run is None:
         return
-    _sweep.runs += 1
     for name, point in run.points.items():
         s = _sweep.points.setdefault(name, PointStats())
         s.runs_reached += 1
@@ -271,8 +272,9 @@ def _written_names(fn: Any) -> tuple[set[str], set[str]]:
 def sweep_ends(fn: Any) -> Summary:
     """Called by the runner after a sweep: its summary, kept for
     askew.coverage() and printed to stderr when the sweep met any point."""
-    global _sweep, _last
+    global _sweep, _last, _world
     _fold()
+    _world = None
     summary, _sweep = _sweep, Summary()
     summary.test = str(getattr(fn, "__qualname__", fn))
     summary.module = str(getattr(fn, "__module__", "?"))
