@@ -294,3 +294,25 @@ def test_eventually_refuses_bad_arguments(kwargs: dict[str, Any], error: type, m
             world.eventually("x", True, within=1)  # type: ignore[arg-type]
 
     test()
+
+
+def test_a_sweep_that_met_a_point_prints_its_summary_to_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    @askew.simulate(seed=1, iterations=4)
+    async def test(world: askew.World) -> None:
+        askew.buggify("printed point", 1.0)
+
+    test()
+    err = capsys.readouterr().err
+    assert "askew coverage of " in err and "over 4 runs" in err
+    assert "buggify 'printed point': reached in 4 runs" in err
+
+
+def test_a_sweep_that_met_no_point_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    @askew.simulate(seed=1, iterations=4)
+    async def test(world: askew.World) -> None:
+        await world.clock.advance(1)
+
+    test()
+    assert capsys.readouterr().err == ""
