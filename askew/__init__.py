@@ -20,6 +20,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from . import check as check
+    from ._buggify import buggify as buggify
+    from ._buggify import coverage as coverage
+    from ._buggify import sometimes as sometimes
+    from ._history import History as History
     from ._loop import SimLoop as SimLoop
     from ._loop import new_event_loop as new_event_loop
     from ._loop import run as run
@@ -37,16 +42,21 @@ if TYPE_CHECKING:
 _LAZY = {
     "BudgetExceeded": ".errors",
     "DeadlockError": ".errors",
+    "History": "._history",
     "Message": "._world",
     "NondeterminismError": ".errors",
     "Replay": "._runner",
     "SimLoop": "._loop",
     "SimulationFailure": ".errors",
     "World": "._world",
+    "buggify": "._buggify",
+    "check": ".check",
+    "coverage": "._buggify",
     "new_event_loop": "._loop",
     "preload_active": "._preload",
     "run": "._loop",
     "simulate": "._runner",
+    "sometimes": "._buggify",
 }
 
 __all__ = sorted(_LAZY)
@@ -57,7 +67,9 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is not None:
-        value = getattr(importlib.import_module(module, __name__), name)
+        value = importlib.import_module(module, __name__)
+        if module != f".{name}":  # askew.check is a module of its own
+            value = getattr(value, name)
     elif name.startswith("_") and not name.startswith("__"):
         # askew._core, askew._preload, ...: a private submodule on first use.
         try:

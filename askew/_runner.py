@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import _core
+from . import _buggify, _core
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -217,6 +217,7 @@ def _sweep(
         loop.close()
         gc.unfreeze()
         scope.exit()
+        _buggify.sweep_ends(fn)
 
 
 def _run_once(
@@ -231,6 +232,7 @@ def _run_once(
     loop.reset(seed)
     scope.reseed(seed)
     world = World(loop, seed)
+    _buggify.run_begins(world)
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     failure: BaseException | None = None

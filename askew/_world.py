@@ -779,6 +779,34 @@ class World:
         self._crashed.clear()
         return error
 
+    # Exploration (askew/_monitors.py, askew/_history.py): kept together at
+    # the end of the class.
+    def eventually(
+        self, name: str, predicate: Callable[[], Any], *, within: float, every: float | None = None
+    ) -> Any:
+        """Fail the run unless predicate() is true at some poll within
+        `within` virtual seconds from now. It is polled every `every` seconds
+        (default within / 64) and at the deadline, by timers of the world's
+        loop; a predicate that raises fails the run with its exception
+        chained. Returns the check (its .held, .cancel())."""
+        from ._monitors import eventually
+
+        return eventually(self, name, predicate, within, every)
+
+    @property
+    def history(self) -> Any:
+        """The run's operation history (askew.History) on the virtual clock:
+        `op = world.history.invoke(node, "write", 3)` ... `op.ok()`; check
+        it with askew.check.linearizable(world.history, model)."""
+        found = self.__dict__.get("_askew_history")
+        if found is None:
+            from ._history import History
+
+            found = self.__dict__["_askew_history"] = History(
+                lambda: self.now, lambda n: None if n is None else self._node_id(n, "history")
+            )
+        return found
+
 
 def _target_name(target: Any) -> str:
     return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", target))
