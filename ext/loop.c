@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "handle.h"
+#include "log.h"
 #include "loop.h"
+#include "network.h"
+#include "node.h"
 #include "task.h"
 
 struct askew_loop_state *askew__active;

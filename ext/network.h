@@ -10,6 +10,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "net.h"
 #include "node.h"
 
 /* What the network borrows from the loop that owns it. Set once when the

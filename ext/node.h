@@ -8,6 +8,7 @@
 #define ASKEW_NODE_H
 
 #include "core.h"
+#include "net.h"
 
 /* A node's token is id << ASKEW_NODE_TOKEN_SHIFT | incarnation; exported as
  * _core.NODE_TOKEN_SHIFT for askew/_world.py, which makes them. */
