@@ -619,15 +619,12 @@ static PyObject *net_check_node(askew_network *n, PyObject *const *args,
                                 Py_ssize_t nargs)
 {
     const char *what;
-    long long node;
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "check_node(node, what)");
         return NULL;
     }
-    node = PyLong_AsLongLong(args[0]);
-    if ((node == -1 && PyErr_Occurred()) ||
-        (what = PyUnicode_AsUTF8(args[1])) == NULL || gone(n) ||
-        askew__node_check(&n->net, node, what) < 0)
+    if ((what = PyUnicode_AsUTF8(args[1])) == NULL || gone(n) ||
+        askew__node_check_object(&n->net, args[0], what) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

@@ -65,22 +65,46 @@ int askew__node_alive(const struct askew_net *net, int64_t node, uint32_t incarn
            askew__node_token_alive(net, askew__node_token(node, incarnation), &id);
 }
 
-int askew__node_check(const struct askew_net *net, long long node, const char *what)
+/* The error users see for an id that names no node (id is borrowed). */
+static int unknown_node(const struct askew_net *net, PyObject *id, const char *what)
 {
-    if (node >= 0 && (unsigned long long)node < net->nodes_len)
-        return 0;
     const char *sep = what == NULL ? "" : ": ";
     if (what == NULL)
         what = "";
     if (net->nodes_len == 0)
         PyErr_Format(PyExc_ValueError,
-                     "%s%sunknown node id %lld (this world's nodes: none yet)", what,
-                     sep, node);
+                     "%s%sunknown node id %S (this world's nodes: none yet)", what, sep,
+                     id);
     else
         PyErr_Format(PyExc_ValueError,
-                     "%s%sunknown node id %lld (this world's nodes: 0..%lld)", what,
-                     sep, node, (long long)net->nodes_len - 1);
+                     "%s%sunknown node id %S (this world's nodes: 0..%lld)", what, sep,
+                     id, (long long)net->nodes_len - 1);
     return -1;
+}
+
+int askew__node_check(const struct askew_net *net, long long node, const char *what)
+{
+    if (node >= 0 && (unsigned long long)node < net->nodes_len)
+        return 0;
+    PyObject *id = PyLong_FromLongLong(node); // new reference
+    if (id == NULL)
+        return -1;
+    unknown_node(net, id, what);
+    Py_DECREF(id);
+    return -1;
+}
+
+int askew__node_check_object(const struct askew_net *net, PyObject *id,
+                             const char *what)
+{
+    const long long node = PyLong_AsLongLong(id);
+    if (node == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear(); /* too large to name a node */
+        return unknown_node(net, id, what);
+    }
+    return askew__node_check(net, node, what);
 }
 
 int askew__node_setup(PyObject *module)

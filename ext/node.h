@@ -44,6 +44,10 @@ int askew__node_token_alive(const struct askew_net *net, long long token,
 /* 0 if `node` names a node of `net`, else -1 with ValueError "unknown node
  * id" (prefixed by "what: " unless what is NULL). The one check of an id. */
 int askew__node_check(const struct askew_net *net, long long node, const char *what);
+/* As askew__node_check for a Python int, however large; TypeError if `id`
+ * is not an int. */
+int askew__node_check_object(const struct askew_net *net, PyObject *id,
+                             const char *what);
 /* Module init: NODE_TOKEN_SHIFT. */
 int askew__node_setup(PyObject *module);
 
