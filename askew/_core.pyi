@@ -101,21 +101,21 @@ class Loop:
     def call_soon(
         self,
         callback: Callable[..., object],
-        *args: Any,
+        *args: object,
         context: contextvars.Context | None = None,
     ) -> Handle: ...
     def call_later(
         self,
         delay: float,
         callback: Callable[..., object],
-        *args: Any,
+        *args: object,
         context: contextvars.Context | None = None,
     ) -> TimerHandle: ...
     def call_at(
         self,
         when: float,
         callback: Callable[..., object],
-        *args: Any,
+        *args: object,
         context: contextvars.Context | None = None,
     ) -> TimerHandle: ...
     def time(self) -> float: ...

@@ -83,6 +83,8 @@ static void release_payload(void *ctx, const struct askew_net_delivery *d)
 
 void askew__network_clear(askew_network *n)
 {
+    if (n == NULL)
+        return; /* a loop that failed to get its network */
     if (n->host.ctx != NULL)
         askew_net_drain(&n->net, release_payload, NULL);
     for (size_t i = 0; i < n->nodes_len; i++)

@@ -47,12 +47,13 @@ askew_network *askew__network_new(const struct askew_net_host *host);
 void askew__network_detach(askew_network *n);
 /* Start a run: no nodes, nothing in flight, the NET stream from seed. */
 void askew__network_reset(askew_network *n, uint64_t seed);
-/* Drop messages in flight and what waits in inboxes (run teardown). */
+/* Drop messages in flight and what waits in inboxes (run teardown). n may
+ * be NULL (a loop whose making failed), as for askew__network_busy. */
 void askew__network_clear(askew_network *n);
 /* Whether messages are still in flight. */
 static inline int askew__network_busy(const askew_network *n)
 {
-    return n->host.ctx != NULL && n->net.head != NULL;
+    return n != NULL && n->host.ctx != NULL && n->net.head != NULL;
 }
 /* The scheduler fired a timer of kind ASKEW_TIMER_KIND_MESSAGE: deliver or
  * drop it. 0, or -errno (-EIO with a Python exception set). */
