@@ -431,6 +431,8 @@ fail:
 
 static PyObject *net_set_payload_check(askew_network *n, PyObject *fn)
 {
+    if (gone(n))
+        return NULL;
     Py_XSETREF(n->payload_check, fn == Py_None ? NULL : Py_NewRef(fn));
     Py_RETURN_NONE;
 }
@@ -605,6 +607,8 @@ static PyObject *net_link(askew_network *n, PyObject *args)
 
 static PyObject *net_stats(askew_network *n, PyObject *Py_UNUSED(ignored))
 {
+    if (gone(n))
+        return NULL;
     const struct askew_net_stats *s = &n->net.stats;
     return Py_BuildValue("{sKsKsKsKsKsKsK}", "sent", (unsigned long long)s->sent,
                          "duplicated", (unsigned long long)s->duplicated, "delivered",

@@ -131,3 +131,5 @@ def test_a_network_that_outlives_its_loop_refuses_every_call() -> None:
         net.node_add()
     with pytest.raises(RuntimeError, match="this network's loop is gone"):
         net.heal()
+    with pytest.raises(RuntimeError, match="this network's loop is gone"):
+        net.stats()
