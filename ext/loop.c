@@ -671,9 +671,9 @@ static int collect_garbage(struct askew_loop_state *self)
 
 /* Run until stop() or until the run cannot go on. Returns a status for
  * _loop.py to turn into an outcome (enum askew_run_status, exported as
- * _core.RUN_*). The step budget counts the
- * steps of this call, so that the cleanup after a run that used it up (a
- * Runner closing, tasks cancelled) gets a budget of its own. */
+ * _core.RUN_*). The step budget counts the steps of this call, so that the
+ * cleanup after a run that used it up (a Runner closing, tasks cancelled)
+ * gets a budget of its own. */
 static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
 {
     struct askew_sched *sched = &self->sched;
