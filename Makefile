@@ -73,6 +73,7 @@ lint: .venv/bin/python
 	$(PYTHON) -m ruff check askew tests bench examples scripts setup.py
 	$(PYTHON) -m ruff format --check askew tests bench examples scripts setup.py
 	$(PYTHON) -m mypy
+	$(PYTHON) scripts/check_includes.py
 
 FUZZ_ITERATIONS ?= 200000
 FUZZ_SEED ?= $(shell date +%s)

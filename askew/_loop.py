@@ -162,7 +162,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             finally:
                 self._leave()
                 events._set_running_loop(None)
-            if status:
+            if status != _core.RUN_STOPPED:
                 self._run_cannot_go_on(status)
         finally:
             self._close_scope()
@@ -188,9 +188,9 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             scope.exit()
 
     def _run_cannot_go_on(self, status: int) -> NoReturn:
-        if status == 1:
+        if status == _core.RUN_IDLE:
             raise DeadlockError(self._deadlock_report())
-        if status == 2:
+        if status == _core.RUN_TIME_BUDGET:
             raise BudgetExceeded(
                 f"virtual time budget exceeded: the next timer lies past "
                 f"max_time={self._config.max_time:g}s (seed={self.seed}, t={self.time():.6f}s, "

@@ -28,11 +28,24 @@ from ._config import check_offset, check_seconds
 _node_var: contextvars.ContextVar[int] = contextvars.ContextVar("askew_node")
 _CoroutineType = types.CoroutineType
 
-# Log kinds: 1-15 are the network binding's (ext/network.c), the rest ours.
-_NET_SEND, _NET_DELIVERY = 1, 2
-_KIND_WORLD, _KIND_NODE, _KIND_SPAWN, _KIND_CRASH, _KIND_RESTART = 16, 17, 18, 19, 20
-_KIND_PARTITION, _KIND_HEAL, _KIND_FAULT, _KIND_ASSERT, _KIND_CONFIG = 21, 22, 23, 24, 25
-_KIND_ERROR = 26
+# A node's token: id << _TOKEN_SHIFT | incarnation (ext/node.h).
+_TOKEN_SHIFT = _core.NODE_TOKEN_SHIFT
+# Log kinds: the network binding's come from C (ext/log.h); ours are
+# numbered from the base C leaves to us.
+_NET_SEND, _NET_DELIVERY = _core.LOG_KIND_SEND, _core.LOG_KIND_DELIVERY
+(
+    _KIND_WORLD,
+    _KIND_NODE,
+    _KIND_SPAWN,
+    _KIND_CRASH,
+    _KIND_RESTART,
+    _KIND_PARTITION,
+    _KIND_HEAL,
+    _KIND_FAULT,
+    _KIND_ASSERT,
+    _KIND_CONFIG,
+    _KIND_ERROR,
+) = range(_core.LOG_KIND_WORLD_BASE, _core.LOG_KIND_WORLD_BASE + 11)
 _KIND_NAMES = {
     _NET_SEND: "net",
     _NET_DELIVERY: "net",
@@ -48,17 +61,10 @@ _KIND_NAMES = {
     _KIND_CONFIG: "net",
     _KIND_ERROR: "error",
 }
-# Outcome codes of ext/engine/net.h.
-_OUTCOMES = {
-    0: "sent",
-    1: "sent twice",
-    2: "delivered",
-    3: "dropped: crashed",
-    4: "dropped: partitioned",
-    5: "dropped: lost",
-}
+# The name of each outcome code of ext/engine/net.h, indexed by code.
+_OUTCOMES = _core.NET_OUTCOME_NAMES
 _PPM = 1_000_000
-LOG_KEPT = 10_000  # entries the log ring keeps (ext/network.c)
+LOG_KEPT = _core.LOG_KEPT  # entries the log ring keeps (ext/log.h)
 
 Message = _core.Message
 
@@ -177,14 +183,14 @@ class Node:
 
     def __init__(self, world: World, node_id: int, incarnation: int) -> None:
         self._askew_world = world
-        self._askew_token = node_id << 32 | incarnation
+        self._askew_token = node_id << _TOKEN_SHIFT | incarnation
 
     # A property, not a __setattr__ check: state writes (node.leader = ...)
     # are the hot path and stay plain attribute stores.
     @property
     def id(self) -> int:
         """This node's id: 0, 1, 2... in spawn order."""
-        return self._askew_token >> 32
+        return self._askew_token >> _TOKEN_SHIFT
 
     # By id and incarnation, not identity, for the reason NodeHandle gives.
     def __hash__(self) -> int:
@@ -200,7 +206,7 @@ class Node:
             world._check_live()
         if dst.__class__ is not int:
             dst = world._node_id(dst, "send to")
-        world._loop._net_send_from(self._askew_token, dst, payload)
+        world._wire.send_from(self._askew_token, dst, payload)
         return _SENT
 
     def broadcast(self, payload: Any) -> _Sent:
@@ -208,7 +214,7 @@ class Node:
         world = self._askew_world
         if world._ended:
             world._check_live()
-        world._loop._net_broadcast(self._askew_token, payload)
+        world._wire.broadcast(self._askew_token, payload)
         return _SENT
 
     async def recv(self, timeout: float | None = None) -> Any:
@@ -216,8 +222,9 @@ class Node:
         world = self._askew_world
         if world._ended:
             world._check_live()
-        got = world._loop._net_recv(self._askew_token >> 32, self._askew_token, timeout)
-        if got.__class__ is Message:
+        token = self._askew_token
+        got = world._wire.recv(token >> _TOKEN_SHIFT, token, timeout)
+        if isinstance(got, _core.Message):
             return got
         return await got
 
@@ -282,7 +289,7 @@ class NodeHandle:
         return self is other
 
     def __repr__(self) -> str:
-        alive = self._world._loop._net_alive(self.id)[0] if not self._world._ended else None
+        alive = self._world._wire.alive(self.id)[0] if not self._world._ended else None
         state = {True: "alive", False: "crashed", None: "ended"}[alive]
         return f"<askew node {self.id} {state}>"
 
@@ -294,7 +301,7 @@ class _Partition:
 
     def _apply(self) -> None:
         self._world._check_live()
-        self._world._loop._net_partition(self._groups)
+        self._world._wire.partition(self._groups)
         text = " | ".join("{" + ", ".join(map(str, g)) + "}" for g in self._groups)
         self._world.log._emit(_KIND_PARTITION, -1, f"partition {text}")
 
@@ -341,7 +348,7 @@ class Network:
         w = self._world
         node_id = w._node_id(node, "isolate")
         w._check_live()
-        w._loop._net_isolate(node_id)
+        w._wire.isolate(node_id)
         w.log._emit(_KIND_PARTITION, node_id, f"isolate {node_id}")
 
     def cut(self, src: int | NodeHandle, dst: int | NodeHandle) -> None:
@@ -349,14 +356,14 @@ class Network:
         w = self._world
         s, d = w._node_id(src, "cut"), w._node_id(dst, "cut")
         w._check_live()
-        w._loop._net_cut(s, d)
+        w._wire.cut(s, d)
         w.log._emit(_KIND_PARTITION, -1, f"cut {s} -> {d}")
 
     def heal(self) -> None:
         """Restore every link: partitions, one-way cuts and isolation."""
         w = self._world
         w._check_live()
-        w._loop._net_heal()
+        w._wire.heal()
         w.log._emit(_KIND_HEAL, -1, "heal")
 
     def configure(
@@ -377,7 +384,7 @@ class Network:
                 raise TypeError(f"link must be a (src, dst) pair of node ids, got {link!r}")
             src, dst = w._node_id(link[0], "configure"), w._node_id(link[1], "configure")
         w._check_live()
-        lo_ns, hi_ns, loss_ppm, dup_ppm, _cut = w._loop._net_link(src, dst)
+        lo_ns, hi_ns, loss_ppm, dup_ppm, _cut = w._wire.link(src, dst)
         if latency is not None:
             if not isinstance(latency, tuple) or len(latency) != 2:
                 raise TypeError(f"latency must be a (lo, hi) pair of seconds, got {latency!r}")
@@ -390,7 +397,7 @@ class Network:
             loss_ppm = _ppm(loss, "loss")
         if duplicate is not None:
             dup_ppm = _ppm(duplicate, "duplicate")
-        w._loop._net_configure(lo_ns, hi_ns, loss_ppm, dup_ppm, src, dst)
+        w._wire.configure(lo_ns, hi_ns, loss_ppm, dup_ppm, src, dst)
         where = "all links" if src < 0 else f"{src} -> {dst}"
         w.log._emit(
             _KIND_CONFIG,
@@ -402,7 +409,7 @@ class Network:
     def stats(self) -> dict[str, int]:
         """Counts of messages sent, delivered and dropped by reason."""
         self._world._check_live()  # the loop holds a later run's counts by now
-        stats: dict[str, int] = self._world._loop._net_stats()
+        stats: dict[str, int] = self._world._wire.stats()
         return stats
 
 
@@ -437,7 +444,7 @@ class Faults:
         ]
         dead.sort(key=lambda t: getattr(t, "_askew_seq", 0))
         w._crashed.setdefault(node_id, []).extend(dead)
-        w._loop._net_crash(node_id)
+        w._wire.crash(node_id)
         w._loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
         slot.token = -1
         w.log._emit(_KIND_CRASH, node_id, f"crash {node_id}")
@@ -449,7 +456,7 @@ class Faults:
         w._check_live()
         if w._slots[node_id].token != -1:
             self.crash(node_id)
-        w._loop._net_restart(node_id)
+        w._wire.restart(node_id)
         w.log._emit(_KIND_RESTART, node_id, f"restart {node_id}")
         w._start(node_id)
 
@@ -552,7 +559,8 @@ class Log:
         if token is None:
             self._emit(_KIND_WORLD, -1, text)
         else:
-            self._emit(_KIND_NODE, token >> 32, f"{token >> 32} {text}")
+            node = token >> _TOKEN_SHIFT
+            self._emit(_KIND_NODE, node, f"{node} {text}")
 
     def _emit(self, kind: int, node: int, text: str) -> None:
         self._world._check_live()
@@ -578,13 +586,17 @@ class Log:
         return int(self._world._loop._trace_hash)
 
 
+def _outcome_name(outcome: int) -> str:
+    return _OUTCOMES[outcome] if 0 <= outcome < len(_OUTCOMES) else "?"
+
+
 def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
     t_ns, kind, node, peer, outcome, detail = entry
     name = _KIND_NAMES.get(kind, "event")
     if kind == _NET_SEND:
-        text = f"{node} -> {peer}  {_short_repr(detail)}   {_OUTCOMES.get(outcome, '?')}"
+        text = f"{node} -> {peer}  {_short_repr(detail)}   {_outcome_name(outcome)}"
     elif kind == _NET_DELIVERY:
-        text = f"{peer} -> {node}  {_short_repr(detail)}   {_OUTCOMES.get(outcome, '?')}"
+        text = f"{peer} -> {node}  {_short_repr(detail)}   {_outcome_name(outcome)}"
     else:
         text = str(detail)
     return Event(t_ns / 1e9, name, None if node < 0 else node, text)
@@ -608,8 +620,9 @@ class World:
         self._failure: BaseException | None = None
         self._failed_node: int | None = None
         self._ended = False
+        self._wire: _core.Network = loop._net
         loop._set_node_var(_node_var)
-        loop._set_payload_check(check_payload)
+        self._wire.set_payload_check(check_payload)
 
     def __repr__(self) -> str:
         if self._ended:
@@ -650,9 +663,7 @@ class World:
             return int(node.id)
         if isinstance(node, bool) or not isinstance(node, int):
             raise TypeError(f"{what}: a node is an int id or a node handle, got {node!r}")
-        if not 0 <= node < len(self._slots):
-            known = f"0..{len(self._slots) - 1}" if self._slots else "none yet"
-            raise ValueError(f"{what}: unknown node id {node} (this world's nodes: {known})")
+        self._wire.check_node(node, what)
         return node
 
     def spawn(self, target: Callable[..., Any], *args: Any) -> NodeHandle:
@@ -668,7 +679,7 @@ class World:
         ):
             raise TypeError(f"spawn({target.__name__}): the class needs an `async def run(self)`")
         self._check_live()
-        node_id = int(self._loop._net_node_add())
+        node_id = int(self._wire.node_add())
         slot = _Slot(target, args)
         self._slots.append(slot)
         slot.handle = NodeHandle(self, node_id, slot)
@@ -678,7 +689,7 @@ class World:
 
     def _start(self, node_id: int) -> None:
         slot = self._slots[node_id]
-        _alive, incarnation = self._loop._net_alive(node_id)
+        _alive, incarnation = self._wire.alive(node_id)
         node = Node(self, node_id, incarnation)
         slot.node = node
         slot.token = node._askew_token
@@ -735,7 +746,7 @@ class World:
         token = getattr(task, "_askew_owner", -1)
         if token < 0:
             return False
-        node_id = token >> 32
+        node_id = token >> _TOKEN_SHIFT
         return node_id < len(self._slots) and self._slots[node_id].token != token
 
     def _end_pauses(self) -> None:

@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "handle.h"
+#include "log.h"
 #include "loop.h"
+#include "network.h"
+#include "node.h"
 #include "task.h"
 
 struct askew_loop_state *askew__active;
@@ -268,8 +271,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
     h->seq = ++self->handle_seq;
     /* The loop a callback belongs to is the node its context runs as: a
      * future one node resolves wakes the waiting task in the waiter's loop. */
-    if (self->gated &&
-        askew__net_context_node(self, context, &h->node, &h->incarnation) < 0) {
+    if (self->gate.var != NULL &&
+        askew__node_context(&self->gate, context, &h->node, &h->incarnation) < 0) {
         Py_DECREF(h);
         return NULL;
     }
@@ -509,10 +512,10 @@ static int arm_owner(struct askew_loop_state *self, PyObject *context)
 {
     int64_t node = -1;
     uint32_t incarnation = 0;
-    if (self->gated && askew__net_context_node(self, context, &node, &incarnation) < 0)
+    if (self->gate.var != NULL &&
+        askew__node_context(&self->gate, context, &node, &incarnation) < 0)
         return -1;
-    askew__task_set_next_owner(
-        node < 0 ? -1 : (int64_t)((uint64_t)node << 32 | incarnation));
+    askew__task_set_next_owner(node < 0 ? -1 : askew__node_token(node, incarnation));
     return 0;
 }
 
@@ -613,7 +616,7 @@ static int fire_timer(void *ctx, struct askew_timer *timer)
         return rc;
     }
     default:
-        return askew__net_fire(self, timer);
+        return askew__network_fire(self->net, timer);
     }
 }
 
@@ -629,7 +632,7 @@ static void drop_timer(struct askew_timer *timer)
     if (timer->kind == ASKEW_TIMER_KIND_HANDLE)
         drop_item(HANDLE_OF(timer));
     else
-        askew__net_drop_timer(timer);
+        askew__network_drop_timer(timer);
 }
 
 /* An exception escaped a callback: asyncio hands it to the exception
@@ -667,10 +670,10 @@ static int collect_garbage(struct askew_loop_state *self)
 }
 
 /* Run until stop() or until the run cannot go on. Returns a status for
- * _loop.py to turn into an outcome: 0 stopped, 1 idle (nothing ready, no
- * timer), 2 the time budget, 3 the step budget. The step budget counts the
- * steps of this call, so that the cleanup after a run that used it up (a
- * Runner closing, tasks cancelled) gets a budget of its own. */
+ * _loop.py to turn into an outcome (enum askew_run_status, exported as
+ * _core.RUN_*). The step budget counts the steps of this call, so that the
+ * cleanup after a run that used it up (a Runner closing, tasks cancelled)
+ * gets a budget of its own. */
 static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
 {
     struct askew_sched *sched = &self->sched;
@@ -688,7 +691,8 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             self->node_current = -1;
             if (self->stopping)
                 break;
-            return PyLong_FromLong(rc == ASKEW_TICK_IDLE ? 1 : 2);
+            return PyLong_FromLong(rc == ASKEW_TICK_IDLE ? ASKEW_RUN_IDLE
+                                                         : ASKEW_RUN_TIME_BUDGET);
         }
         void *item;
         while ((item = askew_sched_next(sched)) != NULL) {
@@ -707,7 +711,8 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             /* A crashed incarnation's work is skipped: a power cut runs
              * nothing. */
             if (h->callback != NULL &&
-                (!self->gated || askew__net_alive(self, h->node, h->incarnation))) {
+                (self->gate.var == NULL ||
+                 askew__node_alive(&self->net->net, h->node, h->incarnation))) {
                 self->node_current = h->node;
                 if ((askew__handle_run(h) < 0 && callback_failed(self, h) < 0) ||
                     charge_cpu(self, h) < 0) {
@@ -723,7 +728,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             }
             if (steps_end && sched->steps >= steps_end) {
                 self->node_current = -1;
-                return PyLong_FromLong(3);
+                return PyLong_FromLong(ASKEW_RUN_STEP_BUDGET);
             }
             if (self->gc_every && sched->steps % self->gc_every == 0 &&
                 collect_garbage(self) < 0)
@@ -734,7 +739,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             break;
     }
     self->stopping = 0;
-    return PyLong_FromLong(0);
+    return PyLong_FromLong(ASKEW_RUN_STOPPED);
 }
 
 /* ---- run setup and teardown ------------------------------------------ */
@@ -745,10 +750,10 @@ static void clear_queues(struct askew_loop_state *self)
      * message or queues a callback after its queue was emptied: go round
      * until both are quiet, so that reset never finds work left over. */
     do {
-        askew__net_clear(self); /* messages leave the heap first */
+        askew__network_clear(self->net); /* messages leave the heap first */
         askew_sched_clear(&self->sched, drop_item, drop_timer);
         askew__skew_drop_held(self);
-    } while (askew__net_busy(self) || askew_sched_pending(&self->sched) > 0 ||
+    } while (askew__network_busy(self->net) || askew_sched_pending(&self->sched) > 0 ||
              self->sched.timers.len > 0);
 }
 
@@ -763,7 +768,9 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
     }
     clear_queues(self);
     askew_sched_reset(&self->sched, seed);
-    askew__net_reset(self, seed);
+    askew__network_reset(self->net, seed);
+    askew__log_clear(&self->log);
+    Py_CLEAR(self->gate.var); /* the next world sets its own */
     askew_rng_seed(&self->entropy, askew_seed_stream(seed, ASKEW_STREAM_ENTROPY));
     self->handle_seq = 0;
     self->task_seq = 0;
@@ -772,7 +779,7 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
     askew__skew_reset(self);
     if (self->cpu_len > 0)
         memset(self->cpu, 0, self->cpu_len * sizeof *self->cpu);
-    /* The network's reset drops the old run's log, whose payloads may run a
+    /* Clearing the old run's log drops payloads, which may run a
      * __del__ that queues a callback: it must not leak into the new run. */
     clear_queues(self);
     Py_RETURN_NONE;
@@ -792,21 +799,17 @@ static PyObject *loop_mark_closed(struct askew_loop_state *self,
     Py_RETURN_NONE;
 }
 
+/* Indexed by enum askew_strategy; exported as _core.STRATEGIES. */
+static const char *const strategy_names[] = {"faithful", "fifo", "interleave",
+                                             "shuffle"};
+#define STRATEGIES_LEN (sizeof strategy_names / sizeof strategy_names[0])
+
 static int strategy_from_name(PyObject *name, enum askew_strategy *out)
 {
-    static const struct {
-        const char *name;
-        enum askew_strategy strategy;
-    } names[] = {
-        {"faithful", ASKEW_STRATEGY_FAITHFUL},
-        {"fifo", ASKEW_STRATEGY_FIFO},
-        {"interleave", ASKEW_STRATEGY_INTERLEAVE},
-        {"shuffle", ASKEW_STRATEGY_SHUFFLE},
-    };
     if (PyUnicode_Check(name)) {
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-            if (PyUnicode_CompareWithASCIIString(name, names[i].name) == 0) {
-                *out = names[i].strategy;
+        for (size_t i = 0; i < STRATEGIES_LEN; i++) {
+            if (PyUnicode_CompareWithASCIIString(name, strategy_names[i]) == 0) {
+                *out = (enum askew_strategy)i;
                 return 0;
             }
         }
@@ -894,6 +897,23 @@ static PyObject *loop_leave(struct askew_loop_state *self, PyObject *Py_UNUSED(i
 
 /* ---- the type ---------------------------------------------------------- */
 
+/* What the network borrows of its loop (struct askew_net_host). */
+static PyObject *host_new_future(void *ctx)
+{
+    return askew__loop_new_future(ctx);
+}
+
+static PyObject *host_call_later(void *ctx, double delay, PyObject *callback,
+                                 PyObject *arg)
+{
+    struct askew_loop_state *self = ctx;
+    int64_t deadline;
+    const double when = ns_to_s(askew__loop_local_ns(self)) + delay;
+    if (askew__loop_local_when_to_ns(self, when, &deadline) < 0)
+        return NULL;
+    return askew__loop_call_at_ns(self, deadline, callback, &arg, 1, NULL);
+}
+
 static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     (void)args;
@@ -908,7 +928,20 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->sched.steps_max = 0;
     self->node_current = -1;
     self->gc_every = 0;
-    if (askew__net_init(self) < 0 || askew__skew_init(self) < 0) {
+    const struct askew_net_host host = {
+        .ctx = self,
+        .sched = &self->sched,
+        .gate = &self->gate,
+        .log = &self->log,
+        .new_future = host_new_future,
+        .call_later = host_call_later,
+    };
+    self->net = askew__network_new(&host);
+    if (self->net == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    if (askew__skew_init(self) < 0) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
@@ -941,7 +974,7 @@ static int visit_queued(void *item, void *ctx)
 
 static int visit_timer(struct askew_timer *timer, void *ctx)
 {
-    /* A message's payload is the network's to visit (askew__net_traverse). */
+    /* A message's payload is the network's to visit (loop._net). */
     if (timer->kind != ASKEW_TIMER_KIND_HANDLE)
         return 0;
     return visit_queued(HANDLE_OF(timer), ctx);
@@ -960,12 +993,20 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     int rc = askew_sched_visit(&self->sched, visit_queued, visit_timer, &v);
     if (rc == 0)
         rc = askew__skew_traverse(self, visit, arg);
-    return rc ? rc : askew__net_traverse(self, visit, arg);
+    if (rc == 0)
+        rc = askew__log_traverse(&self->log, visit, arg);
+    if (rc == 0) {
+        Py_VISIT(self->gate.var);
+        Py_VISIT(self->net);
+    }
+    return rc;
 }
 
 static int loop_clear_refs(struct askew_loop_state *self)
 {
     clear_queues(self);
+    askew__log_clear(&self->log);
+    Py_CLEAR(self->gate.var);
     Py_CLEAR(self->task_factory);
     Py_CLEAR(self->gc_collect);
     Py_CLEAR(self->future_kwargs);
@@ -982,7 +1023,11 @@ static void loop_dealloc(struct askew_loop_state *self)
         askew__active_thread = 0;
     }
     (void)loop_clear_refs(self);
-    askew__net_free(self);
+    if (self->net != NULL) {
+        askew__network_detach(self->net);
+        Py_CLEAR(self->net);
+    }
+    askew__log_free(&self->log);
     askew__skew_free(self);
     askew_sched_free(&self->sched);
     PyMem_Free(self->cpu);
@@ -1042,8 +1087,35 @@ static int loop_set_node(struct askew_loop_state *self, PyObject *v, void *Py_UN
 
 static PyObject *loop_get_strategy(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
-    static const char *names[] = {"faithful", "fifo", "interleave", "shuffle"};
-    return PyUnicode_FromString(names[self->sched.strategy]);
+    return PyUnicode_FromString(strategy_names[self->sched.strategy]);
+}
+
+static PyObject *loop_get_net(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef((PyObject *)self->net);
+}
+
+static PyObject *loop_set_node_var(struct askew_loop_state *self, PyObject *var)
+{
+    if (askew__node_gate_set(&self->gate, var) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_log_emit(struct askew_loop_state *self, PyObject *args)
+{
+    return askew__log_emit(&self->log, &self->sched, args);
+}
+
+static PyObject *loop_log_recent(struct askew_loop_state *self, PyObject *n)
+{
+    return askew__log_recent(&self->log, n);
+}
+
+static PyObject *loop_log_count(struct askew_loop_state *self,
+                                PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(self->log.count);
 }
 
 static PyMethodDef loop_methods[] = {
@@ -1077,11 +1149,12 @@ static PyMethodDef loop_methods[] = {
     {"_configure", (PyCFunction)loop_configure, METH_VARARGS, NULL},
     {"_enter", (PyCFunction)loop_enter, METH_NOARGS, NULL},
     {"_leave", (PyCFunction)loop_leave, METH_NOARGS, NULL},
+    {"_set_node_var", (PyCFunction)loop_set_node_var, METH_O, NULL},
+    {"_log_emit", (PyCFunction)loop_log_emit, METH_VARARGS, NULL},
+    {"_log_recent", (PyCFunction)loop_log_recent, METH_O, NULL},
+    {"_log_count", (PyCFunction)loop_log_count, METH_NOARGS, NULL},
     ASKEW_SKEW_METHODS{NULL, NULL, 0, NULL},
 };
-
-/* The loop's methods and the network binding's, in one table. */
-static PyMethodDef all_methods[sizeof loop_methods / sizeof loop_methods[0] + 32];
 
 static PyGetSetDef loop_getset[] = {
     {"_steps", (getter)loop_get_steps, NULL, NULL, NULL},
@@ -1093,6 +1166,7 @@ static PyGetSetDef loop_getset[] = {
     {"_tasks_made", (getter)loop_get_tasks_made, NULL, NULL, NULL},
     {"_node", (getter)loop_get_node, (setter)loop_set_node, NULL, NULL},
     {"_strategy", (getter)loop_get_strategy, NULL, NULL, NULL},
+    {"_net", (getter)loop_get_net, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1101,7 +1175,7 @@ static PyType_Slot loop_slots[] = {
     {Py_tp_dealloc, loop_dealloc},
     {Py_tp_traverse, loop_traverse},
     {Py_tp_clear, loop_clear_refs},
-    {Py_tp_methods, all_methods},
+    {Py_tp_methods, loop_methods},
     {Py_tp_getset, loop_getset},
     {Py_tp_doc, "The C half of askew's event loop; use askew.new_event_loop()."},
     {0, NULL},
@@ -1114,6 +1188,31 @@ static PyType_Spec loop_spec = {
     .slots = loop_slots,
 };
 
+/* The _run status codes and the strategy names, for askew/_loop.py and
+ * askew/_config.py. */
+static int add_constants(PyObject *module)
+{
+    if (PyModule_AddIntConstant(module, "RUN_STOPPED", ASKEW_RUN_STOPPED) < 0 ||
+        PyModule_AddIntConstant(module, "RUN_IDLE", ASKEW_RUN_IDLE) < 0 ||
+        PyModule_AddIntConstant(module, "RUN_TIME_BUDGET", ASKEW_RUN_TIME_BUDGET) < 0 ||
+        PyModule_AddIntConstant(module, "RUN_STEP_BUDGET", ASKEW_RUN_STEP_BUDGET) < 0)
+        return -1;
+    PyObject *names = PyTuple_New(STRATEGIES_LEN); // new reference
+    if (names == NULL)
+        return -1;
+    for (size_t i = 0; i < STRATEGIES_LEN; i++) {
+        PyObject *name = PyUnicode_FromString(strategy_names[i]);
+        if (name == NULL) {
+            Py_DECREF(names);
+            return -1;
+        }
+        PyTuple_SET_ITEM(names, (Py_ssize_t)i, name); // steals
+    }
+    const int rc = PyModule_AddObjectRef(module, "STRATEGIES", names);
+    Py_DECREF(names);
+    return rc;
+}
+
 int askew__loop_type_init(PyObject *module)
 {
     str_context = PyUnicode_InternFromString("context");
@@ -1124,18 +1223,10 @@ int askew__loop_type_init(PyObject *module)
     if (!str_context || !str_name || !kw_loop_name || !kw_loop_name_context ||
         !empty_tuple)
         return -1;
-    size_t k = 0;
-    for (const PyMethodDef *m = loop_methods; m->ml_name != NULL; m++)
-        all_methods[k++] = *m;
-    for (const PyMethodDef *m = askew__net_methods; m->ml_name != NULL; m++) {
-        ASKEW_ASSERT(k + 1 < sizeof all_methods / sizeof all_methods[0]);
-        all_methods[k++] = *m;
-    }
-    all_methods[k] = (PyMethodDef){NULL, NULL, 0, NULL};
     PyObject *type = PyType_FromModuleAndSpec(module, &loop_spec, NULL);
     if (type == NULL)
         return -1;
-    const int rc = PyModule_AddObjectRef(module, "Loop", type);
+    int rc = PyModule_AddObjectRef(module, "Loop", type);
     Py_DECREF(type);
-    return rc;
+    return rc < 0 ? -1 : add_constants(module);
 }

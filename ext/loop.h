@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The loop object's C layout and the seams between loop.c (the scheduler
- * binding), skew.c (per-node clocks) and network.c (the network binding).
- * Binding files only. */
+ * binding) and skew.c (per-node clocks). The loop owns the world log
+ * (log.h), the node gate (node.h) and its network (network.h), which reach
+ * back only through what the loop hands them. Binding files only. */
 #ifndef ASKEW_LOOP_H
 #define ASKEW_LOOP_H
 
 #include "core.h"
+#include "log.h"
+#include "network.h"
+#include "node.h"
 
 struct askew_skew {
     struct askew_node_clock clock; /* the engine's: ext/engine/skew.c */
@@ -14,8 +18,6 @@ struct askew_skew {
 };
 
 struct askew_handle;
-
-struct askew_network;
 
 struct askew_loop_state {
     PyObject_HEAD struct askew_sched sched;
@@ -43,14 +45,25 @@ struct askew_loop_state {
         uint32_t incarnation;
     } *cpu;
     size_t cpu_len;
-    struct askew_network *net;
-    char gated; /* callbacks carry a node: the world set its context variable */
+    askew_network *net;          /* strong; loop._net */
+    struct askew_node_gate gate; /* set: callbacks carry the node they run as */
+    struct askew_log log;
     char running;
     char stopping;
     char closed;
     char debug;
 };
 
+/* What Loop._run returns (exported as _core.RUN_*): stopped, idle (nothing
+ * ready, no timer), past the time budget, past the step budget. */
+enum askew_run_status {
+    ASKEW_RUN_STOPPED = 0,
+    ASKEW_RUN_IDLE = 1,
+    ASKEW_RUN_TIME_BUDGET = 2,
+    ASKEW_RUN_STEP_BUDGET = 3
+};
+
+/* Module init: the Loop type, RUN_* and STRATEGIES. */
 int askew__loop_type_init(PyObject *module);
 /* The running node's CPU time, ns: what its CPU-time clocks read. */
 int64_t askew__loop_cpu_ns(struct askew_loop_state *self);
@@ -95,25 +108,5 @@ int askew__skew_traverse(struct askew_loop_state *self, visitproc visit, void *a
 #define ASKEW_SKEW_METHODS                                                             \
     {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},                   \
         {"_pause", (PyCFunction)askew__skew_pause, METH_VARARGS, NULL},
-
-/* network.c */
-int askew__net_init(struct askew_loop_state *self);
-void askew__net_free(struct askew_loop_state *self);
-void askew__net_reset(struct askew_loop_state *self, uint64_t seed);
-int askew__net_traverse(struct askew_loop_state *self, visitproc visit, void *arg);
-int askew__net_fire(struct askew_loop_state *self, struct askew_timer *timer);
-void askew__net_drop_timer(struct askew_timer *timer);
-/* Drop messages in flight and what waits in inboxes (run teardown). */
-void askew__net_clear(struct askew_loop_state *self);
-/* Whether messages are still in flight. */
-int askew__net_busy(const struct askew_loop_state *self);
-/* The node (-1 for the world) and incarnation a context runs as; NULL is
- * the running context. 0, or -1 with an exception. */
-int askew__net_context_node(struct askew_loop_state *self, PyObject *context,
-                            int64_t *node, uint32_t *incarnation);
-/* Whether that incarnation is the live one (the world always is). */
-int askew__net_alive(struct askew_loop_state *self, int64_t node, uint32_t incarnation);
-int askew__net_types_init(PyObject *module);
-extern PyMethodDef askew__net_methods[];
 
 #endif

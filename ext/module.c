@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Module init for askew._core: the types (Loop, Handle, TimerHandle, Task),
+/* Module init for askew._core: the types (Loop, Network, Message, Handle,
+ * TimerHandle, Task) and the constants of the C-Python contract,
  * the exception classes handed over by askew/_errors.py, and the one helper
  * that turns engine codes into exceptions. */
 #include <errno.h>
 #include <string.h>
 
 #include "handle.h"
+#include "log.h"
 #include "loop.h"
+#include "network.h"
+#include "node.h"
 #include "task.h"
 
 PyObject *askew__NondeterminismError;
@@ -56,7 +60,8 @@ static PyMethodDef module_methods[] = {
 static int module_exec(PyObject *module)
 {
     if (askew__handle_types_init(module) < 0 || askew__task_types_init(module) < 0 ||
-        askew__loop_type_init(module) < 0 || askew__net_types_init(module) < 0 ||
+        askew__loop_type_init(module) < 0 || askew__log_setup(module) < 0 ||
+        askew__node_setup(module) < 0 || askew__network_setup(module) < 0 ||
         askew__patch_setup(module) < 0 || askew__preload_setup(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||

@@ -104,9 +104,9 @@ def test_work_queued_by_a_logged_payload_dropped_at_reset_does_not_leak_into_the
         def __del__(self) -> None:
             loop.call_soon(ran.append, "stray")
 
-    loop._set_payload_check(None)
-    a = loop._net_node_add()
-    loop._net_send_from(a << 32, a, Payload())  # the log keeps the last reference
+    loop._net.set_payload_check(None)
+    a = loop._net.node_add()
+    loop._net.send_from(a << 32, a, Payload())  # the log keeps the last reference
     loop._clear()  # the message leaves the wire; the log stays until reset
     loop.reset(6)
     loop.run_until_complete(asyncio.sleep(1))
@@ -508,16 +508,16 @@ def test_a_loop_dropped_with_a_message_in_flight_is_collected() -> None:
     refs = []
     for i in range(5):
         loop = SimLoop(i)
-        loop._set_payload_check(None)
-        a, b = loop._net_node_add(), loop._net_node_add()
-        loop._net_configure(10**9, 10**9, 0, 0, -1, -1)
+        loop._net.set_payload_check(None)
+        a, b = loop._net.node_add(), loop._net.node_add()
+        loop._net.configure(10**9, 10**9, 0, 0, -1, -1)
 
         class Carrier:
             __slots__ = ("loop",)
 
         c = Carrier()
         c.loop = loop  # the payload in flight refers back to the loop
-        loop._net_send_from(a << 32, b, c)
+        loop._net.send_from(a << 32, b, c)
         refs.append(weakref.ref(loop))
         del loop, c
     gc.collect()
@@ -576,18 +576,18 @@ class LiarGroup:
 
 def test_partition_sizes_its_buffer_from_what_it_read_not_from_len() -> None:
     loop = SimLoop(1)
-    ids = [loop._net_node_add() for _ in range(64)]
-    loop._net_partition([LiarGroup(ids[:32]), LiarGroup(ids[32:])])
-    assert loop._net_link(0, 40)[4] and not loop._net_link(0, 1)[4]
+    ids = [loop._net.node_add() for _ in range(64)]
+    loop._net.partition([LiarGroup(ids[:32]), LiarGroup(ids[32:])])
+    assert loop._net.link(0, 40)[4] and not loop._net.link(0, 1)[4]
     with pytest.raises(ValueError):
-        loop._net_partition([LiarGroup([0, 1] * 40)])  # overlapping: refused, not written
+        loop._net.partition([LiarGroup([0, 1] * 40)])  # overlapping: refused, not written
     loop.close()
 
 
 def test_partition_survives_groups_that_change_while_read() -> None:
     loop = SimLoop(1)
     for _ in range(8):
-        loop._net_node_add()
+        loop._net.node_add()
     outer: list[Any] = []
 
     class Grower:
@@ -596,8 +596,8 @@ def test_partition_survives_groups_that_change_while_read() -> None:
             return iter([0, 1])
 
     outer.extend([Grower(), [2, 3]])
-    loop._net_partition(outer)
-    assert loop._net_link(0, 2)[4]
+    loop._net.partition(outer)
+    assert loop._net.link(0, 2)[4]
     loop.close()
 
 

@@ -295,7 +295,4 @@ void askew_sched_clear(struct askew_sched *sched, void (*drop)(void *item),
 }
 #endif
 
-/* The network uses the types above; it comes last. */
-#include "net.h"
-
 #endif

@@ -25,7 +25,7 @@ enum {
     OP_RESTART = 3,
     OP_CONFIGURE = 4,
     OP_CONFIGURE_LINK = 5,
-    OP_UNCONFIGURE_LINK = 6,
+    /* 6 was "unconfigure a link", removed unused: never reuse it. */
     OP_PARTITION = 7,
     OP_CUT = 8,
     OP_ISOLATE = 9,
@@ -40,7 +40,13 @@ struct askew_net_slab {
 };
 
 static const char *const outcome_names[ASKEW_NET_OUTCOMES] = {
-    "in flight", "duplicated", "delivered", "crashed", "partitioned", "lost", "reset",
+    "sent",
+    "sent twice",
+    "delivered",
+    "dropped: crashed",
+    "dropped: partitioned",
+    "dropped: lost",
+    "dropped: reset",
 };
 
 const char *askew_net_outcome_name(uint32_t outcome)
@@ -161,26 +167,6 @@ static int edge_get(struct askew_net *net, uint64_t key, struct askew_net_edge *
     }
     *out = edge;
     return 0;
-}
-
-/* Backward-shift deletion: linear probing without tombstones. */
-static void edge_remove(struct askew_net *net, struct askew_net_edge *edge)
-{
-    size_t mask = net->edges_cap - 1;
-    size_t hole = (size_t)(edge - net->edges);
-
-    for (size_t i = (hole + 1) & mask; net->edges[i].key != EDGE_EMPTY;
-         i = (i + 1) & mask) {
-        size_t home = edge_slot(net->edges[i].key, net->edges_cap);
-        /* Move entry i into the hole unless its home lies cyclically in
-         * (hole, i]: then it would become unreachable. */
-        if (((i - home) & mask) >= ((i - hole) & mask)) {
-            net->edges[hole] = net->edges[i];
-            hole = i;
-        }
-    }
-    net->edges[hole].key = EDGE_EMPTY;
-    net->edges_len--;
 }
 
 /* ---- nodes and cuts ------------------------------------------------------ */
@@ -397,22 +383,6 @@ int askew_net_configure_link(struct askew_net *net, uint32_t src, uint32_t dst,
     edge->link = *link;
     mix(net, OP_CONFIGURE_LINK, src, dst);
     mix_link(net, OP_CONFIGURE_LINK, link);
-    return 0;
-}
-
-int askew_net_unconfigure_link(struct askew_net *net, uint32_t src, uint32_t dst)
-{
-    struct askew_net_edge *edge;
-
-    if (!node_valid(net, src) || !node_valid(net, dst))
-        return -EINVAL;
-    edge = edge_find(net, edge_key(src, dst));
-    if (edge != NULL) {
-        edge->flags &= ~EDGE_LINK;
-        if (edge->flags == 0)
-            edge_remove(net, edge);
-    }
-    mix(net, OP_UNCONFIGURE_LINK, src, dst);
     return 0;
 }
 

@@ -40,7 +40,9 @@ enum askew_net_outcome {
     ASKEW_NET_OUTCOMES = 7
 };
 
-/* "delivered", "crashed", "partitioned", "lost", ...; "?" when unknown. */
+/* What the world log shows for an outcome: "sent", "sent twice",
+ * "delivered", "dropped: crashed", ...; "?" when unknown. The binding
+ * exports them as _core.NET_OUTCOME_NAMES. */
 const char *askew_net_outcome_name(uint32_t outcome);
 
 /* One directed link's model. A per-link override replaces the whole model
@@ -183,8 +185,6 @@ int askew_net_configure(struct askew_net *net, const struct askew_net_link *link
 /* Override the model of src -> dst only (directed). */
 int askew_net_configure_link(struct askew_net *net, uint32_t src, uint32_t dst,
                              const struct askew_net_link *link);
-/* Back to the global model for src -> dst; no override is not an error. */
-int askew_net_unconfigure_link(struct askew_net *net, uint32_t src, uint32_t dst);
 /* The model src -> dst uses now: its override or the global one. */
 int askew_net_link_get(const struct askew_net *net, uint32_t src, uint32_t dst,
                        struct askew_net_link *link);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* askew._core.Network: the engine's network (engine/net.c) as a Python
+ * type, one per loop, made with it and reached as loop._net. It keeps each
+ * node's inbox and the future a recv() waits on and turns a message that
+ * comes due into an askew.Message. What it needs of its loop (clock, log,
+ * node identity, futures, timers) it borrows through struct askew_net_host,
+ * so that it never includes loop.h. Binding files only. */
+#ifndef ASKEW_NETWORK_H
+#define ASKEW_NETWORK_H
+
+#include "core.h"
+#include "log.h"
+#include "net.h"
+#include "node.h"
+
+/* What the network borrows from the loop that owns it. Set once when the
+ * loop makes it; `ctx` is NULL once the loop is gone (every method then
+ * raises). */
+struct askew_net_host {
+    void *ctx; /* the loop, passed back to the functions below */
+    struct askew_sched *sched;
+    const struct askew_node_gate *gate;
+    struct askew_log *log;
+    /* loop.create_future(). New reference. */
+    PyObject *(*new_future)(void *ctx);
+    /* A timer handle running callback(arg) `delay` seconds from now on the
+     * running node's clock. New reference. */
+    PyObject *(*call_later)(void *ctx, double delay, PyObject *callback, PyObject *arg);
+};
+
+struct askew_node_inbox;
+
+typedef struct askew_network {
+    PyObject_HEAD struct askew_net net; /* valid while host.ctx != NULL */
+    struct askew_net_host host;
+    struct askew_node_inbox *nodes;
+    size_t nodes_len;
+    size_t nodes_cap;
+    PyObject *payload_check; /* _world.check_payload: the slow path */
+} askew_network;
+
+/* Module init: the Network and Message types, NET_OUTCOME_NAMES. */
+int askew__network_setup(PyObject *module);
+/* A network on host->sched. New reference, or NULL with an exception. */
+askew_network *askew__network_new(const struct askew_net_host *host);
+/* The loop goes: drop everything in flight and free the engine's network. */
+void askew__network_detach(askew_network *n);
+/* Start a run: no nodes, nothing in flight, the NET stream from seed. */
+void askew__network_reset(askew_network *n, uint64_t seed);
+/* Drop messages in flight and what waits in inboxes (run teardown). n may
+ * be NULL (a loop whose making failed), as for askew__network_busy. */
+void askew__network_clear(askew_network *n);
+/* Whether messages are still in flight. */
+static inline int askew__network_busy(const askew_network *n)
+{
+    return n != NULL && n->host.ctx != NULL && n->net.head != NULL;
+}
+/* The scheduler fired a timer of kind ASKEW_TIMER_KIND_MESSAGE: deliver or
+ * drop it. 0, or -errno (-EIO with a Python exception set). */
+int askew__network_fire(askew_network *n, struct askew_timer *timer);
+/* A message timer found by a clear: never happens (they are drained first). */
+void askew__network_drop_timer(struct askew_timer *timer);
+
+#endif

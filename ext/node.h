@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Node identity: which node, and which incarnation of it, a context runs as
+ * (a token in the context variable the world sets), whether that
+ * incarnation is the live one, and the one check of a node id. The loop
+ * reads it on every handle it makes, the network on every send. Binding
+ * files only; it holds no state of its own beyond the variable. */
+#ifndef ASKEW_NODE_H
+#define ASKEW_NODE_H
+
+#include "core.h"
+#include "net.h"
+
+/* A node's token is id << ASKEW_NODE_TOKEN_SHIFT | incarnation; exported as
+ * _core.NODE_TOKEN_SHIFT for askew/_world.py, which makes them. */
+#define ASKEW_NODE_TOKEN_SHIFT 32
+
+static inline long long askew__node_token(int64_t node, uint32_t incarnation)
+{
+    return (long long)((uint64_t)node << ASKEW_NODE_TOKEN_SHIFT | incarnation);
+}
+
+static inline int64_t askew__node_of(long long token)
+{
+    return (int64_t)(token >> ASKEW_NODE_TOKEN_SHIFT);
+}
+
+/* The context variable of tokens (a contextvars.ContextVar), or NULL when
+ * no world runs: callbacks then carry no node and nothing is gated. */
+struct askew_node_gate {
+    PyObject *var;
+};
+
+/* Set the variable (None: no world). 0, or -1 with TypeError. */
+int askew__node_gate_set(struct askew_node_gate *gate, PyObject *var);
+/* The node (-1 for the world) and incarnation `context` runs as; NULL is
+ * the running context. 0, or -1 with an exception. */
+int askew__node_context(const struct askew_node_gate *gate, PyObject *context,
+                        int64_t *node, uint32_t *incarnation);
+/* Whether that incarnation is the live one (the world, -1, always is). */
+int askew__node_alive(const struct askew_net *net, int64_t node, uint32_t incarnation);
+/* Whether a token's incarnation is live; its node id goes to *node. */
+int askew__node_token_alive(const struct askew_net *net, long long token,
+                            uint32_t *node);
+/* 0 if `node` names a node of `net`, else -1 with ValueError "unknown node
+ * id" (prefixed by "what: " unless what is NULL). The one check of an id. */
+int askew__node_check(const struct askew_net *net, long long node, const char *what);
+/* As askew__node_check for a Python int, however large; TypeError if `id`
+ * is not an int. */
+int askew__node_check_object(const struct askew_net *net, PyObject *id,
+                             const char *what);
+/* Module init: NODE_TOKEN_SHIFT. */
+int askew__node_setup(PyObject *module);
+
+#endif
