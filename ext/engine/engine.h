@@ -158,17 +158,9 @@ struct askew_run_group {
     size_t end;
 };
 
-/* A recent-events ring plus a running hash of every decision and event. */
-struct askew_event {
-    int64_t t_ns;
-    uint32_t kind;
-    int32_t node;
-    uint64_t a;
-    uint64_t b;
-};
-
-#define ASKEW_TRACE_RING 256u
-
+/* The trace: a running hash of every decision and event of a run, and how
+ * many events were recorded. It keeps no events: the report's event log is
+ * binding's world log, which holds their text. */
 enum askew_event_kind {
     ASKEW_EV_PICK = 1,    /* a = handle seq, b = choice index */
     ASKEW_EV_TIMER = 2,   /* a = timer seq */
@@ -181,17 +173,15 @@ enum askew_event_kind {
 
 struct askew_trace {
     uint64_t hash;
-    uint64_t count;
-    struct askew_event ring[ASKEW_TRACE_RING];
+    uint64_t count; /* events recorded (askew_trace_record), not mixes */
 };
 
 void askew_trace_reset(struct askew_trace *trace);
+/* Fold one event into the hash and count it. */
 void askew_trace_record(struct askew_trace *trace, int64_t t_ns, uint32_t kind,
                         int32_t node, uint64_t a, uint64_t b);
-/* Fold a value into the hash without keeping an event (hot decisions). */
+/* Fold a value into the hash without counting an event (hot decisions). */
 void askew_trace_mix(struct askew_trace *trace, uint64_t value);
-/* The i-th most recent event, 0 = newest; NULL when there is none. */
-const struct askew_event *askew_trace_recent(const struct askew_trace *trace, size_t i);
 
 /* Where each key's run of items starts while a faithful batch is built;
  * `stamp` says which batch the entry belongs to, so the table is never
