@@ -25,6 +25,14 @@ extern "C" {
 __attribute__((noreturn)) void askew__assert_fail(const char *expr, const char *file,
                                                   int line);
 
+/* ---- grow.c: growing arrays ---------------------------------------------- */
+
+/* Make room for `need` elements of `elem` bytes in *buf, whose capacity is
+ * *cap elements: the capacity doubles (from 16 when empty) until it holds
+ * need, and the new elements are zeroed. 0, or -ENOMEM with *buf and *cap
+ * unchanged. */
+int askew__grow(void **buf, size_t *cap, size_t need, size_t elem);
+
 /* ---- rng.c: xoshiro256** seeded by splitmix64 ------------------------- */
 
 struct askew_rng {

@@ -73,12 +73,13 @@ int askew_node_clock_set(struct askew_node_clock *c, int64_t now_ns, int64_t off
 {
     if (drift_ppb <= -NS_PER_S || drift_ppb >= NS_PER_S)
         return -EINVAL;
-    int64_t mono, wall;
     /* The monotonic clock goes on from where it is now; the wall clock must
      * be representable at once (it is now + offset). */
+    int64_t mono;
     const int rc = askew_node_clock_mono(c, now_ns, &mono);
     if (rc < 0)
         return rc;
+    int64_t wall;
     if (to_i64((__int128)now_ns + offset_ns, &wall) < 0)
         return -ERANGE;
     c->base_ns = now_ns;
