@@ -12,8 +12,8 @@
 
 typedef struct askew_handle {
     PyObject_HEAD
-        /* `timer` first after the header is not required: loop.c converts with
-         * offsetof, so the layout is free. */
+        /* `timer` first after the header is not required: askew__handle_of
+         * converts with offsetof, so the layout is free. */
         struct askew_timer timer;
     PyObject *callback; /* NULL once cancelled or run */
     PyObject *context;  /* a contextvars.Context */
@@ -29,6 +29,12 @@ typedef struct askew_handle {
     char queued; /* in the ready queue or the timer heap: holds a reference */
     PyObject *weakreflist;
 } askew_handle;
+
+/* The handle a timer of kind ASKEW_TIMER_KIND_HANDLE lives in. */
+static inline askew_handle *askew__handle_of(const struct askew_timer *timer)
+{
+    return (askew_handle *)((char *)timer - offsetof(askew_handle, timer));
+}
 
 extern PyTypeObject *askew__HandleType;
 extern PyTypeObject *askew__TimerHandleType;

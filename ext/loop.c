@@ -21,8 +21,7 @@ static PyObject *kw_loop_name;         /* ("loop", "name") */
 static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
 static PyObject *empty_tuple;
 
-#define HANDLE_OF(timer)                                                               \
-    ((askew_handle *)((char *)(timer) - offsetof(askew_handle, timer)))
+#define HANDLE_OF(timer) askew__handle_of(timer)
 
 /* ---- time ------------------------------------------------------------- */
 
@@ -1077,7 +1076,9 @@ static PyMethodDef loop_methods[] = {
     {"_configure", (PyCFunction)loop_configure, METH_VARARGS, NULL},
     {"_enter", (PyCFunction)loop_enter, METH_NOARGS, NULL},
     {"_leave", (PyCFunction)loop_leave, METH_NOARGS, NULL},
-    ASKEW_SKEW_METHODS{NULL, NULL, 0, NULL},
+    {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},
+    {"_pause", (PyCFunction)askew__skew_pause, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
 };
 
 /* The loop's methods and the network binding's, in one table. */

@@ -137,6 +137,17 @@ int askew_node_clock_deadline(const struct askew_node_clock *c, int64_t mono_ns,
 int askew_node_clock_set(struct askew_node_clock *c, int64_t now_ns, int64_t offset_ns,
                          int64_t drift_ppb);
 
+/* The readings again, saturated instead of failing, for the binding's
+ * clocks: a reading past int64 is the edge it went past (no run reaches
+ * those times: virtual time ends at 2**62 ns). askew_node_clock_due is the
+ * world deadline of a timer set for mono_ns on the node's clock: INT64_MAX
+ * ("never") stays never, one past int64 never fires, one before the int64
+ * range is due now (now_ns). */
+int64_t askew_node_clock_mono_sat(const struct askew_node_clock *c, int64_t now_ns);
+int64_t askew_node_clock_wall_sat(const struct askew_node_clock *c, int64_t now_ns);
+int64_t askew_node_clock_due(const struct askew_node_clock *c, int64_t mono_ns,
+                             int64_t now_ns);
+
 /* ---- sched.c: the ready queue, strategies, budgets ---------------------- */
 
 /* How a tick's batch is ordered (DESIGN §2, "Strategies"). */
@@ -275,6 +286,17 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx);
 void *askew_sched_next(struct askew_sched *sched);
 /* Items still queued for the current tick plus later ones. */
 size_t askew_sched_pending(const struct askew_sched *sched);
+/* A node's clock changes from `old` to `next` at sched->now_ns (ext/engine/
+ * skew.c): each timer in the heap that `mine(timer, ctx)` claims was set on
+ * that node's monotonic clock, so it keeps its reading there and gets the
+ * world deadline `next` gives that reading (due now if that lies in the
+ * past; a timer set for "never" stays). A moved timer is removed and added
+ * again, taking a fresh seq, in heap order; an unmoved one keeps its seq.
+ * 0, or -ENOMEM with nothing changed. */
+typedef int (*askew_timer_pred)(const struct askew_timer *timer, void *ctx);
+int askew_sched_rekey(struct askew_sched *sched, const struct askew_node_clock *old,
+                      const struct askew_node_clock *next, askew_timer_pred mine,
+                      void *ctx);
 /* Hand every queued item (the running batch's rest, then the ring) to
  * `visit` and every timer in the heap to `visit_timer`, stopping at the
  * first nonzero return, which is returned. Changes nothing and draws
