@@ -17,8 +17,7 @@ unsigned long askew__active_thread;
 
 static PyObject *str_context; /* interned "context" */
 static PyObject *str_name;
-static PyObject *kw_loop_name;         /* ("loop", "name") */
-static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
+static PyObject *str_loop;
 static PyObject *empty_tuple;
 
 #define HANDLE_OF(timer) askew__handle_of(timer)
@@ -502,17 +501,45 @@ static PyObject *loop_create_future(struct askew_loop_state *self,
     return askew__loop_new_future(self);
 }
 
-/* The next Task made belongs to the node `context` runs as (NULL: the
- * running context): a crash takes exactly that incarnation's tasks. */
-static int arm_owner(struct askew_loop_state *self, PyObject *context)
+/* The owner token of a Task made in `context` (NULL: the running one): the
+ * node it runs as, so that a crash takes exactly that incarnation's tasks.
+ * 0, or -1 with an exception. */
+static int task_owner(struct askew_loop_state *self, PyObject *context, int64_t *owner)
 {
     int64_t node = -1;
     uint32_t incarnation = 0;
     if (self->gated && askew__net_context_node(self, context, &node, &incarnation) < 0)
         return -1;
-    askew__task_set_next_owner(
-        node < 0 ? -1 : (int64_t)((uint64_t)node << 32 | incarnation));
+    *owner = node < 0 ? -1 : (int64_t)((uint64_t)node << 32 | incarnation);
     return 0;
+}
+
+/* The loop's next Task: creation number and owner, a default name
+ * "Task-<n>" when kwds["name"] is None, then the Task itself. */
+static PyObject *make_task(struct askew_loop_state *self, PyObject *coro,
+                           PyObject *kwds, PyObject *context)
+{
+    int64_t owner;
+    if (task_owner(self, context == Py_None ? NULL : context, &owner) < 0)
+        return NULL;
+    const uint64_t seq = ++self->task_seq;
+    PyObject *name = PyDict_GetItemWithError(kwds, str_name); // borrowed
+    if (name == NULL && PyErr_Occurred())
+        return NULL;
+    if (name == NULL || name == Py_None) {
+        PyObject *made = PyUnicode_FromFormat("Task-%llu", (unsigned long long)seq);
+        if (made == NULL || PyDict_SetItem(kwds, str_name, made) < 0) {
+            Py_XDECREF(made);
+            return NULL;
+        }
+        Py_DECREF(made);
+    }
+    PyObject *args = PyTuple_Pack(1, coro); // new reference
+    if (args == NULL)
+        return NULL;
+    PyObject *task = askew__task_make(args, kwds, seq, owner);
+    Py_DECREF(args);
+    return task;
 }
 
 /* create_task(coro, *, name=None, context=None): asyncio's Task with a
@@ -545,49 +572,37 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
     }
     if (check_open(self) < 0)
         return NULL;
-    PyObject *owned_name = NULL;
-    if (name == Py_None) {
-        owned_name =
-            PyUnicode_FromFormat("Task-%llu", (unsigned long long)(self->task_seq + 1));
-        if (owned_name == NULL)
-            return NULL;
-        name = owned_name;
-    }
-    if (arm_owner(self, context == Py_None ? NULL : context) < 0) {
-        Py_XDECREF(owned_name);
+    PyObject *kwds = PyDict_New(); // new reference
+    if (kwds == NULL)
         return NULL;
-    }
-    PyObject *stack[5] = {NULL, args[0], (PyObject *)self, name, context};
-    askew__task_set_next_seq(++self->task_seq);
-    PyObject *task = PyObject_Vectorcall(
-        (PyObject *)askew__TaskType, stack + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-        context == Py_None ? kw_loop_name : kw_loop_name_context);
-    askew__task_set_next_seq(0);
-    askew__task_set_next_owner(-1);
-    Py_XDECREF(owned_name);
+    PyObject *task = NULL;
+    if (PyDict_SetItem(kwds, str_loop, (PyObject *)self) == 0 &&
+        PyDict_SetItem(kwds, str_name, name) == 0 &&
+        (context == Py_None || PyDict_SetItem(kwds, str_context, context) == 0))
+        task = make_task(self, args[0], kwds, context);
+    Py_DECREF(kwds);
     return task;
 }
 
-/* _next_task_seq(arm, context=None): the next creation number, for the
- * Python paths; armed, the next askew Task made carries it and the node
- * token of `context` (the running one when None). */
-static PyObject *loop_next_task_seq(struct askew_loop_state *self,
-                                    PyObject *const *args, Py_ssize_t nargs)
+/* _make_task(coro, context, kwds): the Python path's Task (other keywords,
+ * eager_start), numbered and owned as create_task's; kwds holds loop= and
+ * name= (None for the default name), and whatever else Task() takes. */
+static PyObject *loop_make_task(struct askew_loop_state *self, PyObject *const *args,
+                                Py_ssize_t nargs)
 {
-    if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError,
-                     "_next_task_seq() takes 1 or 2 arguments, not %zd", nargs);
+    if (nargs != 3 || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "_make_task(coro, context, kwds: dict)");
         return NULL;
     }
-    const int armed = PyObject_IsTrue(args[0]);
-    if (armed < 0)
-        return NULL;
-    PyObject *context = nargs == 2 && args[1] != Py_None ? args[1] : NULL;
-    if (armed && arm_owner(self, context) < 0)
-        return NULL;
-    ++self->task_seq;
-    askew__task_set_next_seq(armed ? self->task_seq : 0);
-    return PyLong_FromUnsignedLongLong(self->task_seq);
+    return make_task(self, args[0], args[2], args[1]);
+}
+
+/* _next_task_seq(): count a Task a user's factory makes, for its default
+ * name; the factory's task carries no number (it hashes by identity). */
+static PyObject *loop_next_task_seq(struct askew_loop_state *self,
+                                    PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(++self->task_seq);
 }
 
 static PyObject *loop_set_task_factory_raw(struct askew_loop_state *self,
@@ -1065,8 +1080,8 @@ static PyMethodDef loop_methods[] = {
     {"create_future", (PyCFunction)loop_create_future, METH_NOARGS, NULL},
     {"create_task", (PyCFunction)(void (*)(void))loop_create_task,
      METH_FASTCALL | METH_KEYWORDS, "create_task(coro, *, name=None, context=None)"},
-    {"_next_task_seq", (PyCFunction)(void (*)(void))loop_next_task_seq, METH_FASTCALL,
-     NULL},
+    {"_make_task", (PyCFunction)(void (*)(void))loop_make_task, METH_FASTCALL, NULL},
+    {"_next_task_seq", (PyCFunction)loop_next_task_seq, METH_NOARGS, NULL},
     {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
     {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
@@ -1119,11 +1134,9 @@ int askew__loop_type_init(PyObject *module)
 {
     str_context = PyUnicode_InternFromString("context");
     str_name = PyUnicode_InternFromString("name");
-    kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
-    kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
+    str_loop = PyUnicode_InternFromString("loop");
     empty_tuple = PyTuple_New(0);
-    if (!str_context || !str_name || !kw_loop_name || !kw_loop_name_context ||
-        !empty_tuple)
+    if (!str_context || !str_name || !str_loop || !empty_tuple)
         return -1;
     size_t k = 0;
     for (const PyMethodDef *m = loop_methods; m->ml_name != NULL; m++)

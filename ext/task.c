@@ -5,25 +5,23 @@
  * follow memory addresses and differ between processes. And its owner, the
  * node token (id << 32 | incarnation, -1 for the world) its context ran as
  * when it was made, so that a crash takes exactly that incarnation's tasks.
- * Both are set in tp_new, before Task.__init__ registers the task anywhere. */
+ * The loop passes both to askew__task_make, which sets them before
+ * Task.__init__ registers the task anywhere. */
 #include "task.h"
 
 PyTypeObject *askew__TaskType;
 PyObject *askew__FutureType;
 static Py_ssize_t seq_offset;
-static uint64_t seq_pending;
-static int64_t owner_pending = -1;
 
-void askew__task_set_next_seq(uint64_t seq)
+static inline void set_fields(PyObject *self, uint64_t seq, int64_t owner)
 {
-    seq_pending = seq;
+    *(uint64_t *)((char *)self + seq_offset) = seq;
+    *(int64_t *)((char *)self + seq_offset + sizeof(uint64_t)) = owner;
 }
 
-void askew__task_set_next_owner(int64_t token)
-{
-    owner_pending = token;
-}
-
+/* A Task made by Python code directly (`askew._core.Task(coro, loop=...)`,
+ * a user's task factory): no creation number, so it hashes by identity, and
+ * the world owns it. */
 static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     /* Our type and any subclass of it sit on _asyncio.Task: the walk ends. */
@@ -31,12 +29,24 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     while (base->tp_new == task_new)
         base = base->tp_base;
     PyObject *self = base->tp_new(type, args, kwds); // new reference
+    if (self != NULL)
+        set_fields(self, 0, -1);
+    return self;
+}
+
+PyObject *askew__task_make(PyObject *args, PyObject *kwds, uint64_t seq, int64_t owner)
+{
+    /* What calling the type does, with the fields set between tp_new and
+     * tp_init: __init__ registers the task in sets, which hash it. */
+    PyTypeObject *type = askew__TaskType;
+    PyObject *self = type->tp_base->tp_new(type, args, kwds); // new reference
     if (self == NULL)
         return NULL;
-    *(uint64_t *)((char *)self + seq_offset) = seq_pending;
-    *(int64_t *)((char *)self + seq_offset + sizeof(uint64_t)) = owner_pending;
-    seq_pending = 0;
-    owner_pending = -1;
+    set_fields(self, seq, owner);
+    if (type->tp_init(self, args, kwds) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return self;
 }
 

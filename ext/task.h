@@ -18,9 +18,9 @@ int askew__future_set_result(PyObject *fut, PyObject *value);
  * calls: run in C when its future is an exact Future (no Python frame). */
 extern PyObject *askew__set_result_unless_cancelled;
 int askew__future_set_result_unless_cancelled(PyObject *fut, PyObject *value);
-/* The creation number the next Task made will carry (0: none). */
-void askew__task_set_next_seq(uint64_t seq);
-/* The owner token the next Task made will carry (-1: the world's). */
-void askew__task_set_next_owner(int64_t token);
+/* askew._core.Task(*args, **kwds) carrying creation number `seq` (its
+ * hash) and owner token `owner` (-1: the world's). New reference, or NULL
+ * with an exception. */
+PyObject *askew__task_make(PyObject *args, PyObject *kwds, uint64_t seq, int64_t owner);
 
 #endif
