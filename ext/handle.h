@@ -36,16 +36,17 @@ static inline askew_handle *askew__handle_of(const struct askew_timer *timer)
     return (askew_handle *)((char *)timer - offsetof(askew_handle, timer));
 }
 
-extern PyTypeObject *askew__HandleType;
-extern PyTypeObject *askew__TimerHandleType;
-
+/* Module init: Handle and TimerHandle into the module and its state. */
 int askew__handle_types_init(PyObject *module);
-/* A new handle owning new references to its parts; args are borrowed. */
-askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *callback,
-                                PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *context);
+/* Free the dead handles the state keeps (module clear). */
+void askew__handle_freelist_clear(struct askew_state *st);
+/* A new handle, a TimerHandle when `timer`, owning new references to its
+ * parts; args are borrowed. */
+askew_handle *askew__handle_new(struct askew_state *st, int timer, PyObject *loop,
+                                PyObject *callback, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *context);
 /* Run it in its context: 0, or -1 with the callback's exception set. */
-int askew__handle_run(askew_handle *h);
+int askew__handle_run(const struct askew_state *st, askew_handle *h);
 /* handle.cancel() from C. */
 void askew__handle_cancel(askew_handle *h);
 /* Drop the callback and arguments (cancel, or after running). */

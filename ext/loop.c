@@ -12,13 +12,10 @@
 #include "loop.h"
 #include "task.h"
 
+/* Process-wide, not module state: the preload reads them without the GIL,
+ * and a process has one simulation thread (core.h). */
 struct askew_loop_state *askew__active;
 unsigned long askew__active_thread;
-
-static PyObject *str_context; /* interned "context" */
-static PyObject *str_name;
-static PyObject *str_loop;
-static PyObject *empty_tuple;
 
 #define HANDLE_OF(timer) askew__handle_of(timer)
 
@@ -192,7 +189,7 @@ static int check_open(struct askew_loop_state *self)
 static int check_thread(struct askew_loop_state *self, const char *method)
 {
     if (self->running && PyThread_get_thread_ident() != self->thread_id) {
-        PyErr_Format(askew__NondeterminismError,
+        PyErr_Format(askew__nondeterminism_error(),
                      "%s() called from another thread while the simulation runs; "
                      "threads are outside the simulation: do the work in a task",
                      method);
@@ -205,21 +202,20 @@ static int check_thread(struct askew_loop_state *self, const char *method)
 /* "context" as callers spell it: our interned string, and the first other
  * string object found equal to it (asyncio's C Task passes its own static
  * one on every step), kept alive so that its address stays its own. */
-static PyObject *str_context_seen;
-
-static int is_context_kw(PyObject *key)
+static int is_context_kw(struct askew_state *st, PyObject *key)
 {
-    if (key == str_context || key == str_context_seen)
+    if (key == st->str_context || key == st->str_context_seen)
         return 1;
-    if (!PyUnicode_Check(key) || PyUnicode_Compare(key, str_context) != 0)
+    if (!PyUnicode_Check(key) || PyUnicode_Compare(key, st->str_context) != 0)
         return 0;
-    if (str_context_seen == NULL)
-        str_context_seen = Py_NewRef(key);
+    if (st->str_context_seen == NULL)
+        st->str_context_seen = Py_NewRef(key);
     return 1;
 }
 
 /* The keyword part of call_soon and friends: only context= is accepted. */
-static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char *method,
+static int parse_context(struct askew_state *st, PyObject *kwnames,
+                         PyObject *const *kwargs, const char *method,
                          PyObject **context)
 {
     *context = NULL;
@@ -228,7 +224,7 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char 
     const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
-        if (is_context_kw(key)) {
+        if (is_context_kw(st, key)) {
             *context = kwargs[i];
             continue;
         }
@@ -241,7 +237,7 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char 
     return 0;
 }
 
-static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *type,
+static askew_handle *make_handle(struct askew_loop_state *self, int timer,
                                  PyObject *callback, PyObject *const *args,
                                  Py_ssize_t nargs, PyObject *context)
 {
@@ -250,7 +246,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
         PyObject *copy = PyContext_CopyCurrent(); // new reference
         if (copy == NULL)
             return NULL;
-        h = askew__handle_new(type, (PyObject *)self, callback, args, nargs, copy);
+        h = askew__handle_new(self->state, timer, (PyObject *)self, callback, args,
+                              nargs, copy);
         Py_DECREF(copy);
     } else {
         if (!PyContext_CheckExact(context)) {
@@ -259,7 +256,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
                          Py_TYPE(context)->tp_name);
             return NULL;
         }
-        h = askew__handle_new(type, (PyObject *)self, callback, args, nargs, context);
+        h = askew__handle_new(self->state, timer, (PyObject *)self, callback, args,
+                              nargs, context);
     }
     if (h == NULL)
         return NULL;
@@ -297,8 +295,7 @@ static PyObject *call_soon_impl(struct askew_loop_state *self, PyObject *callbac
                                 PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *context)
 {
-    askew_handle *h =
-        make_handle(self, askew__HandleType, callback, args, nargs, context);
+    askew_handle *h = make_handle(self, /* timer */ 0, callback, args, nargs, context);
     if (h == NULL)
         return NULL;
     if (push_ready(self, h) < 0) {
@@ -319,7 +316,7 @@ static PyObject *loop_call_soon(struct askew_loop_state *self, PyObject *const *
             "call_soon() missing 1 required positional argument: 'callback'");
         return NULL;
     }
-    if (parse_context(kwnames, args + nargs, "call_soon", &context) < 0 ||
+    if (parse_context(self->state, kwnames, args + nargs, "call_soon", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_soon") < 0 ||
         check_callback(self, args[0], "call_soon") < 0)
         return NULL;
@@ -330,8 +327,7 @@ PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline
                                  PyObject *callback, PyObject *const *args,
                                  Py_ssize_t nargs, PyObject *context)
 {
-    askew_handle *h =
-        make_handle(self, askew__TimerHandleType, callback, args, nargs, context);
+    askew_handle *h = make_handle(self, /* timer */ 1, callback, args, nargs, context);
     if (h == NULL)
         return NULL;
     h->timer.deadline_ns = deadline_ns;
@@ -371,7 +367,7 @@ static PyObject *loop_call_at(struct askew_loop_state *self, PyObject *const *ar
         PyErr_SetString(PyExc_TypeError, "when cannot be None");
         return NULL;
     }
-    if (parse_context(kwnames, args + nargs, "call_at", &context) < 0 ||
+    if (parse_context(self->state, kwnames, args + nargs, "call_at", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_at") < 0 ||
         check_callback(self, args[1], "call_at") < 0)
         return NULL;
@@ -399,7 +395,7 @@ static PyObject *loop_call_later(struct askew_loop_state *self, PyObject *const 
         PyErr_SetString(PyExc_TypeError, "delay must not be None");
         return NULL;
     }
-    if (parse_context(kwnames, args + nargs, "call_later", &context) < 0 ||
+    if (parse_context(self->state, kwnames, args + nargs, "call_later", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_later") < 0 ||
         check_callback(self, args[1], "call_later") < 0)
         return NULL;
@@ -492,7 +488,8 @@ PyObject *askew__loop_new_future(struct askew_loop_state *self)
         if (self->future_kwargs == NULL)
             return NULL;
     }
-    return PyObject_Call(askew__FutureType, empty_tuple, self->future_kwargs);
+    return PyObject_Call(self->state->future_type, self->state->empty_tuple,
+                         self->future_kwargs);
 }
 
 static PyObject *loop_create_future(struct askew_loop_state *self,
@@ -523,12 +520,12 @@ static PyObject *make_task(struct askew_loop_state *self, PyObject *coro,
     if (task_owner(self, context == Py_None ? NULL : context, &owner) < 0)
         return NULL;
     const uint64_t seq = ++self->task_seq;
-    PyObject *name = PyDict_GetItemWithError(kwds, str_name); // borrowed
+    PyObject *name = PyDict_GetItemWithError(kwds, self->state->str_name); // borrowed
     if (name == NULL && PyErr_Occurred())
         return NULL;
     if (name == NULL || name == Py_None) {
         PyObject *made = PyUnicode_FromFormat("Task-%llu", (unsigned long long)seq);
-        if (made == NULL || PyDict_SetItem(kwds, str_name, made) < 0) {
+        if (made == NULL || PyDict_SetItem(kwds, self->state->str_name, made) < 0) {
             Py_XDECREF(made);
             return NULL;
         }
@@ -537,7 +534,7 @@ static PyObject *make_task(struct askew_loop_state *self, PyObject *coro,
     PyObject *args = PyTuple_Pack(1, coro); // new reference
     if (args == NULL)
         return NULL;
-    PyObject *task = askew__task_make(args, kwds, seq, owner);
+    PyObject *task = askew__task_make(self->state, args, kwds, seq, owner);
     Py_DECREF(args);
     return task;
 }
@@ -554,9 +551,9 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
     if (kwnames != NULL && fast) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
             PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
-            if (PyUnicode_Compare(key, str_name) == 0)
+            if (PyUnicode_Compare(key, self->state->str_name) == 0)
                 name = args[nargs + i];
-            else if (is_context_kw(key))
+            else if (is_context_kw(self->state, key))
                 context = args[nargs + i];
             else
                 fast = 0;
@@ -576,9 +573,10 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
     if (kwds == NULL)
         return NULL;
     PyObject *task = NULL;
-    if (PyDict_SetItem(kwds, str_loop, (PyObject *)self) == 0 &&
-        PyDict_SetItem(kwds, str_name, name) == 0 &&
-        (context == Py_None || PyDict_SetItem(kwds, str_context, context) == 0))
+    const struct askew_state *st = self->state;
+    if (PyDict_SetItem(kwds, st->str_loop, (PyObject *)self) == 0 &&
+        PyDict_SetItem(kwds, st->str_name, name) == 0 &&
+        (context == Py_None || PyDict_SetItem(kwds, st->str_context, context) == 0))
         task = make_task(self, args[0], kwds, context);
     Py_DECREF(kwds);
     return task;
@@ -723,7 +721,8 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             if (h->callback != NULL &&
                 (!self->gated || askew__net_alive(self, h->node, h->incarnation))) {
                 self->node_current = h->node;
-                if ((askew__handle_run(h) < 0 && callback_failed(self, h) < 0) ||
+                if ((askew__handle_run(self->state, h) < 0 &&
+                     callback_failed(self, h) < 0) ||
                     charge_cpu(self, h) < 0) {
                     Py_DECREF(h);
                     self->node_current = -1;
@@ -878,7 +877,7 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 static PyObject *loop_enter(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
 {
     if (askew__active != NULL && askew__active != self) {
-        PyErr_SetString(askew__NondeterminismError,
+        PyErr_SetString(askew__nondeterminism_error(),
                         "a simulation is already running in this process: simulations "
                         "cannot be nested");
         return NULL;
@@ -915,6 +914,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     struct askew_loop_state *self = (struct askew_loop_state *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
+    self->state = askew__state_of_type(type);
     if (askew_sched_init(&self->sched) < 0) {
         Py_DECREF(self);
         return PyErr_NoMemory();
@@ -1132,11 +1132,12 @@ static PyType_Spec loop_spec = {
 
 int askew__loop_type_init(PyObject *module)
 {
-    str_context = PyUnicode_InternFromString("context");
-    str_name = PyUnicode_InternFromString("name");
-    str_loop = PyUnicode_InternFromString("loop");
-    empty_tuple = PyTuple_New(0);
-    if (!str_context || !str_name || !str_loop || !empty_tuple)
+    struct askew_state *st = PyModule_GetState(module);
+    st->str_context = PyUnicode_InternFromString("context");
+    st->str_name = PyUnicode_InternFromString("name");
+    st->str_loop = PyUnicode_InternFromString("loop");
+    st->empty_tuple = PyTuple_New(0);
+    if (!st->str_context || !st->str_name || !st->str_loop || !st->empty_tuple)
         return -1;
     size_t k = 0;
     for (const PyMethodDef *m = loop_methods; m->ml_name != NULL; m++)

@@ -19,6 +19,9 @@ struct askew_network;
 
 struct askew_loop_state {
     PyObject_HEAD struct askew_sched sched;
+    /* Its module's state (borrowed: the loop holds its type, the type its
+     * module). */
+    struct askew_state *state;
     struct askew_rng entropy;
     uint64_t handle_seq;
     uint64_t task_seq;
