@@ -68,9 +68,13 @@ static inline struct askew_state *askew__state_of_type(PyTypeObject *type)
  * that have no object of ours at hand (the network's future calls, the
  * preload binding's errors). */
 struct askew_state *askew__state_active(void);
-/* NondeterminismError of the running simulation's module, or RuntimeError
- * when none is known (borrowed). */
-PyObject *askew__nondeterminism_error(void);
+/* NondeterminismError of the module whose state is `st`, or RuntimeError
+ * when none is known (st NULL, or askew not imported). Borrowed. */
+static inline PyObject *askew__nondeterminism_error(const struct askew_state *st)
+{
+    return st != NULL && st->nondeterminism_error != NULL ? st->nondeterminism_error
+                                                          : PyExc_RuntimeError;
+}
 
 /* Map an engine code (a negative errno) to an exception; returns NULL. The
  * one place that does so. */

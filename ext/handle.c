@@ -35,6 +35,7 @@ askew_handle *askew__handle_new(struct askew_state *st, int timer, PyObject *loo
     h->callback = Py_NewRef(callback);
     h->context = Py_NewRef(context);
     h->loop = Py_NewRef(loop);
+    h->state = st;
     h->nargs = nargs;
     h->args_tuple = NULL;
     for (int i = 0; i < ASKEW_HANDLE_ARGS_INLINE; i++)
@@ -72,8 +73,9 @@ void askew__handle_clear_call(askew_handle *h)
     h->nargs = 0;
 }
 
-int askew__handle_run(const struct askew_state *st, askew_handle *h)
+int askew__handle_run(askew_handle *h)
 {
+    const struct askew_state *st = h->state;
     if (h->callback == NULL)
         return 0; /* cancelled while queued */
     if (PyContext_Enter(h->context) < 0)
@@ -144,7 +146,7 @@ static void handle_dealloc(askew_handle *h)
     if (h->weakreflist != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
     (void)handle_clear(h);
-    struct askew_state *st = askew__state_of_type(tp);
+    struct askew_state *st = h->state;
     if (st->freelist_len < ASKEW_HANDLE_FREELIST_MAX &&
         (tp == st->handle_type || tp == st->timer_handle_type))
         st->freelist[st->freelist_len++] = h;
@@ -232,7 +234,7 @@ static PyObject *handle_repr(askew_handle *h)
 /* Timer handles order like asyncio's: by when. */
 static PyObject *handle_richcompare(PyObject *a, PyObject *b, int op)
 {
-    if (!PyObject_TypeCheck(b, askew__state_of_type(Py_TYPE(a))->timer_handle_type))
+    if (!PyObject_TypeCheck(b, ((askew_handle *)a)->state->timer_handle_type))
         Py_RETURN_NOTIMPLEMENTED;
     const int64_t x = ((askew_handle *)a)->timer.deadline_ns;
     const int64_t y = ((askew_handle *)b)->timer.deadline_ns;
@@ -275,8 +277,7 @@ static PyMethodDef timer_methods[] = {
  * makes a step cheap. */
 static PyObject *handle_get_class(askew_handle *h, void *Py_UNUSED(c))
 {
-    const struct askew_state *st = askew__state_of_type(Py_TYPE(h));
-    return Py_NewRef(st->asyncio_handle_classes[h->is_timer ? 1 : 0]);
+    return Py_NewRef(h->state->asyncio_handle_classes[h->is_timer ? 1 : 0]);
 }
 
 static PyGetSetDef handle_getset[] = {

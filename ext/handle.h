@@ -18,6 +18,9 @@ typedef struct askew_handle {
     PyObject *callback; /* NULL once cancelled or run */
     PyObject *context;  /* a contextvars.Context */
     PyObject *loop;     /* strong: asyncio's handles keep their loop too */
+    /* Its module's state (borrowed: the handle holds its type, the type its
+     * module): the free list on dealloc without a lookup. */
+    struct askew_state *state;
     PyObject *args_inline[ASKEW_HANDLE_ARGS_INLINE];
     PyObject *args_tuple; /* when there are more args than fit inline */
     Py_ssize_t nargs;
@@ -46,7 +49,7 @@ askew_handle *askew__handle_new(struct askew_state *st, int timer, PyObject *loo
                                 PyObject *callback, PyObject *const *args,
                                 Py_ssize_t nargs, PyObject *context);
 /* Run it in its context: 0, or -1 with the callback's exception set. */
-int askew__handle_run(const struct askew_state *st, askew_handle *h);
+int askew__handle_run(askew_handle *h);
 /* handle.cancel() from C. */
 void askew__handle_cancel(askew_handle *h);
 /* Drop the callback and arguments (cancel, or after running). */

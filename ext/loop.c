@@ -189,7 +189,7 @@ static int check_open(struct askew_loop_state *self)
 static int check_thread(struct askew_loop_state *self, const char *method)
 {
     if (self->running && PyThread_get_thread_ident() != self->thread_id) {
-        PyErr_Format(askew__nondeterminism_error(),
+        PyErr_Format(askew__nondeterminism_error(self->state),
                      "%s() called from another thread while the simulation runs; "
                      "threads are outside the simulation: do the work in a task",
                      method);
@@ -721,8 +721,7 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
             if (h->callback != NULL &&
                 (!self->gated || askew__net_alive(self, h->node, h->incarnation))) {
                 self->node_current = h->node;
-                if ((askew__handle_run(self->state, h) < 0 &&
-                     callback_failed(self, h) < 0) ||
+                if ((askew__handle_run(h) < 0 && callback_failed(self, h) < 0) ||
                     charge_cpu(self, h) < 0) {
                     Py_DECREF(h);
                     self->node_current = -1;
@@ -877,7 +876,7 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 static PyObject *loop_enter(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
 {
     if (askew__active != NULL && askew__active != self) {
-        PyErr_SetString(askew__nondeterminism_error(),
+        PyErr_SetString(askew__nondeterminism_error(self->state),
                         "a simulation is already running in this process: simulations "
                         "cannot be nested");
         return NULL;

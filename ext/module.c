@@ -17,13 +17,6 @@ struct askew_state *askew__state_active(void)
     return askew__active != NULL ? askew__active->state : NULL;
 }
 
-PyObject *askew__nondeterminism_error(void)
-{
-    const struct askew_state *st = askew__state_active();
-    return st != NULL && st->nondeterminism_error != NULL ? st->nondeterminism_error
-                                                          : PyExc_RuntimeError;
-}
-
 PyObject *askew__raise_engine(int rc, const char *what)
 {
     if (rc == -ENOMEM)
