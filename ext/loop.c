@@ -186,16 +186,21 @@ static int check_open(struct askew_loop_state *self)
 
 /* Scheduling from a thread other than the one running the loop would race
  * the run and break the seed's promise. */
-static int check_thread(struct askew_loop_state *self, const char *method)
+__attribute__((cold, noinline)) static int refuse_thread(struct askew_loop_state *self,
+                                                         const char *method)
 {
-    if (self->running && PyThread_get_thread_ident() != self->thread_id) {
-        PyErr_Format(askew__nondeterminism_error(self->state),
-                     "%s() called from another thread while the simulation runs; "
-                     "threads are outside the simulation: do the work in a task",
-                     method);
-        (void)askew__refusal_note(NULL); /* caught or not, it fails the run */
-        return -1;
-    }
+    PyErr_Format(askew__nondeterminism_error(self->state),
+                 "%s() called from another thread while the simulation runs; "
+                 "threads are outside the simulation: do the work in a task",
+                 method);
+    (void)askew__refusal_note(NULL); /* caught or not, it fails the run */
+    return -1;
+}
+
+static inline int check_thread(struct askew_loop_state *self, const char *method)
+{
+    if (self->running && PyThread_get_thread_ident() != self->thread_id)
+        return refuse_thread(self, method);
     return 0;
 }
 

@@ -30,8 +30,13 @@ __attribute__((noreturn)) void askew__assert_fail(const char *expr, const char *
 /* Make room for `need` elements of `elem` bytes in *buf, whose capacity is
  * *cap elements: the capacity doubles (from 16 when empty) until it holds
  * need, and the new elements are zeroed. 0, or -ENOMEM with *buf and *cap
- * unchanged. */
-int askew__grow(void **buf, size_t *cap, size_t need, size_t elem);
+ * unchanged. The check is inline (hot paths call it once per tick or per
+ * timer); askew__grow_alloc does the growing. */
+int askew__grow_alloc(void **buf, size_t *cap, size_t need, size_t elem);
+static inline int askew__grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    return need <= *cap ? 0 : askew__grow_alloc(buf, cap, need, elem);
+}
 
 /* ---- rng.c: xoshiro256** seeded by splitmix64 ------------------------- */
 

@@ -15,7 +15,7 @@
  * large enough that a queue does not regrow at once. */
 #define GROW_FIRST 16
 
-int askew__grow(void **buf, size_t *cap, size_t need, size_t elem)
+int askew__grow_alloc(void **buf, size_t *cap, size_t need, size_t elem)
 {
     ASKEW_ASSERT(elem > 0);
     if (need <= *cap)
