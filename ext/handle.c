@@ -13,9 +13,10 @@
 void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h);
 double askew__skew_handle_when(PyObject *loop, askew_handle *h); /* skew.c */
 
-askew_handle *askew__handle_new(struct askew_state *st, int timer, PyObject *loop,
-                                PyObject *callback, PyObject *const *args,
-                                Py_ssize_t nargs, PyObject *context)
+static inline askew_handle *handle_new(struct askew_state *st, int timer,
+                                       PyObject *loop, PyObject *callback,
+                                       PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *context)
 {
     PyTypeObject *type = timer ? st->timer_handle_type : st->handle_type;
     askew_handle *h;
@@ -62,6 +63,21 @@ askew_handle *askew__handle_new(struct askew_state *st, int timer, PyObject *loo
     h->weakreflist = NULL;
     PyObject_GC_Track(h);
     return h;
+}
+
+/* Two entry points rather than a flag: six arguments pass in registers. */
+askew_handle *askew__handle_new(struct askew_state *st, PyObject *loop,
+                                PyObject *callback, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *context)
+{
+    return handle_new(st, /* timer */ 0, loop, callback, args, nargs, context);
+}
+
+askew_handle *askew__timer_handle_new(struct askew_state *st, PyObject *loop,
+                                      PyObject *callback, PyObject *const *args,
+                                      Py_ssize_t nargs, PyObject *context)
+{
+    return handle_new(st, /* timer */ 1, loop, callback, args, nargs, context);
 }
 
 void askew__handle_clear_call(askew_handle *h)

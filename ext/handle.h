@@ -43,11 +43,14 @@ static inline askew_handle *askew__handle_of(const struct askew_timer *timer)
 int askew__handle_types_init(PyObject *module);
 /* Free the dead handles the state keeps (module clear). */
 void askew__handle_freelist_clear(struct askew_state *st);
-/* A new handle, a TimerHandle when `timer`, owning new references to its
- * parts; args are borrowed. */
-askew_handle *askew__handle_new(struct askew_state *st, int timer, PyObject *loop,
+/* A new Handle (TimerHandle) owning new references to its parts; args are
+ * borrowed. */
+askew_handle *askew__handle_new(struct askew_state *st, PyObject *loop,
                                 PyObject *callback, PyObject *const *args,
                                 Py_ssize_t nargs, PyObject *context);
+askew_handle *askew__timer_handle_new(struct askew_state *st, PyObject *loop,
+                                      PyObject *callback, PyObject *const *args,
+                                      Py_ssize_t nargs, PyObject *context);
 /* Run it in its context: 0, or -1 with the callback's exception set. */
 int askew__handle_run(askew_handle *h);
 /* handle.cancel() from C. */

@@ -251,8 +251,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, int timer,
         PyObject *copy = PyContext_CopyCurrent(); // new reference
         if (copy == NULL)
             return NULL;
-        h = askew__handle_new(self->state, timer, (PyObject *)self, callback, args,
-                              nargs, copy);
+        h = (timer ? askew__timer_handle_new : askew__handle_new)(
+            self->state, (PyObject *)self, callback, args, nargs, copy);
         Py_DECREF(copy);
     } else {
         if (!PyContext_CheckExact(context)) {
@@ -261,8 +261,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, int timer,
                          Py_TYPE(context)->tp_name);
             return NULL;
         }
-        h = askew__handle_new(self->state, timer, (PyObject *)self, callback, args,
-                              nargs, context);
+        h = (timer ? askew__timer_handle_new : askew__handle_new)(
+            self->state, (PyObject *)self, callback, args, nargs, context);
     }
     if (h == NULL)
         return NULL;
