@@ -283,16 +283,14 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             factory = None
             kwargs["eager_start"] = True
         if factory is None:
-            seq = self._next_task_seq(True, context)
-            if name is None:
-                name = f"Task-{seq}"
-            made: asyncio.Task[Any] = _core.Task(
-                coro, loop=self, name=name, context=context, **kwargs
+            # Numbered, named and owned in C, as create_task's fast path.
+            made: asyncio.Task[Any] = self._make_task(
+                coro, context, dict(loop=self, name=name, context=context, **kwargs)
             )
             return made
         if context is not None:
             kwargs["context"] = context
-        seq = self._next_task_seq(False)
+        seq = self._next_task_seq()
         task: asyncio.Task[Any] = factory(self, coro, **kwargs)
         task.set_name(f"Task-{seq}" if name is None else name)
         return task

@@ -13,9 +13,68 @@
 #include "askew_preload.h"
 #include "engine.h"
 
-/* askew.errors.NondeterminismError, handed over by askew/_loop.py through
- * _core._configure_errors() at import; never NULL once askew is imported. */
-extern PyObject *askew__NondeterminismError;
+/* ---- module.c: module state ------------------------------------------- */
+
+/* What one askew._core module object owns (PyModule_GetState): its types,
+ * the asyncio objects it calls, its interned strings and the handle free
+ * list. Binding code reaches it through a loop (`loop->state`), a type of
+ * ours (askew__state_of_type), or the module. What is process-wide by
+ * nature stays static and says why: the active loop (askew__active, read by
+ * the preload without the GIL), the preload's API table, the refusal slot
+ * and its atomic flag. docs/design.md §1 has the decision. */
+#define ASKEW_HANDLE_FREELIST_MAX 256
+struct askew_handle;
+struct askew_state {
+    PyTypeObject *handle_type;
+    PyTypeObject *timer_handle_type;
+    PyTypeObject *task_type;
+    PyObject *future_type; /* _asyncio.Future itself */
+    /* Future's methods through their descriptors: no attribute lookup per
+     * call on the hot paths (a message delivered, a sleep's timer firing). */
+    PyObject *future_done;
+    PyObject *future_cancelled;
+    PyObject *future_set_result;
+    /* asyncio.futures._set_result_unless_cancelled, what asyncio.sleep's
+     * timer calls: run in C when its future is an exact Future. */
+    PyObject *set_result_unless_cancelled;
+    /* asyncio.Handle and asyncio.TimerHandle: what our handles' __class__
+     * reports. */
+    PyObject *asyncio_handle_classes[2];
+    /* askew.errors.NondeterminismError, handed over by askew/_loop.py
+     * through _core._configure_errors() at import. */
+    PyObject *nondeterminism_error;
+    PyObject *str_context; /* interned "context" */
+    /* The first other string object equal to "context" seen as a keyword
+     * (asyncio's C Task passes its own on every step), so that its address
+     * stays its own. */
+    PyObject *str_context_seen;
+    PyObject *str_name;
+    PyObject *str_loop;
+    PyObject *empty_tuple;
+    /* Handles come and go once per step: a few dead ones of the exact types
+     * skip the allocator. The GIL guards the list. */
+    struct askew_handle *freelist[ASKEW_HANDLE_FREELIST_MAX];
+    int freelist_len;
+};
+
+extern struct PyModuleDef askew__module_def;
+/* The state of the askew._core module that defined `type` or its base;
+ * never NULL for our types and their subclasses. Borrowed. */
+static inline struct askew_state *askew__state_of_type(PyTypeObject *type)
+{
+    return PyModule_GetState(PyType_GetModuleByDef(type, &askew__module_def));
+}
+/* The running simulation's state, NULL outside a run: for the few callers
+ * that have no object of ours at hand (the network's future calls, the
+ * preload binding's errors). */
+struct askew_state *askew__state_active(void);
+/* NondeterminismError of the module whose state is `st`, or RuntimeError
+ * when none is known (st NULL, or askew not imported). Borrowed. */
+static inline PyObject *askew__nondeterminism_error(const struct askew_state *st)
+{
+    return st != NULL && st->nondeterminism_error != NULL ? st->nondeterminism_error
+                                                          : PyExc_RuntimeError;
+}
 
 /* Map an engine code (a negative errno) to an exception; returns NULL. The
  * one place that does so. */
@@ -24,7 +83,9 @@ PyObject *askew__raise_engine(int rc, const char *what);
 /* ---- loop.c, for the preload binding and the patched time functions ---- */
 
 /* The loop currently running a simulation on this process's simulation
- * thread, or NULL. Set by the loop around a run. */
+ * thread, or NULL. Set by the loop around a run. Process-wide, not module
+ * state: the preload reads it without the GIL and there is one simulation
+ * thread per process. */
 struct askew_loop_state;
 extern struct askew_loop_state *askew__active;
 extern unsigned long askew__active_thread;

@@ -9,28 +9,20 @@
 
 #include <structmember.h>
 
-PyTypeObject *askew__HandleType;
-PyTypeObject *askew__TimerHandleType;
-
-/* Handles come and go once per step: keep a few dead ones to skip the
- * allocator. Only exact askew handle types go here (a subclass may be
- * larger); the GIL guards the list. */
-#define FREELIST_MAX 256
-static askew_handle *freelist[FREELIST_MAX];
-static int freelist_len;
-
 /* loop.c: take a cancelled timer off the heap and drop the heap's reference. */
 void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h);
 double askew__skew_handle_when(PyObject *loop, askew_handle *h); /* skew.c */
 
-askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *callback,
-                                PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *context)
+static inline askew_handle *handle_new(struct askew_state *st, int timer,
+                                       PyObject *loop, PyObject *callback,
+                                       PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *context)
 {
+    PyTypeObject *type = timer ? st->timer_handle_type : st->handle_type;
     askew_handle *h;
-    if (freelist_len > 0 &&
-        (type == askew__HandleType || type == askew__TimerHandleType)) {
-        h = freelist[--freelist_len];
+    if (st->freelist_len > 0) {
+        /* Only the exact types are kept, and both have one size. */
+        h = st->freelist[--st->freelist_len];
         (void)PyObject_Init((PyObject *)h, type); /* also takes a type reference */
     } else {
         h = PyObject_GC_New(askew_handle, type);
@@ -44,6 +36,7 @@ askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *ca
     h->callback = Py_NewRef(callback);
     h->context = Py_NewRef(context);
     h->loop = Py_NewRef(loop);
+    h->state = st;
     h->nargs = nargs;
     h->args_tuple = NULL;
     for (int i = 0; i < ASKEW_HANDLE_ARGS_INLINE; i++)
@@ -65,11 +58,26 @@ askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *ca
     h->node = -1;
     h->incarnation = 0;
     h->cancelled = 0;
-    h->is_timer = type == askew__TimerHandleType;
+    h->is_timer = (char)(timer != 0);
     h->queued = 0;
     h->weakreflist = NULL;
     PyObject_GC_Track(h);
     return h;
+}
+
+/* Two entry points rather than a flag: six arguments pass in registers. */
+askew_handle *askew__handle_new(struct askew_state *st, PyObject *loop,
+                                PyObject *callback, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *context)
+{
+    return handle_new(st, /* timer */ 0, loop, callback, args, nargs, context);
+}
+
+askew_handle *askew__timer_handle_new(struct askew_state *st, PyObject *loop,
+                                      PyObject *callback, PyObject *const *args,
+                                      Py_ssize_t nargs, PyObject *context)
+{
+    return handle_new(st, /* timer */ 1, loop, callback, args, nargs, context);
 }
 
 void askew__handle_clear_call(askew_handle *h)
@@ -83,6 +91,7 @@ void askew__handle_clear_call(askew_handle *h)
 
 int askew__handle_run(askew_handle *h)
 {
+    const struct askew_state *st = h->state;
     if (h->callback == NULL)
         return 0; /* cancelled while queued */
     if (PyContext_Enter(h->context) < 0)
@@ -100,10 +109,10 @@ int askew__handle_run(askew_handle *h)
     h->args_tuple = NULL;
     h->nargs = 0;
     PyObject *res;
-    if (callback == askew__set_result_unless_cancelled && nargs == 2 &&
-        args_tuple == NULL && Py_IS_TYPE(args[0], (PyTypeObject *)askew__FutureType))
+    if (callback == st->set_result_unless_cancelled && nargs == 2 &&
+        args_tuple == NULL && Py_IS_TYPE(args[0], (PyTypeObject *)st->future_type))
         /* asyncio.sleep's timer: the same two checks, without a frame */
-        res = askew__future_set_result_unless_cancelled(args[0], args[1]) < 0
+        res = askew__future_set_result_unless_cancelled(st, args[0], args[1]) < 0
                   ? NULL
                   : Py_NewRef(Py_None);
     else if (args_tuple != NULL)
@@ -153,12 +162,19 @@ static void handle_dealloc(askew_handle *h)
     if (h->weakreflist != NULL)
         PyObject_ClearWeakRefs((PyObject *)h);
     (void)handle_clear(h);
-    if (freelist_len < FREELIST_MAX &&
-        (tp == askew__HandleType || tp == askew__TimerHandleType))
-        freelist[freelist_len++] = h;
+    struct askew_state *st = h->state;
+    if (st->freelist_len < ASKEW_HANDLE_FREELIST_MAX &&
+        (tp == st->handle_type || tp == st->timer_handle_type))
+        st->freelist[st->freelist_len++] = h;
     else
         PyObject_GC_Del(h);
     Py_DECREF(tp);
+}
+
+void askew__handle_freelist_clear(struct askew_state *st)
+{
+    while (st->freelist_len > 0)
+        PyObject_GC_Del(st->freelist[--st->freelist_len]);
 }
 
 void askew__handle_cancel(askew_handle *h)
@@ -234,7 +250,7 @@ static PyObject *handle_repr(askew_handle *h)
 /* Timer handles order like asyncio's: by when. */
 static PyObject *handle_richcompare(PyObject *a, PyObject *b, int op)
 {
-    if (!PyObject_TypeCheck(b, askew__TimerHandleType))
+    if (!PyObject_TypeCheck(b, ((askew_handle *)a)->state->timer_handle_type))
         Py_RETURN_NOTIMPLEMENTED;
     const int64_t x = ((askew_handle *)a)->timer.deadline_ns;
     const int64_t y = ((askew_handle *)b)->timer.deadline_ns;
@@ -271,14 +287,13 @@ static PyMethodDef timer_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* asyncio.Handle and asyncio.TimerHandle: what `__class__` reports, so that
- * isinstance(h, asyncio.TimerHandle) holds as on asyncio's own loops (code
- * checks it) while type(h) stays the C type that makes a step cheap. */
-static PyObject *asyncio_handle_classes[2];
-
+/* asyncio.Handle and asyncio.TimerHandle (kept in the module state): what
+ * `__class__` reports, so that isinstance(h, asyncio.TimerHandle) holds as on
+ * asyncio's own loops (code checks it) while type(h) stays the C type that
+ * makes a step cheap. */
 static PyObject *handle_get_class(askew_handle *h, void *Py_UNUSED(c))
 {
-    return Py_NewRef(asyncio_handle_classes[h->is_timer ? 1 : 0]);
+    return Py_NewRef(h->state->asyncio_handle_classes[h->is_timer ? 1 : 0]);
 }
 
 static PyGetSetDef handle_getset[] = {
@@ -333,25 +348,26 @@ static PyType_Spec timer_spec = {
 
 int askew__handle_types_init(PyObject *module)
 {
+    struct askew_state *st = PyModule_GetState(module);
     PyObject *events = PyImport_ImportModule("asyncio.events"); // new reference
     if (events == NULL)
         return -1;
-    asyncio_handle_classes[0] = PyObject_GetAttrString(events, "Handle");
-    asyncio_handle_classes[1] = PyObject_GetAttrString(events, "TimerHandle");
+    st->asyncio_handle_classes[0] = PyObject_GetAttrString(events, "Handle");
+    st->asyncio_handle_classes[1] = PyObject_GetAttrString(events, "TimerHandle");
     Py_DECREF(events);
-    if (asyncio_handle_classes[0] == NULL || asyncio_handle_classes[1] == NULL)
+    if (st->asyncio_handle_classes[0] == NULL || st->asyncio_handle_classes[1] == NULL)
         return -1;
-    askew__HandleType =
+    st->handle_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &handle_spec, NULL);
-    if (askew__HandleType == NULL)
+    if (st->handle_type == NULL)
         return -1;
-    askew__TimerHandleType = (PyTypeObject *)PyType_FromModuleAndSpec(
-        module, &timer_spec, (PyObject *)askew__HandleType);
-    if (askew__TimerHandleType == NULL)
+    st->timer_handle_type = (PyTypeObject *)PyType_FromModuleAndSpec(
+        module, &timer_spec, (PyObject *)st->handle_type);
+    if (st->timer_handle_type == NULL)
         return -1;
-    if (PyModule_AddObjectRef(module, "Handle", (PyObject *)askew__HandleType) < 0 ||
+    if (PyModule_AddObjectRef(module, "Handle", (PyObject *)st->handle_type) < 0 ||
         PyModule_AddObjectRef(module, "TimerHandle",
-                              (PyObject *)askew__TimerHandleType) < 0)
+                              (PyObject *)st->timer_handle_type) < 0)
         return -1;
     return 0;
 }

@@ -12,12 +12,15 @@
 
 typedef struct askew_handle {
     PyObject_HEAD
-        /* `timer` first after the header is not required: loop.c converts with
-         * offsetof, so the layout is free. */
+        /* `timer` first after the header is not required: askew__handle_of
+         * converts with offsetof, so the layout is free. */
         struct askew_timer timer;
     PyObject *callback; /* NULL once cancelled or run */
     PyObject *context;  /* a contextvars.Context */
     PyObject *loop;     /* strong: asyncio's handles keep their loop too */
+    /* Its module's state (borrowed: the handle holds its type, the type its
+     * module): the free list on dealloc without a lookup. */
+    struct askew_state *state;
     PyObject *args_inline[ASKEW_HANDLE_ARGS_INLINE];
     PyObject *args_tuple; /* when there are more args than fit inline */
     Py_ssize_t nargs;
@@ -30,14 +33,24 @@ typedef struct askew_handle {
     PyObject *weakreflist;
 } askew_handle;
 
-extern PyTypeObject *askew__HandleType;
-extern PyTypeObject *askew__TimerHandleType;
+/* The handle a timer of kind ASKEW_TIMER_KIND_HANDLE lives in. */
+static inline askew_handle *askew__handle_of(const struct askew_timer *timer)
+{
+    return (askew_handle *)((char *)timer - offsetof(askew_handle, timer));
+}
 
+/* Module init: Handle and TimerHandle into the module and its state. */
 int askew__handle_types_init(PyObject *module);
-/* A new handle owning new references to its parts; args are borrowed. */
-askew_handle *askew__handle_new(PyTypeObject *type, PyObject *loop, PyObject *callback,
-                                PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *context);
+/* Free the dead handles the state keeps (module clear). */
+void askew__handle_freelist_clear(struct askew_state *st);
+/* A new Handle (TimerHandle) owning new references to its parts; args are
+ * borrowed. */
+askew_handle *askew__handle_new(struct askew_state *st, PyObject *loop,
+                                PyObject *callback, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *context);
+askew_handle *askew__timer_handle_new(struct askew_state *st, PyObject *loop,
+                                      PyObject *callback, PyObject *const *args,
+                                      Py_ssize_t nargs, PyObject *context);
 /* Run it in its context: 0, or -1 with the callback's exception set. */
 int askew__handle_run(askew_handle *h);
 /* handle.cancel() from C. */

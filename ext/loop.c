@@ -15,17 +15,12 @@
 #include "node.h"
 #include "task.h"
 
+/* Process-wide, not module state: the preload reads them without the GIL,
+ * and a process has one simulation thread (core.h). */
 struct askew_loop_state *askew__active;
 unsigned long askew__active_thread;
 
-static PyObject *str_context; /* interned "context" */
-static PyObject *str_name;
-static PyObject *kw_loop_name;         /* ("loop", "name") */
-static PyObject *kw_loop_name_context; /* ("loop", "name", "context") */
-static PyObject *empty_tuple;
-
-#define HANDLE_OF(timer)                                                               \
-    ((askew_handle *)((char *)(timer) - offsetof(askew_handle, timer)))
+#define HANDLE_OF(timer) askew__handle_of(timer)
 
 /* ---- time ------------------------------------------------------------- */
 
@@ -194,37 +189,41 @@ static int check_open(struct askew_loop_state *self)
 
 /* Scheduling from a thread other than the one running the loop would race
  * the run and break the seed's promise. */
-static int check_thread(struct askew_loop_state *self, const char *method)
+__attribute__((cold, noinline)) static int refuse_thread(struct askew_loop_state *self,
+                                                         const char *method)
 {
-    if (self->running && PyThread_get_thread_ident() != self->thread_id) {
-        PyErr_Format(askew__NondeterminismError,
-                     "%s() called from another thread while the simulation runs; "
-                     "threads are outside the simulation: do the work in a task",
-                     method);
-        (void)askew__refusal_note(NULL); /* caught or not, it fails the run */
-        return -1;
-    }
+    PyErr_Format(askew__nondeterminism_error(self->state),
+                 "%s() called from another thread while the simulation runs; "
+                 "threads are outside the simulation: do the work in a task",
+                 method);
+    (void)askew__refusal_note(NULL); /* caught or not, it fails the run */
+    return -1;
+}
+
+static inline int check_thread(struct askew_loop_state *self, const char *method)
+{
+    if (self->running && PyThread_get_thread_ident() != self->thread_id)
+        return refuse_thread(self, method);
     return 0;
 }
 
 /* "context" as callers spell it: our interned string, and the first other
  * string object found equal to it (asyncio's C Task passes its own static
  * one on every step), kept alive so that its address stays its own. */
-static PyObject *str_context_seen;
-
-static int is_context_kw(PyObject *key)
+static int is_context_kw(struct askew_state *st, PyObject *key)
 {
-    if (key == str_context || key == str_context_seen)
+    if (key == st->str_context || key == st->str_context_seen)
         return 1;
-    if (!PyUnicode_Check(key) || PyUnicode_Compare(key, str_context) != 0)
+    if (!PyUnicode_Check(key) || PyUnicode_Compare(key, st->str_context) != 0)
         return 0;
-    if (str_context_seen == NULL)
-        str_context_seen = Py_NewRef(key);
+    if (st->str_context_seen == NULL)
+        st->str_context_seen = Py_NewRef(key);
     return 1;
 }
 
 /* The keyword part of call_soon and friends: only context= is accepted. */
-static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char *method,
+static int parse_context(struct askew_state *st, PyObject *kwnames,
+                         PyObject *const *kwargs, const char *method,
                          PyObject **context)
 {
     *context = NULL;
@@ -233,7 +232,7 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char 
     const Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
-        if (is_context_kw(key)) {
+        if (is_context_kw(st, key)) {
             *context = kwargs[i];
             continue;
         }
@@ -246,7 +245,7 @@ static int parse_context(PyObject *kwnames, PyObject *const *kwargs, const char 
     return 0;
 }
 
-static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *type,
+static askew_handle *make_handle(struct askew_loop_state *self, int timer,
                                  PyObject *callback, PyObject *const *args,
                                  Py_ssize_t nargs, PyObject *context)
 {
@@ -255,7 +254,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
         PyObject *copy = PyContext_CopyCurrent(); // new reference
         if (copy == NULL)
             return NULL;
-        h = askew__handle_new(type, (PyObject *)self, callback, args, nargs, copy);
+        h = (timer ? askew__timer_handle_new : askew__handle_new)(
+            self->state, (PyObject *)self, callback, args, nargs, copy);
         Py_DECREF(copy);
     } else {
         if (!PyContext_CheckExact(context)) {
@@ -264,7 +264,8 @@ static askew_handle *make_handle(struct askew_loop_state *self, PyTypeObject *ty
                          Py_TYPE(context)->tp_name);
             return NULL;
         }
-        h = askew__handle_new(type, (PyObject *)self, callback, args, nargs, context);
+        h = (timer ? askew__timer_handle_new : askew__handle_new)(
+            self->state, (PyObject *)self, callback, args, nargs, context);
     }
     if (h == NULL)
         return NULL;
@@ -302,8 +303,7 @@ static PyObject *call_soon_impl(struct askew_loop_state *self, PyObject *callbac
                                 PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *context)
 {
-    askew_handle *h =
-        make_handle(self, askew__HandleType, callback, args, nargs, context);
+    askew_handle *h = make_handle(self, /* timer */ 0, callback, args, nargs, context);
     if (h == NULL)
         return NULL;
     if (push_ready(self, h) < 0) {
@@ -324,7 +324,7 @@ static PyObject *loop_call_soon(struct askew_loop_state *self, PyObject *const *
             "call_soon() missing 1 required positional argument: 'callback'");
         return NULL;
     }
-    if (parse_context(kwnames, args + nargs, "call_soon", &context) < 0 ||
+    if (parse_context(self->state, kwnames, args + nargs, "call_soon", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_soon") < 0 ||
         check_callback(self, args[0], "call_soon") < 0)
         return NULL;
@@ -335,8 +335,7 @@ PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline
                                  PyObject *callback, PyObject *const *args,
                                  Py_ssize_t nargs, PyObject *context)
 {
-    askew_handle *h =
-        make_handle(self, askew__TimerHandleType, callback, args, nargs, context);
+    askew_handle *h = make_handle(self, /* timer */ 1, callback, args, nargs, context);
     if (h == NULL)
         return NULL;
     h->timer.deadline_ns = deadline_ns;
@@ -376,7 +375,7 @@ static PyObject *loop_call_at(struct askew_loop_state *self, PyObject *const *ar
         PyErr_SetString(PyExc_TypeError, "when cannot be None");
         return NULL;
     }
-    if (parse_context(kwnames, args + nargs, "call_at", &context) < 0 ||
+    if (parse_context(self->state, kwnames, args + nargs, "call_at", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_at") < 0 ||
         check_callback(self, args[1], "call_at") < 0)
         return NULL;
@@ -404,7 +403,7 @@ static PyObject *loop_call_later(struct askew_loop_state *self, PyObject *const 
         PyErr_SetString(PyExc_TypeError, "delay must not be None");
         return NULL;
     }
-    if (parse_context(kwnames, args + nargs, "call_later", &context) < 0 ||
+    if (parse_context(self->state, kwnames, args + nargs, "call_later", &context) < 0 ||
         check_open(self) < 0 || check_thread(self, "call_later") < 0 ||
         check_callback(self, args[1], "call_later") < 0)
         return NULL;
@@ -497,7 +496,8 @@ PyObject *askew__loop_new_future(struct askew_loop_state *self)
         if (self->future_kwargs == NULL)
             return NULL;
     }
-    return PyObject_Call(askew__FutureType, empty_tuple, self->future_kwargs);
+    return PyObject_Call(self->state->future_type, self->state->empty_tuple,
+                         self->future_kwargs);
 }
 
 static PyObject *loop_create_future(struct askew_loop_state *self,
@@ -506,17 +506,46 @@ static PyObject *loop_create_future(struct askew_loop_state *self,
     return askew__loop_new_future(self);
 }
 
-/* The next Task made belongs to the node `context` runs as (NULL: the
- * running context): a crash takes exactly that incarnation's tasks. */
-static int arm_owner(struct askew_loop_state *self, PyObject *context)
+/* The owner token of a Task made in `context` (NULL: the running one): the
+ * node it runs as, so that a crash takes exactly that incarnation's tasks.
+ * 0, or -1 with an exception. */
+static int task_owner(struct askew_loop_state *self, PyObject *context, int64_t *owner)
 {
     int64_t node = -1;
     uint32_t incarnation = 0;
     if (self->gate.var != NULL &&
         askew__node_context(&self->gate, context, &node, &incarnation) < 0)
         return -1;
-    askew__task_set_next_owner(node < 0 ? -1 : askew__node_token(node, incarnation));
+    *owner = node < 0 ? -1 : askew__node_token(node, incarnation);
     return 0;
+}
+
+/* The loop's next Task: creation number and owner, a default name
+ * "Task-<n>" when kwds["name"] is None, then the Task itself. */
+static PyObject *make_task(struct askew_loop_state *self, PyObject *coro,
+                           PyObject *kwds, PyObject *context)
+{
+    int64_t owner;
+    if (task_owner(self, context == Py_None ? NULL : context, &owner) < 0)
+        return NULL;
+    const uint64_t seq = ++self->task_seq;
+    PyObject *name = PyDict_GetItemWithError(kwds, self->state->str_name); // borrowed
+    if (name == NULL && PyErr_Occurred())
+        return NULL;
+    if (name == NULL || name == Py_None) {
+        PyObject *made = PyUnicode_FromFormat("Task-%llu", (unsigned long long)seq);
+        if (made == NULL || PyDict_SetItem(kwds, self->state->str_name, made) < 0) {
+            Py_XDECREF(made);
+            return NULL;
+        }
+        Py_DECREF(made);
+    }
+    PyObject *args = PyTuple_Pack(1, coro); // new reference
+    if (args == NULL)
+        return NULL;
+    PyObject *task = askew__task_make(self->state, args, kwds, seq, owner);
+    Py_DECREF(args);
+    return task;
 }
 
 /* create_task(coro, *, name=None, context=None): asyncio's Task with a
@@ -531,9 +560,9 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
     if (kwnames != NULL && fast) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
             PyObject *key = PyTuple_GET_ITEM(kwnames, i); // borrowed
-            if (PyUnicode_Compare(key, str_name) == 0)
+            if (PyUnicode_Compare(key, self->state->str_name) == 0)
                 name = args[nargs + i];
-            else if (is_context_kw(key))
+            else if (is_context_kw(self->state, key))
                 context = args[nargs + i];
             else
                 fast = 0;
@@ -549,49 +578,38 @@ static PyObject *loop_create_task(struct askew_loop_state *self, PyObject *const
     }
     if (check_open(self) < 0)
         return NULL;
-    PyObject *owned_name = NULL;
-    if (name == Py_None) {
-        owned_name =
-            PyUnicode_FromFormat("Task-%llu", (unsigned long long)(self->task_seq + 1));
-        if (owned_name == NULL)
-            return NULL;
-        name = owned_name;
-    }
-    if (arm_owner(self, context == Py_None ? NULL : context) < 0) {
-        Py_XDECREF(owned_name);
+    PyObject *kwds = PyDict_New(); // new reference
+    if (kwds == NULL)
         return NULL;
-    }
-    PyObject *stack[5] = {NULL, args[0], (PyObject *)self, name, context};
-    askew__task_set_next_seq(++self->task_seq);
-    PyObject *task = PyObject_Vectorcall(
-        (PyObject *)askew__TaskType, stack + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-        context == Py_None ? kw_loop_name : kw_loop_name_context);
-    askew__task_set_next_seq(0);
-    askew__task_set_next_owner(-1);
-    Py_XDECREF(owned_name);
+    PyObject *task = NULL;
+    const struct askew_state *st = self->state;
+    if (PyDict_SetItem(kwds, st->str_loop, (PyObject *)self) == 0 &&
+        PyDict_SetItem(kwds, st->str_name, name) == 0 &&
+        (context == Py_None || PyDict_SetItem(kwds, st->str_context, context) == 0))
+        task = make_task(self, args[0], kwds, context);
+    Py_DECREF(kwds);
     return task;
 }
 
-/* _next_task_seq(arm, context=None): the next creation number, for the
- * Python paths; armed, the next askew Task made carries it and the node
- * token of `context` (the running one when None). */
-static PyObject *loop_next_task_seq(struct askew_loop_state *self,
-                                    PyObject *const *args, Py_ssize_t nargs)
+/* _make_task(coro, context, kwds): the Python path's Task (other keywords,
+ * eager_start), numbered and owned as create_task's; kwds holds loop= and
+ * name= (None for the default name), and whatever else Task() takes. */
+static PyObject *loop_make_task(struct askew_loop_state *self, PyObject *const *args,
+                                Py_ssize_t nargs)
 {
-    if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError,
-                     "_next_task_seq() takes 1 or 2 arguments, not %zd", nargs);
+    if (nargs != 3 || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "_make_task(coro, context, kwds: dict)");
         return NULL;
     }
-    const int armed = PyObject_IsTrue(args[0]);
-    if (armed < 0)
-        return NULL;
-    PyObject *context = nargs == 2 && args[1] != Py_None ? args[1] : NULL;
-    if (armed && arm_owner(self, context) < 0)
-        return NULL;
-    ++self->task_seq;
-    askew__task_set_next_seq(armed ? self->task_seq : 0);
-    return PyLong_FromUnsignedLongLong(self->task_seq);
+    return make_task(self, args[0], args[2], args[1]);
+}
+
+/* _next_task_seq(): count a Task a user's factory makes, for its default
+ * name; the factory's task carries no number (it hashes by identity). */
+static PyObject *loop_next_task_seq(struct askew_loop_state *self,
+                                    PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(++self->task_seq);
 }
 
 static PyObject *loop_set_task_factory_raw(struct askew_loop_state *self,
@@ -867,7 +885,7 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 static PyObject *loop_enter(struct askew_loop_state *self, PyObject *Py_UNUSED(ignored))
 {
     if (askew__active != NULL && askew__active != self) {
-        PyErr_SetString(askew__NondeterminismError,
+        PyErr_SetString(askew__nondeterminism_error(self->state),
                         "a simulation is already running in this process: simulations "
                         "cannot be nested");
         return NULL;
@@ -921,6 +939,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     struct askew_loop_state *self = (struct askew_loop_state *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
+    self->state = askew__state_of_type(type);
     if (askew_sched_init(&self->sched) < 0) {
         Py_DECREF(self);
         return PyErr_NoMemory();
@@ -1138,8 +1157,8 @@ static PyMethodDef loop_methods[] = {
     {"create_future", (PyCFunction)loop_create_future, METH_NOARGS, NULL},
     {"create_task", (PyCFunction)(void (*)(void))loop_create_task,
      METH_FASTCALL | METH_KEYWORDS, "create_task(coro, *, name=None, context=None)"},
-    {"_next_task_seq", (PyCFunction)(void (*)(void))loop_next_task_seq, METH_FASTCALL,
-     NULL},
+    {"_make_task", (PyCFunction)(void (*)(void))loop_make_task, METH_FASTCALL, NULL},
+    {"_next_task_seq", (PyCFunction)loop_next_task_seq, METH_NOARGS, NULL},
     {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
     {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
@@ -1153,7 +1172,9 @@ static PyMethodDef loop_methods[] = {
     {"_log_emit", (PyCFunction)loop_log_emit, METH_VARARGS, NULL},
     {"_log_recent", (PyCFunction)loop_log_recent, METH_O, NULL},
     {"_log_count", (PyCFunction)loop_log_count, METH_NOARGS, NULL},
-    ASKEW_SKEW_METHODS{NULL, NULL, 0, NULL},
+    {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},
+    {"_pause", (PyCFunction)askew__skew_pause, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef loop_getset[] = {
@@ -1215,13 +1236,12 @@ static int add_constants(PyObject *module)
 
 int askew__loop_type_init(PyObject *module)
 {
-    str_context = PyUnicode_InternFromString("context");
-    str_name = PyUnicode_InternFromString("name");
-    kw_loop_name = Py_BuildValue("(ss)", "loop", "name");
-    kw_loop_name_context = Py_BuildValue("(sss)", "loop", "name", "context");
-    empty_tuple = PyTuple_New(0);
-    if (!str_context || !str_name || !kw_loop_name || !kw_loop_name_context ||
-        !empty_tuple)
+    struct askew_state *st = PyModule_GetState(module);
+    st->str_context = PyUnicode_InternFromString("context");
+    st->str_name = PyUnicode_InternFromString("name");
+    st->str_loop = PyUnicode_InternFromString("loop");
+    st->empty_tuple = PyTuple_New(0);
+    if (!st->str_context || !st->str_name || !st->str_loop || !st->empty_tuple)
         return -1;
     PyObject *type = PyType_FromModuleAndSpec(module, &loop_spec, NULL);
     if (type == NULL)

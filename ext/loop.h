@@ -21,6 +21,9 @@ struct askew_handle;
 
 struct askew_loop_state {
     PyObject_HEAD struct askew_sched sched;
+    /* Its module's state (borrowed: the loop holds its type, the type its
+     * module). */
+    struct askew_state *state;
     struct askew_rng entropy;
     uint64_t handle_seq;
     uint64_t task_seq;
@@ -32,7 +35,7 @@ struct askew_loop_state {
     PyObject *future_kwargs; /* {"loop": self}, for create_future */
     PyObject *time_view;     /* a user's replacement of loop.time, or NULL */
     struct askew_skew *skews;
-    size_t skews_len;
+    size_t skews_cap; /* entries, zeroed until used: index is the node id */
     /* Callbacks of paused nodes, in the order they came up; each holds the
      * reference the ready queue held. */
     struct askew_handle **held;
@@ -96,7 +99,7 @@ PyObject *askew__skew_pause(struct askew_loop_state *self, PyObject *args);
 /* Whether node is paused: its callbacks are held, not run. */
 static inline int askew__skew_paused(const struct askew_loop_state *self, int64_t node)
 {
-    return node >= 0 && (size_t)node < self->skews_len && self->skews[node].paused;
+    return node >= 0 && (size_t)node < self->skews_cap && self->skews[node].paused;
 }
 /* Hold a callback of a paused node; its queue reference moves to the held
  * list. 0, or -1 with an exception (the reference is then still the
@@ -105,8 +108,5 @@ int askew__skew_hold(struct askew_loop_state *self, struct askew_handle *h);
 /* Drop every held callback (run teardown). */
 void askew__skew_drop_held(struct askew_loop_state *self);
 int askew__skew_traverse(struct askew_loop_state *self, visitproc visit, void *arg);
-#define ASKEW_SKEW_METHODS                                                             \
-    {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},                   \
-        {"_pause", (PyCFunction)askew__skew_pause, METH_VARARGS, NULL},
 
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Module init for askew._core: the types (Loop, Network, Message, Handle,
- * TimerHandle, Task) and the constants of the C-Python contract,
- * the exception classes handed over by askew/_errors.py, and the one helper
- * that turns engine codes into exceptions. */
+/* Module init for askew._core: the module state and its lifetime, the
+ * types (Loop, Network, Message, Handle, TimerHandle, Task), the constants
+ * of the C-Python contract, the exception classes handed over by
+ * askew/_errors.py, and the one helper that turns engine codes into
+ * exceptions. */
 #include <errno.h>
 #include <string.h>
 
@@ -13,9 +14,12 @@
 #include "node.h"
 #include "task.h"
 
-PyObject *askew__NondeterminismError;
-
 int askew__patch_setup(PyObject *module);
+
+struct askew_state *askew__state_active(void)
+{
+    return askew__active != NULL ? askew__active->state : NULL;
+}
 
 PyObject *askew__raise_engine(int rc, const char *what)
 {
@@ -26,9 +30,10 @@ PyObject *askew__raise_engine(int rc, const char *what)
     return NULL;
 }
 
-static PyObject *configure_errors(PyObject *Py_UNUSED(module), PyObject *nondeterminism)
+static PyObject *configure_errors(PyObject *module, PyObject *nondeterminism)
 {
-    Py_XSETREF(askew__NondeterminismError, Py_NewRef(nondeterminism));
+    struct askew_state *st = PyModule_GetState(module);
+    Py_XSETREF(st->nondeterminism_error, Py_NewRef(nondeterminism));
     Py_RETURN_NONE;
 }
 
@@ -71,21 +76,80 @@ static int module_exec(PyObject *module)
     return 0;
 }
 
+static int module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    struct askew_state *st = PyModule_GetState(module);
+    if (st == NULL)
+        return 0;
+    Py_VISIT(st->handle_type);
+    Py_VISIT(st->timer_handle_type);
+    Py_VISIT(st->task_type);
+    Py_VISIT(st->future_type);
+    Py_VISIT(st->future_done);
+    Py_VISIT(st->future_cancelled);
+    Py_VISIT(st->future_set_result);
+    Py_VISIT(st->set_result_unless_cancelled);
+    Py_VISIT(st->asyncio_handle_classes[0]);
+    Py_VISIT(st->asyncio_handle_classes[1]);
+    Py_VISIT(st->nondeterminism_error);
+    return 0;
+}
+
+static int module_clear(PyObject *module)
+{
+    struct askew_state *st = PyModule_GetState(module);
+    if (st == NULL)
+        return 0;
+    Py_CLEAR(st->handle_type);
+    Py_CLEAR(st->timer_handle_type);
+    Py_CLEAR(st->task_type);
+    Py_CLEAR(st->future_type);
+    Py_CLEAR(st->future_done);
+    Py_CLEAR(st->future_cancelled);
+    Py_CLEAR(st->future_set_result);
+    Py_CLEAR(st->set_result_unless_cancelled);
+    Py_CLEAR(st->asyncio_handle_classes[0]);
+    Py_CLEAR(st->asyncio_handle_classes[1]);
+    Py_CLEAR(st->nondeterminism_error);
+    Py_CLEAR(st->str_context);
+    Py_CLEAR(st->str_context_seen);
+    Py_CLEAR(st->str_name);
+    Py_CLEAR(st->str_loop);
+    Py_CLEAR(st->empty_tuple);
+    askew__handle_freelist_clear(st);
+    return 0;
+}
+
+static void module_free(void *module)
+{
+    (void)module_clear((PyObject *)module);
+}
+
+/* One module object per interpreter; reinit (a second import after
+ * sys.modules lost it) builds a fresh state. Subinterpreters are refused
+ * where Python lets a module say so: the active loop and the preload are
+ * process-wide (docs/design.md §1). */
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
     {0, NULL},
 };
 
-static struct PyModuleDef module_def = {
+struct PyModuleDef askew__module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "askew._core",
     .m_doc = "askew's C core: the simulated event loop, its clock and scheduler.",
-    .m_size = 0,
+    .m_size = sizeof(struct askew_state),
     .m_methods = module_methods,
     .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
 };
 
 PyMODINIT_FUNC PyInit__core(void)
 {
-    return PyModuleDef_Init(&module_def);
+    return PyModuleDef_Init(&askew__module_def);
 }

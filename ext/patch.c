@@ -11,22 +11,11 @@
 
 #include "loop.h"
 
-enum {
-    F_TIME,
-    F_TIME_NS,
-    F_MONO,
-    F_MONO_NS,
-    F_PERF,
-    F_PERF_NS,
-    F_URANDOM,
-    F_SLEEP,
-    F_PROCESS,
-    F_PROCESS_NS,
-    F_THREAD,
-    F_THREAD_NS,
-    F_COUNT
-};
-static PyObject *originals[F_COUNT];
+/* Each replacement is a builtin whose `self` is a tuple (original, kind):
+ * the function it replaces, called off the simulation thread, and for the
+ * clocks which clock it reads (an ASKEW_CLOCK_* kind) and in which unit. The
+ * originals live in these tuples, not in C statics. */
+#define KIND_NS 4 /* added to a clock kind: integer nanoseconds, not seconds */
 
 static inline struct askew_loop_state *active_here(void)
 {
@@ -36,38 +25,29 @@ static inline struct askew_loop_state *active_here(void)
     return NULL;
 }
 
-static PyObject *call_original(int which, PyObject *const *args, Py_ssize_t nargs)
+static inline PyObject *call_original(PyObject *self, PyObject *const *args,
+                                      Py_ssize_t nargs)
 {
-    if (originals[which] == NULL) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "askew: the original function is not known");
-        return NULL;
-    }
-    return PyObject_Vectorcall(originals[which], args, (size_t)nargs, NULL);
+    return PyObject_Vectorcall(PyTuple_GET_ITEM(self, 0), args, (size_t)nargs, NULL);
 }
 
-/* `wall` is an ASKEW_CLOCK_* kind: the node's wall clock, its monotonic
- * clock, or its CPU time (its steps' CPU draws, see askew_preload.h). */
-static PyObject *virtual_seconds(int which, int wall)
+/* The running node's clock of kind `clock` as float seconds. */
+static PyObject *virtual_seconds(struct askew_loop_state *loop, long clock)
 {
-    struct askew_loop_state *loop = active_here();
-    if (loop == NULL)
-        return call_original(which, NULL, 0);
-    if (wall == ASKEW_CLOCK_CPUTIME)
+    if (clock == ASKEW_CLOCK_CPUTIME)
         return PyFloat_FromDouble((double)askew__loop_cpu_ns(loop) / 1e9);
-    const int64_t ns = wall ? askew__loop_wall_ns(loop) : askew__loop_local_ns(loop);
-    return PyFloat_FromDouble((double)ns / 1e9 +
-                              (wall ? (double)ASKEW_WALL_EPOCH_S : 0.0));
+    if (clock == ASKEW_CLOCK_MONOTONIC)
+        return PyFloat_FromDouble((double)askew__loop_local_ns(loop) / 1e9);
+    return PyFloat_FromDouble((double)askew__loop_wall_ns(loop) / 1e9 +
+                              (double)ASKEW_WALL_EPOCH_S);
 }
 
-static PyObject *virtual_ns(int which, int wall)
+/* The same as an int of nanoseconds. */
+static PyObject *virtual_ns(struct askew_loop_state *loop, long clock)
 {
-    struct askew_loop_state *loop = active_here();
-    if (loop == NULL)
-        return call_original(which, NULL, 0);
-    if (wall == ASKEW_CLOCK_CPUTIME)
+    if (clock == ASKEW_CLOCK_CPUTIME)
         return PyLong_FromLongLong(askew__loop_cpu_ns(loop));
-    if (!wall)
+    if (clock == ASKEW_CLOCK_MONOTONIC)
         return PyLong_FromLongLong(askew__loop_local_ns(loop));
     /* In Python ints: a wall clock skewed near the int64 edge still reads. */
     PyObject *ns = PyLong_FromLongLong(askew__loop_wall_ns(loop)); // new reference
@@ -78,74 +58,23 @@ static PyObject *virtual_ns(int which, int wall)
     return sum;
 }
 
-static PyObject *v_time(PyObject *m, PyObject *a)
+/* time.time, time.monotonic, ... and their _ns forms: one function, told
+ * apart by the kind in `self`. */
+static PyObject *v_clock(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
-    (void)m;
-    (void)a;
-    return virtual_seconds(F_TIME, 1);
-}
-static PyObject *v_time_ns(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_ns(F_TIME_NS, 1);
-}
-static PyObject *v_monotonic(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_seconds(F_MONO, 0);
-}
-static PyObject *v_monotonic_ns(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_ns(F_MONO_NS, 0);
-}
-static PyObject *v_perf_counter(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_seconds(F_PERF, 0);
-}
-static PyObject *v_perf_counter_ns(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_ns(F_PERF_NS, 0);
-}
-
-static PyObject *v_process_time(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_seconds(F_PROCESS, ASKEW_CLOCK_CPUTIME);
-}
-static PyObject *v_process_time_ns(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_ns(F_PROCESS_NS, ASKEW_CLOCK_CPUTIME);
-}
-static PyObject *v_thread_time(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_seconds(F_THREAD, ASKEW_CLOCK_CPUTIME);
-}
-static PyObject *v_thread_time_ns(PyObject *m, PyObject *a)
-{
-    (void)m;
-    (void)a;
-    return virtual_ns(F_THREAD_NS, ASKEW_CLOCK_CPUTIME);
-}
-
-static PyObject *v_urandom(PyObject *m, PyObject *arg)
-{
-    (void)m;
     struct askew_loop_state *loop = active_here();
     if (loop == NULL)
-        return call_original(F_URANDOM, &arg, 1);
+        return call_original(self, NULL, 0);
+    const long kind = PyLong_AsLong(PyTuple_GET_ITEM(self, 1));
+    return kind & KIND_NS ? virtual_ns(loop, kind & ~KIND_NS)
+                          : virtual_seconds(loop, kind);
+}
+
+static PyObject *v_urandom(PyObject *self, PyObject *arg)
+{
+    struct askew_loop_state *loop = active_here();
+    if (loop == NULL)
+        return call_original(self, &arg, 1);
     const Py_ssize_t n = PyLong_AsSsize_t(arg);
     if (n == -1 && PyErr_Occurred())
         return NULL;
@@ -262,12 +191,11 @@ static PyObject *sleep_past_budget(struct askew_loop_state *loop, PyObject *secs
  * call returns at once. A blocking sleep in a callback stalls a real loop
  * for that long, timers included, and so it does here: timers that fall due
  * meanwhile fire after the step, late. */
-static PyObject *v_sleep(PyObject *m, PyObject *secs)
+static PyObject *v_sleep(PyObject *self, PyObject *secs)
 {
-    (void)m;
     struct askew_loop_state *loop = active_here();
     if (loop == NULL)
-        return call_original(F_SLEEP, &secs, 1);
+        return call_original(self, &secs, 1);
     int64_t ns;
     if (sleep_ns(secs, &ns) < 0)
         return NULL;
@@ -284,37 +212,51 @@ static PyObject *v_sleep(PyObject *m, PyObject *secs)
     Py_RETURN_NONE;
 }
 
-static PyObject *active(PyObject *m, PyObject *a)
+static PyObject *active(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
 {
-    (void)m;
-    (void)a;
     return PyBool_FromLong(active_here() != NULL);
 }
 
-static PyObject *active_loop(PyObject *m, PyObject *a)
+static PyObject *active_loop(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(a))
 {
-    (void)m;
-    (void)a;
     struct askew_loop_state *loop = active_here();
     return Py_NewRef(loop ? (PyObject *)loop : Py_None);
 }
 
+/* The replacements: name (also the original's, in `module`), what they
+ * call, kind (clocks only). */
+struct replacement {
+    PyMethodDef def;
+    const char *module;
+    long kind;
+};
+
+#define CLOCK(name, kind, doc) {{name, v_clock, METH_NOARGS, doc}, "time", kind}
+static struct replacement replacements[] = {
+    CLOCK("time", ASKEW_CLOCK_REALTIME,
+          "time.time() inside a run: the virtual wall clock."),
+    CLOCK("time_ns", ASKEW_CLOCK_REALTIME | KIND_NS, NULL),
+    CLOCK("monotonic", ASKEW_CLOCK_MONOTONIC, "time.monotonic() inside a run."),
+    CLOCK("monotonic_ns", ASKEW_CLOCK_MONOTONIC | KIND_NS, NULL),
+    CLOCK("perf_counter", ASKEW_CLOCK_MONOTONIC, NULL),
+    CLOCK("perf_counter_ns", ASKEW_CLOCK_MONOTONIC | KIND_NS, NULL),
+    CLOCK("process_time", ASKEW_CLOCK_CPUTIME,
+          "time.process_time() inside a run: the node's virtual CPU time (its "
+          "steps' draws)."),
+    CLOCK("process_time_ns", ASKEW_CLOCK_CPUTIME | KIND_NS, NULL),
+    CLOCK("thread_time", ASKEW_CLOCK_CPUTIME, NULL),
+    CLOCK("thread_time_ns", ASKEW_CLOCK_CPUTIME | KIND_NS, NULL),
+    {{"urandom", v_urandom, METH_O, "os.urandom(n) inside a run: the entropy stream."},
+     "os",
+     0},
+    {{"sleep", v_sleep, METH_O,
+      "time.sleep(secs) inside a run: secs of virtual time pass, at once."},
+     "time",
+     0},
+};
+#undef CLOCK
+
 static PyMethodDef patch_methods[] = {
-    {"time", v_time, METH_NOARGS, "time.time() inside a run: the virtual wall clock."},
-    {"time_ns", v_time_ns, METH_NOARGS, NULL},
-    {"monotonic", v_monotonic, METH_NOARGS, "time.monotonic() inside a run."},
-    {"monotonic_ns", v_monotonic_ns, METH_NOARGS, NULL},
-    {"perf_counter", v_perf_counter, METH_NOARGS, NULL},
-    {"perf_counter_ns", v_perf_counter_ns, METH_NOARGS, NULL},
-    {"process_time", v_process_time, METH_NOARGS,
-     "time.process_time() inside a run: the node's virtual CPU time (its steps' "
-     "draws)."},
-    {"process_time_ns", v_process_time_ns, METH_NOARGS, NULL},
-    {"thread_time", v_thread_time, METH_NOARGS, NULL},
-    {"thread_time_ns", v_thread_time_ns, METH_NOARGS, NULL},
-    {"urandom", v_urandom, METH_O, "os.urandom(n) inside a run: the entropy stream."},
-    {"sleep", v_sleep, METH_O,
-     "time.sleep(secs) inside a run: secs of virtual time pass, at once."},
     {"in_simulation", active, METH_NOARGS,
      "Whether this thread is running a simulation now."},
     {"active_loop", active_loop, METH_NOARGS,
@@ -322,42 +264,39 @@ static PyMethodDef patch_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Add replacement `r` to the namespace `ns`, with its original as
+ * original_<name>. */
+static int add_replacement(PyObject *ns, struct replacement *r)
+{
+    PyObject *from = PyImport_ImportModule(r->module); // new reference
+    PyObject *original = from ? PyObject_GetAttrString(from, r->def.ml_name) : NULL;
+    PyObject *self = original ? Py_BuildValue("(Ol)", original, r->kind) : NULL;
+    PyObject *fn = self ? PyCFunction_NewEx(&r->def, self, NULL) : NULL;
+    int rc = fn ? PyModule_AddObjectRef(ns, r->def.ml_name, fn) : -1;
+    if (rc == 0) {
+        char key[40];
+        PyOS_snprintf(key, sizeof key, "original_%s", r->def.ml_name);
+        rc = PyModule_AddObjectRef(ns, key, original);
+    }
+    Py_XDECREF(fn);
+    Py_XDECREF(self);
+    Py_XDECREF(original);
+    Py_XDECREF(from);
+    return rc;
+}
+
 int askew__patch_setup(PyObject *module)
 {
-    static const char *const names[F_COUNT] = {
-        "time",         "time_ns",         "monotonic",   "monotonic_ns",
-        "perf_counter", "perf_counter_ns", "urandom",     "sleep",
-        "process_time", "process_time_ns", "thread_time", "thread_time_ns"};
-    PyObject *time_mod = PyImport_ImportModule("time"); // new reference
-    PyObject *os_mod = PyImport_ImportModule("os");     // new reference
-    if (time_mod == NULL || os_mod == NULL)
-        goto fail;
-    for (int i = 0; i < F_COUNT; i++) {
-        originals[i] =
-            PyObject_GetAttrString(i == F_URANDOM ? os_mod : time_mod, names[i]);
-        if (originals[i] == NULL)
-            goto fail;
-    }
-    Py_DECREF(time_mod);
-    Py_DECREF(os_mod);
     PyObject *ns = PyModule_New("askew._core.virtual"); // new reference
-    if (ns == NULL || PyModule_AddFunctions(ns, patch_methods) < 0) {
-        Py_XDECREF(ns);
-        return -1;
-    }
-    for (int i = 0; i < F_COUNT; i++) {
-        char key[40];
-        PyOS_snprintf(key, sizeof key, "original_%s", names[i]);
-        if (PyModule_AddObjectRef(ns, key, originals[i]) < 0) {
-            Py_DECREF(ns);
-            return -1;
-        }
-    }
+    if (ns == NULL || PyModule_AddFunctions(ns, patch_methods) < 0)
+        goto fail;
+    for (size_t i = 0; i < sizeof replacements / sizeof *replacements; i++)
+        if (add_replacement(ns, &replacements[i]) < 0)
+            goto fail;
     const int rc = PyModule_AddObjectRef(module, "virtual", ns);
     Py_DECREF(ns);
     return rc;
 fail:
-    Py_XDECREF(time_mod);
-    Py_XDECREF(os_mod);
+    Py_XDECREF(ns);
     return -1;
 }

@@ -185,8 +185,7 @@ static PyObject *take_violations(int where_known)
     PyObject *frames = format_frames(&v); // new reference
     if (frames == NULL)
         return NULL;
-    PyObject *type = askew__NondeterminismError ? askew__NondeterminismError
-                                                : PyExc_RuntimeError; // borrowed
+    PyObject *type = askew__nondeterminism_error(askew__state_active()); // borrowed
     PyObject *exc = PyObject_CallFunction(
         type, "N",
         PyUnicode_FromFormat(

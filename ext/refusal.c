@@ -14,16 +14,20 @@
 
 #include "loop.h"
 
+/* Static: the preload sets it without the GIL (core.h). */
 atomic_int askew__refusal_flag;
 
 /* The first refusal since the last check and the task it was raised in;
- * GIL-protected (notes from other threads hold the GIL too). */
+ * GIL-protected (notes from other threads hold the GIL too). Process-wide,
+ * not module state, like the flag beside it: it is the one simulation
+ * thread's slot, which the preload binding raises and resets. */
 static PyObject *noted;
 static PyObject *noted_task;
 static uint64_t noted_more; /* refusals noted after it in the same step */
 
 /* "<askew package>/" and "<standard library>/": frames there are askew's or
- * asyncio's, not the user's. Found on first use, when both are imported. */
+ * asyncio's, not the user's. Found on first use, when both are imported;
+ * process-wide facts (where the files are), so static. */
 static char askew_dir[4096];
 static char stdlib_dir[4096];
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Per-node clocks, the binding half: world.faults.skew(node, offset=...,
- * drift=...) sets a node's clock (the arithmetic is the engine's, in
- * ext/engine/skew.c), and this file answers loop.time(), time.*, the
- * preload and TimerHandle.when() in the node's clocks. Timers a node sets
- * in its monotonic clock are converted to world deadlines so that they fire
- * when its clock says; a new drift moves them. Never reads the host clock. */
+/* Per-node clocks and pauses, the binding half: world.faults.skew(node,
+ * offset=..., drift=...) sets a node's clock, and this file answers
+ * loop.time(), time.*, the preload and TimerHandle.when() in the node's
+ * clocks; world.faults.pause holds a node's callbacks here until it
+ * resumes. The arithmetic, and moving a node's timers when its clock
+ * changes, are the engine's (ext/engine/skew.c); this file parses the
+ * arguments, keeps the per-node table and the held callbacks, and raises.
+ * Never reads the host clock. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 int askew__skew_init(struct askew_loop_state *self)
 {
     self->skews = NULL;
-    self->skews_len = 0;
+    self->skews_cap = 0;
     return 0;
 }
 
@@ -23,19 +25,19 @@ void askew__skew_free(struct askew_loop_state *self)
 {
     free(self->skews);
     self->skews = NULL;
-    self->skews_len = 0;
+    self->skews_cap = 0;
 }
 
 void askew__skew_reset(struct askew_loop_state *self)
 {
-    if (self->skews_len)
-        memset(self->skews, 0, self->skews_len * sizeof *self->skews);
+    if (self->skews_cap)
+        memset(self->skews, 0, self->skews_cap * sizeof *self->skews);
 }
 
 static inline const struct askew_node_clock *clock_of(struct askew_loop_state *self,
                                                       int64_t node)
 {
-    if (node < 0 || (size_t)node >= self->skews_len || !self->skews[node].active)
+    if (node < 0 || (size_t)node >= self->skews_cap || !self->skews[node].active)
         return NULL;
     return &self->skews[node].clock;
 }
@@ -43,37 +45,20 @@ static inline const struct askew_node_clock *clock_of(struct askew_loop_state *s
 int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t now_ns)
 {
     const struct askew_node_clock *c = clock_of(self, node);
-    int64_t mono;
-    if (c == NULL)
-        return now_ns;
-    /* Out of range only for times no run reaches (the budget ends virtual
-     * time at 2**62 ns): saturate rather than wrap. */
-    if (askew_node_clock_mono(c, now_ns, &mono) < 0)
-        return now_ns < c->base_ns ? INT64_MIN : INT64_MAX;
-    return mono;
+    return c == NULL ? now_ns : askew_node_clock_mono_sat(c, now_ns);
 }
 
 int64_t askew__skew_wall(struct askew_loop_state *self, int64_t node, int64_t now_ns)
 {
     const struct askew_node_clock *c = clock_of(self, node);
-    int64_t wall;
-    if (c == NULL)
-        return now_ns;
-    if (askew_node_clock_wall(c, now_ns, &wall) < 0)
-        return c->offset_ns < 0 ? INT64_MIN : INT64_MAX;
-    return wall;
+    return c == NULL ? now_ns : askew_node_clock_wall_sat(c, now_ns);
 }
 
 int64_t askew__skew_global(struct askew_loop_state *self, int64_t node,
                            int64_t local_ns)
 {
     const struct askew_node_clock *c = clock_of(self, node);
-    int64_t g;
-    if (c == NULL || local_ns == INT64_MAX)
-        return local_ns;
-    if (askew_node_clock_deadline(c, local_ns, &g) < 0)
-        return local_ns > c->mono_base_ns ? INT64_MAX : self->sched.now_ns;
-    return g;
+    return c == NULL ? local_ns : askew_node_clock_due(c, local_ns, self->sched.now_ns);
 }
 
 double askew__skew_handle_when(PyObject *loop, askew_handle *h)
@@ -87,22 +72,25 @@ double askew__skew_handle_when(PyObject *loop, askew_handle *h)
     return (double)askew__skew_local(self, h->node, d) / 1e9;
 }
 
+/* Room in the per-node table for `node`; new entries are zeroed (an
+ * identity clock, no pause). */
 static int grow(struct askew_loop_state *self, long long node)
 {
-    if ((size_t)node < self->skews_len)
-        return 0;
-    size_t len = self->skews_len ? self->skews_len : 8;
-    while (len <= (size_t)node)
-        len *= 2;
-    struct askew_skew *grown = realloc(self->skews, len * sizeof *grown);
-    if (grown == NULL) {
-        PyErr_NoMemory();
+    const int rc = askew__grow((void **)&self->skews, &self->skews_cap,
+                               (size_t)node + 1, sizeof *self->skews);
+    if (rc < 0) {
+        askew__raise_engine(rc, "growing the per-node clocks");
         return -1;
     }
-    memset(grown + self->skews_len, 0, (len - self->skews_len) * sizeof *grown);
-    self->skews = grown;
-    self->skews_len = len;
     return 0;
+}
+
+/* Whether a timer is a handle of the node `ctx` points to: the timers set
+ * on that node's clock. */
+static int node_timer(const struct askew_timer *t, void *ctx)
+{
+    return t->kind == ASKEW_TIMER_KIND_HANDLE &&
+           askew__handle_of(t)->node == *(long long *)ctx;
 }
 
 /* _set_skew(node, offset_ns, drift_ppb): checked in Python first; the
@@ -135,50 +123,14 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
                      offset_ns, (long long)self->sched.now_ns, node);
         return NULL;
     }
-    /* The node's pending timers were set in its monotonic clock: note each
-     * one's reading under the old clock, to move it under the new one. */
-    askew_handle **moved = NULL;
-    int64_t *local = NULL;
-    size_t n_moved = 0;
-    struct askew_heap *heap = &self->sched.timers;
-    if (heap->len) {
-        moved = PyMem_Malloc(heap->len * sizeof *moved);
-        local = PyMem_Malloc(heap->len * sizeof *local);
-        if (moved == NULL || local == NULL) {
-            PyMem_Free(moved);
-            PyMem_Free(local);
-            return PyErr_NoMemory();
-        }
-        for (size_t i = 0; i < heap->len; i++) {
-            struct askew_timer *t = heap->items[i].timer;
-            if (t->kind != ASKEW_TIMER_KIND_HANDLE)
-                continue;
-            askew_handle *h =
-                (askew_handle *)((char *)t - offsetof(askew_handle, timer));
-            if (h->node != node || t->deadline_ns == INT64_MAX)
-                continue;
-            moved[n_moved] = h;
-            local[n_moved] = askew__skew_local(self, node, t->deadline_ns);
-            n_moved++;
-        }
-    }
+    /* The node's pending timers were set on its monotonic clock: they move
+     * with it. An identity clock (never skewed this run) is all zeros. */
+    const int moved =
+        askew_sched_rekey(&self->sched, &s->clock, &next, node_timer, &node);
+    if (moved < 0)
+        return askew__raise_engine(moved, "moving the node's timers");
     s->clock = next;
     s->active = 1;
-    for (size_t i = 0; i < n_moved; i++) {
-        struct askew_timer *t = &moved[i]->timer;
-        int64_t deadline = askew__skew_global(self, node, local[i]);
-        if (deadline < self->sched.now_ns)
-            deadline = self->sched.now_ns; /* overdue: due now, not in the past */
-        if (deadline == t->deadline_ns)
-            continue;
-        askew_sched_timer_cancel(&self->sched, t);
-        t->deadline_ns = deadline;
-        /* The heap had room for it a moment ago: re-adding cannot grow it. */
-        const int add = askew_sched_timer_add(&self->sched, t);
-        ASKEW_ASSERT(add == 0);
-    }
-    PyMem_Free(moved);
-    PyMem_Free(local);
     Py_RETURN_NONE;
 }
 
@@ -186,15 +138,11 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
 
 int askew__skew_hold(struct askew_loop_state *self, askew_handle *h)
 {
-    if (self->held_len == self->held_cap) {
-        const size_t cap = self->held_cap ? self->held_cap * 2 : 16;
-        askew_handle **grown = realloc(self->held, cap * sizeof *grown);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->held = grown;
-        self->held_cap = cap;
+    const int rc = askew__grow((void **)&self->held, &self->held_cap,
+                               self->held_len + 1, sizeof *self->held);
+    if (rc < 0) {
+        askew__raise_engine(rc, "holding a paused node's callback");
+        return -1;
     }
     self->held[self->held_len++] = h;
     h->queued = 1;

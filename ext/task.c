@@ -5,25 +5,25 @@
  * follow memory addresses and differ between processes. And its owner, the
  * node token (id << 32 | incarnation, -1 for the world) its context ran as
  * when it was made, so that a crash takes exactly that incarnation's tasks.
- * Both are set in tp_new, before Task.__init__ registers the task anywhere. */
+ * The loop passes both to askew__task_make, which sets them before
+ * Task.__init__ registers the task anywhere. */
 #include "task.h"
 
-PyTypeObject *askew__TaskType;
-PyObject *askew__FutureType;
+/* Where the two fields start: after _asyncio.Task's own, 8-byte aligned.
+ * Static, not module state: it is a fact of the _asyncio.Task layout this
+ * process was built against, the same for every module object, and
+ * task_hash reads it on every set operation. */
 static Py_ssize_t seq_offset;
-static uint64_t seq_pending;
-static int64_t owner_pending = -1;
 
-void askew__task_set_next_seq(uint64_t seq)
+static inline void set_fields(PyObject *self, uint64_t seq, int64_t owner)
 {
-    seq_pending = seq;
+    *(uint64_t *)((char *)self + seq_offset) = seq;
+    *(int64_t *)((char *)self + seq_offset + sizeof(uint64_t)) = owner;
 }
 
-void askew__task_set_next_owner(int64_t token)
-{
-    owner_pending = token;
-}
-
+/* A Task made by Python code directly (`askew._core.Task(coro, loop=...)`,
+ * a user's task factory): no creation number, so it hashes by identity, and
+ * the world owns it. */
 static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     /* Our type and any subclass of it sit on _asyncio.Task: the walk ends. */
@@ -31,12 +31,25 @@ static PyObject *task_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     while (base->tp_new == task_new)
         base = base->tp_base;
     PyObject *self = base->tp_new(type, args, kwds); // new reference
+    if (self != NULL)
+        set_fields(self, 0, -1);
+    return self;
+}
+
+PyObject *askew__task_make(const struct askew_state *st, PyObject *args, PyObject *kwds,
+                           uint64_t seq, int64_t owner)
+{
+    /* What calling the type does, with the fields set between tp_new and
+     * tp_init: __init__ registers the task in sets, which hash it. */
+    PyTypeObject *type = st->task_type;
+    PyObject *self = type->tp_base->tp_new(type, args, kwds); // new reference
     if (self == NULL)
         return NULL;
-    *(uint64_t *)((char *)self + seq_offset) = seq_pending;
-    *(int64_t *)((char *)self + seq_offset + sizeof(uint64_t)) = owner_pending;
-    seq_pending = 0;
-    owner_pending = -1;
+    set_fields(self, seq, owner);
+    if (type->tp_init(self, args, kwds) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return self;
 }
 
@@ -68,13 +81,6 @@ static PyGetSetDef task_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-/* Future's methods through their descriptors: no attribute lookup per call
- * on the hot paths (a message delivered, a sleep's timer firing). */
-static PyObject *future_done;
-static PyObject *future_cancelled;
-static PyObject *future_set_result;
-PyObject *askew__set_result_unless_cancelled;
-
 static int call_truth(PyObject *method, PyObject *fut)
 {
     PyObject *res = PyObject_Vectorcall(method, &fut, 1, NULL); // new reference
@@ -85,55 +91,79 @@ static int call_truth(PyObject *method, PyObject *fut)
     return truth;
 }
 
-int askew__future_done(PyObject *fut)
-{
-    return call_truth(future_done, fut);
-}
-
-int askew__future_set_result(PyObject *fut, PyObject *value)
+static int call_set_result(PyObject *method, PyObject *fut, PyObject *value)
 {
     PyObject *args[2] = {fut, value};
-    PyObject *res = PyObject_Vectorcall(future_set_result, args, 2, NULL);
+    PyObject *res = PyObject_Vectorcall(method, args, 2, NULL); // new reference
     if (res == NULL)
         return -1;
     Py_DECREF(res);
     return 0;
 }
 
-int askew__future_set_result_unless_cancelled(PyObject *fut, PyObject *value)
+/* Outside a run there is no state at hand: the method by name (the same
+ * method, found by a lookup). */
+int askew__future_done(PyObject *fut)
 {
-    const int cancelled = call_truth(future_cancelled, fut);
-    if (cancelled != 0)
-        return cancelled < 0 ? -1 : 0;
-    return askew__future_set_result(fut, value);
+    const struct askew_state *st = askew__state_active();
+    if (st != NULL)
+        return call_truth(st->future_done, fut);
+    PyObject *res = PyObject_CallMethod(fut, "done", NULL); // new reference
+    if (res == NULL)
+        return -1;
+    const int truth = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    return truth;
 }
 
-static int future_methods_init(void)
+int askew__future_set_result(PyObject *fut, PyObject *value)
+{
+    const struct askew_state *st = askew__state_active();
+    if (st != NULL)
+        return call_set_result(st->future_set_result, fut, value);
+    PyObject *res = PyObject_CallMethod(fut, "set_result", "O", value); // new reference
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+int askew__future_set_result_unless_cancelled(const struct askew_state *st,
+                                              PyObject *fut, PyObject *value)
+{
+    const int cancelled = call_truth(st->future_cancelled, fut);
+    if (cancelled != 0)
+        return cancelled < 0 ? -1 : 0;
+    return call_set_result(st->future_set_result, fut, value);
+}
+
+static int future_methods_init(struct askew_state *st)
 {
     PyObject *futures = PyImport_ImportModule("asyncio.futures"); // new reference
     if (futures == NULL)
         return -1;
-    askew__set_result_unless_cancelled =
+    st->set_result_unless_cancelled =
         PyObject_GetAttrString(futures, "_set_result_unless_cancelled");
     Py_DECREF(futures);
-    future_done = PyObject_GetAttrString(askew__FutureType, "done");
-    future_cancelled = PyObject_GetAttrString(askew__FutureType, "cancelled");
-    future_set_result = PyObject_GetAttrString(askew__FutureType, "set_result");
-    return askew__set_result_unless_cancelled && future_done && future_cancelled &&
-                   future_set_result
+    st->future_done = PyObject_GetAttrString(st->future_type, "done");
+    st->future_cancelled = PyObject_GetAttrString(st->future_type, "cancelled");
+    st->future_set_result = PyObject_GetAttrString(st->future_type, "set_result");
+    return st->set_result_unless_cancelled && st->future_done && st->future_cancelled &&
+                   st->future_set_result
                ? 0
                : -1;
 }
 
 int askew__task_types_init(PyObject *module)
 {
+    struct askew_state *st = PyModule_GetState(module);
     PyObject *asyncio_c = PyImport_ImportModule("_asyncio"); // new reference
     if (asyncio_c == NULL)
         return -1;
     PyObject *task_base = PyObject_GetAttrString(asyncio_c, "Task"); // new reference
-    askew__FutureType = PyObject_GetAttrString(asyncio_c, "Future"); // new reference
+    st->future_type = PyObject_GetAttrString(asyncio_c, "Future");   // new reference
     Py_DECREF(asyncio_c);
-    if (task_base == NULL || askew__FutureType == NULL || future_methods_init() < 0)
+    if (task_base == NULL || st->future_type == NULL || future_methods_init(st) < 0)
         goto fail;
     const Py_ssize_t base_size = ((PyTypeObject *)task_base)->tp_basicsize;
     /* Keep the field 8-byte aligned whatever the base's size. */
@@ -152,12 +182,11 @@ int askew__task_types_init(PyObject *module)
         .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
         .slots = slots,
     };
-    askew__TaskType =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, task_base);
+    st->task_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &spec, task_base);
     Py_DECREF(task_base);
-    if (askew__TaskType == NULL)
+    if (st->task_type == NULL)
         return -1;
-    if (PyModule_AddObjectRef(module, "Task", (PyObject *)askew__TaskType) < 0)
+    if (PyModule_AddObjectRef(module, "Task", (PyObject *)st->task_type) < 0)
         return -1;
     return 0;
 fail:

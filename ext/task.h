@@ -6,9 +6,8 @@
 
 #include "core.h"
 
-extern PyTypeObject *askew__TaskType;
-extern PyObject *askew__FutureType; /* _asyncio.Future itself */
-
+/* Module init: Task into the module, and the asyncio objects it calls into
+ * the module state. */
 int askew__task_types_init(PyObject *module);
 /* Future.done(fut): 1, 0, or -1 with an exception. fut is an exact Future. */
 int askew__future_done(PyObject *fut);
@@ -16,11 +15,12 @@ int askew__future_done(PyObject *fut);
 int askew__future_set_result(PyObject *fut, PyObject *value);
 /* asyncio.futures._set_result_unless_cancelled, which asyncio.sleep's timer
  * calls: run in C when its future is an exact Future (no Python frame). */
-extern PyObject *askew__set_result_unless_cancelled;
-int askew__future_set_result_unless_cancelled(PyObject *fut, PyObject *value);
-/* The creation number the next Task made will carry (0: none). */
-void askew__task_set_next_seq(uint64_t seq);
-/* The owner token the next Task made will carry (-1: the world's). */
-void askew__task_set_next_owner(int64_t token);
+int askew__future_set_result_unless_cancelled(const struct askew_state *st,
+                                              PyObject *fut, PyObject *value);
+/* askew._core.Task(*args, **kwds) carrying creation number `seq` (its
+ * hash) and owner token `owner` (-1: the world's). New reference, or NULL
+ * with an exception. */
+PyObject *askew__task_make(const struct askew_state *st, PyObject *args, PyObject *kwds,
+                           uint64_t seq, int64_t owner);
 
 #endif

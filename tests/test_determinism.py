@@ -279,3 +279,39 @@ def test_os_urandom_drawn_while_importing_does_not_shift_the_runs_stream(
     import draws_os_urandom_at_import as module
 
     assert len(module.KEY) == 16
+
+
+def test_tasks_are_numbered_by_the_loop_that_makes_them_and_only_by_it() -> None:
+    """The creation number (the hash) goes with create_task, on its C and its
+    Python path alike; a Task made directly or by a user's factory has none,
+    whatever was made just before it."""
+    loop = askew.new_event_loop()
+
+    async def body() -> list[tuple[str, int]]:
+        async def nothing() -> None:
+            pass
+
+        fast = asyncio.get_running_loop().create_task(nothing())
+        slow = asyncio.get_running_loop().create_task(nothing(), name=None, context=None)
+        refused = nothing()
+        with pytest.raises(TypeError):
+            asyncio.get_running_loop().create_task(refused, bogus=1)  # type: ignore[call-arg]
+        refused.close()
+        direct = _core.Task(nothing(), loop=asyncio.get_running_loop())
+        loop.set_task_factory(lambda lp, coro, **kw: _core.Task(coro, loop=lp, **kw))
+        made = asyncio.get_running_loop().create_task(nothing())
+        loop.set_task_factory(None)
+        tasks = [fast, slow, direct, made]
+        await asyncio.gather(*tasks)
+        return [(t.get_name(), t._askew_seq) for t in tasks]
+
+    try:
+        got = loop.run_until_complete(body())
+    finally:
+        loop.close()
+    assert got[0][1] >= 1
+    assert got[1][1] == got[0][1] + 1
+    assert got[2][1] == 0
+    assert got[3][1] == 0
+    # The refused one used up a number too.
+    assert got[3][0] == f"Task-{got[1][1] + 2}"

@@ -788,3 +788,39 @@ def test_the_scope_puts_back_every_name_it_closed() -> None:
 
     run_sim(body)
     assert names() == before
+
+
+def test_a_second_import_of_the_core_gets_its_own_module_state() -> None:
+    """askew._core keeps its types, strings and free list in module state: a
+    second module object (reinit after sys.modules lost the first) has
+    types of its own, and loops of both run side by side in one process."""
+    script = textwrap.dedent(
+        """
+        import asyncio, gc, importlib, sys
+        import askew
+        from askew import _core as first
+        del sys.modules["askew._core"]
+        second = importlib.import_module("askew._core")
+        assert first is not second and first.Handle is not second.Handle
+        second._configure_errors(RuntimeError)
+        raw = second.Loop()
+        handle = raw.call_soon(print, "second")
+        assert type(handle) is second.Handle, type(handle)
+        handle.cancel()
+        loop = askew.new_event_loop()
+        async def main():
+            await asyncio.sleep(0.5)
+            return 7
+        assert loop.run_until_complete(main()) == 7
+        loop.close()
+        del raw, handle, first, second
+        gc.collect()
+        print("ok")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

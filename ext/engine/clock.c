@@ -84,12 +84,10 @@ int askew_heap_push(struct askew_heap *heap, struct askew_timer *timer)
 {
     ASKEW_ASSERT(timer->index == ASKEW_TIMER_IDLE);
     if (heap->len == heap->cap) {
-        const size_t cap = heap->cap ? heap->cap * 2 : 64;
-        struct askew_heap_slot *items = realloc(heap->items, cap * sizeof *items);
-        if (items == NULL)
-            return -ENOMEM;
-        heap->items = items;
-        heap->cap = cap;
+        const int rc = askew__grow((void **)&heap->items, &heap->cap, heap->len + 1,
+                                   sizeof *heap->items);
+        if (rc < 0)
+            return rc;
     }
     heap->items[heap->len] =
         (struct askew_heap_slot){timer->deadline_ns, timer->seq, timer};

@@ -25,6 +25,19 @@ extern "C" {
 __attribute__((noreturn)) void askew__assert_fail(const char *expr, const char *file,
                                                   int line);
 
+/* ---- grow.c: growing arrays ---------------------------------------------- */
+
+/* Make room for `need` elements of `elem` bytes in *buf, whose capacity is
+ * *cap elements: the capacity doubles (from 16 when empty) until it holds
+ * need, and the new elements are zeroed. 0, or -ENOMEM with *buf and *cap
+ * unchanged. The check is inline (hot paths call it once per tick or per
+ * timer); askew__grow_alloc does the growing. */
+int askew__grow_alloc(void **buf, size_t *cap, size_t need, size_t elem);
+static inline int askew__grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    return need <= *cap ? 0 : askew__grow_alloc(buf, cap, need, elem);
+}
+
 /* ---- rng.c: xoshiro256** seeded by splitmix64 ------------------------- */
 
 struct askew_rng {
@@ -129,6 +142,17 @@ int askew_node_clock_deadline(const struct askew_node_clock *c, int64_t mono_ns,
 int askew_node_clock_set(struct askew_node_clock *c, int64_t now_ns, int64_t offset_ns,
                          int64_t drift_ppb);
 
+/* The readings again, saturated instead of failing, for the binding's
+ * clocks: a reading past int64 is the edge it went past (no run reaches
+ * those times: virtual time ends at 2**62 ns). askew_node_clock_due is the
+ * world deadline of a timer set for mono_ns on the node's clock: INT64_MAX
+ * ("never") stays never, one past int64 never fires, one before the int64
+ * range is due now (now_ns). */
+int64_t askew_node_clock_mono_sat(const struct askew_node_clock *c, int64_t now_ns);
+int64_t askew_node_clock_wall_sat(const struct askew_node_clock *c, int64_t now_ns);
+int64_t askew_node_clock_due(const struct askew_node_clock *c, int64_t mono_ns,
+                             int64_t now_ns);
+
 /* ---- sched.c: the ready queue, strategies, budgets ---------------------- */
 
 /* How a tick's batch is ordered (DESIGN §2, "Strategies"). */
@@ -158,17 +182,9 @@ struct askew_run_group {
     size_t end;
 };
 
-/* A recent-events ring plus a running hash of every decision and event. */
-struct askew_event {
-    int64_t t_ns;
-    uint32_t kind;
-    int32_t node;
-    uint64_t a;
-    uint64_t b;
-};
-
-#define ASKEW_TRACE_RING 256u
-
+/* The trace: a running hash of every decision and event of a run, and how
+ * many events were recorded. It keeps no events: the report's event log is
+ * binding's world log, which holds their text. */
 enum askew_event_kind {
     ASKEW_EV_PICK = 1,    /* a = handle seq, b = choice index */
     ASKEW_EV_TIMER = 2,   /* a = timer seq */
@@ -181,17 +197,15 @@ enum askew_event_kind {
 
 struct askew_trace {
     uint64_t hash;
-    uint64_t count;
-    struct askew_event ring[ASKEW_TRACE_RING];
+    uint64_t count; /* events recorded (askew_trace_record), not mixes */
 };
 
 void askew_trace_reset(struct askew_trace *trace);
+/* Fold one event into the hash and count it. */
 void askew_trace_record(struct askew_trace *trace, int64_t t_ns, uint32_t kind,
                         int32_t node, uint64_t a, uint64_t b);
-/* Fold a value into the hash without keeping an event (hot decisions). */
+/* Fold a value into the hash without counting an event (hot decisions). */
 void askew_trace_mix(struct askew_trace *trace, uint64_t value);
-/* The i-th most recent event, 0 = newest; NULL when there is none. */
-const struct askew_event *askew_trace_recent(const struct askew_trace *trace, size_t i);
 
 /* Where each key's run of items starts while a faithful batch is built;
  * `stamp` says which batch the entry belongs to, so the table is never
@@ -277,6 +291,17 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx);
 void *askew_sched_next(struct askew_sched *sched);
 /* Items still queued for the current tick plus later ones. */
 size_t askew_sched_pending(const struct askew_sched *sched);
+/* A node's clock changes from `old` to `next` at sched->now_ns (ext/engine/
+ * skew.c): each timer in the heap that `mine(timer, ctx)` claims was set on
+ * that node's monotonic clock, so it keeps its reading there and gets the
+ * world deadline `next` gives that reading (due now if that lies in the
+ * past; a timer set for "never" stays). A moved timer is removed and added
+ * again, taking a fresh seq, in heap order; an unmoved one keeps its seq.
+ * 0, or -ENOMEM with nothing changed. */
+typedef int (*askew_timer_pred)(const struct askew_timer *timer, void *ctx);
+int askew_sched_rekey(struct askew_sched *sched, const struct askew_node_clock *old,
+                      const struct askew_node_clock *next, askew_timer_pred mine,
+                      void *ctx);
 /* Hand every queued item (the running batch's rest, then the ring) to
  * `visit` and every timer in the heap to `visit_timer`, stopping at the
  * first nonzero return, which is returned. Changes nothing and draws

@@ -14,21 +14,6 @@
 
 #include "engine.h"
 
-static int grow(void **items, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t cap_new = *cap ? *cap : 64;
-    while (cap_new < need)
-        cap_new *= 2;
-    void *grown = realloc(*items, cap_new * size);
-    if (grown == NULL)
-        return -ENOMEM;
-    *items = grown;
-    *cap = cap_new;
-    return 0;
-}
-
 int askew_sched_init(struct askew_sched *sched)
 {
     memset(sched, 0, sizeof *sched);
@@ -145,11 +130,12 @@ static int fire_due(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
     const int64_t due_ns =
         sched->view_ns > sched->now_ns ? sched->view_ns : sched->now_ns;
     size_t n = 0;
-    struct askew_timer *top;
-    while ((top = askew_heap_peek(&sched->timers)) != NULL &&
-           top->deadline_ns <= due_ns) {
-        int rc = grow((void **)&sched->fired, &sched->fired_cap, n + 1,
-                      sizeof *sched->fired);
+    for (;;) {
+        const struct askew_timer *top = askew_heap_peek(&sched->timers);
+        if (top == NULL || top->deadline_ns > due_ns)
+            break;
+        const int rc = askew__grow((void **)&sched->fired, &sched->fired_cap, n + 1,
+                                   sizeof *sched->fired);
         if (rc < 0)
             return rc;
         sched->fired[n++] = askew_heap_pop(&sched->timers);
@@ -185,8 +171,8 @@ static int fire_due(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
 
 static int add_group(struct askew_sched *sched, size_t pos, size_t end)
 {
-    const int rc = grow((void **)&sched->groups, &sched->groups_cap,
-                        sched->groups_len + 1, sizeof *sched->groups);
+    const int rc = askew__grow((void **)&sched->groups, &sched->groups_cap,
+                               sched->groups_len + 1, sizeof *sched->groups);
     if (rc < 0)
         return rc;
     sched->groups[sched->groups_len].pos = pos;
@@ -217,28 +203,25 @@ static int group_keys(struct askew_sched *sched)
 {
     const size_t n = sched->batch_len;
     struct askew_ready *batch = sched->batch;
-    size_t i = 1;
-    while (i < n && batch[i].group == batch[0].group)
-        i++;
-    if (i == n)
+    size_t same = 1;
+    while (same < n && batch[same].group == batch[0].group)
+        same++;
+    if (same == n)
         return add_group(sched, 0, n);
     uint64_t key_max = 0;
-    for (i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         key_max = batch[i].group > key_max ? batch[i].group : key_max;
-    const size_t slots_had = sched->key_slots_cap;
-    int rc = grow((void **)&sched->key_slots, &sched->key_slots_cap,
-                  (size_t)key_max + 1, sizeof *sched->key_slots);
-    if (rc == 0 && sched->key_slots_cap > slots_had) /* stamp 0: never used */
-        memset(sched->key_slots + slots_had, 0,
-               (sched->key_slots_cap - slots_had) * sizeof *sched->key_slots);
+    /* New slots come zeroed: stamp 0 is never a batch's. */
+    int rc = askew__grow((void **)&sched->key_slots, &sched->key_slots_cap,
+                         (size_t)key_max + 1, sizeof *sched->key_slots);
     if (rc == 0)
-        rc =
-            grow((void **)&sched->sorted, &sched->sorted_cap, n, sizeof *sched->sorted);
+        rc = askew__grow((void **)&sched->sorted, &sched->sorted_cap, n,
+                         sizeof *sched->sorted);
     if (rc < 0)
         return rc;
     const uint64_t stamp = ++sched->batches;
     /* Count each key's items into its group's `end`. */
-    for (i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct askew_key_slot *slot = &sched->key_slots[batch[i].group];
         if (slot->stamp != stamp) {
             slot->stamp = stamp;
@@ -256,7 +239,7 @@ static int group_keys(struct askew_sched *sched)
         sched->groups[g].pos = sched->groups[g].end = at;
         at += count;
     }
-    for (i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         sched->sorted[sched->groups[sched->key_slots[batch[i].group].group].end++] =
             batch[i];
     /* The sorted copy becomes the batch; the old array is the next scratch. */
@@ -272,7 +255,8 @@ static int group_keys(struct askew_sched *sched)
 static int build_batch(struct askew_sched *sched)
 {
     const size_t n = sched->ring_len;
-    int rc = grow((void **)&sched->batch, &sched->batch_cap, n, sizeof *sched->batch);
+    int rc =
+        askew__grow((void **)&sched->batch, &sched->batch_cap, n, sizeof *sched->batch);
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < n; i++)
@@ -334,25 +318,32 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
     return rc < 0 ? rc : ASKEW_TICK_READY;
 }
 
+/* The next ready entry of the batch by the strategy, or NULL at its end. */
+static inline struct askew_ready *batch_next(struct askew_sched *sched)
+{
+    if (!grouped(sched))
+        return sched->batch_pos == sched->batch_len ? NULL
+                                                    : &sched->batch[sched->batch_pos++];
+    if (sched->groups_len == 0)
+        return NULL;
+    size_t g = 0;
+    if (sched->groups_len > 1) {
+        g = (size_t)askew_rng_below(&sched->rng, sched->groups_len);
+        askew_trace_mix(&sched->trace, g);
+    }
+    struct askew_run_group *grp = &sched->groups[g];
+    struct askew_ready *r = &sched->batch[grp->pos++];
+    if (grp->pos == grp->end)
+        *grp = sched->groups[--sched->groups_len];
+    return r;
+}
+
 void *askew_sched_next(struct askew_sched *sched)
 {
-    struct askew_ready *r;
-    if (grouped(sched)) {
-        if (sched->groups_len == 0)
-            goto done;
-        size_t g = 0;
-        if (sched->groups_len > 1) {
-            g = (size_t)askew_rng_below(&sched->rng, sched->groups_len);
-            askew_trace_mix(&sched->trace, g);
-        }
-        struct askew_run_group *grp = &sched->groups[g];
-        r = &sched->batch[grp->pos++];
-        if (grp->pos == grp->end)
-            *grp = sched->groups[--sched->groups_len];
-    } else {
-        if (sched->batch_pos == sched->batch_len)
-            goto done;
-        r = &sched->batch[sched->batch_pos++];
+    const struct askew_ready *r = batch_next(sched);
+    if (r == NULL) {
+        sched->group_now = 0;
+        return NULL;
     }
     sched->steps++;
     sched->group_now = ++sched->group_next;
@@ -367,32 +358,37 @@ void *askew_sched_next(struct askew_sched *sched)
     }
     askew_trace_mix(&sched->trace, traced);
     return r->item;
-done:
-    sched->group_now = 0;
-    return NULL;
 }
 
 int askew_sched_visit(const struct askew_sched *sched, askew_visit_fn visit,
                       askew_visit_timer_fn visit_timer, void *ctx)
 {
-    int rc;
     if (grouped(sched)) {
-        for (size_t g = 0; g < sched->groups_len; g++)
-            for (size_t i = sched->groups[g].pos; i < sched->groups[g].end; i++)
-                if ((rc = visit(sched->batch[i].item, ctx)) != 0)
+        for (size_t g = 0; g < sched->groups_len; g++) {
+            for (size_t i = sched->groups[g].pos; i < sched->groups[g].end; i++) {
+                const int rc = visit(sched->batch[i].item, ctx);
+                if (rc != 0)
                     return rc;
+            }
+        }
     } else {
-        for (size_t i = sched->batch_pos; i < sched->batch_len; i++)
-            if ((rc = visit(sched->batch[i].item, ctx)) != 0)
+        for (size_t i = sched->batch_pos; i < sched->batch_len; i++) {
+            const int rc = visit(sched->batch[i].item, ctx);
+            if (rc != 0)
                 return rc;
+        }
     }
-    for (size_t i = 0; i < sched->ring_len; i++)
-        if ((rc = visit(sched->ring[(sched->ring_head + i) % sched->ring_cap].item,
-                        ctx)) != 0)
+    for (size_t i = 0; i < sched->ring_len; i++) {
+        const int rc =
+            visit(sched->ring[(sched->ring_head + i) % sched->ring_cap].item, ctx);
+        if (rc != 0)
             return rc;
-    for (size_t i = 0; i < sched->timers.len; i++)
-        if ((rc = visit_timer(sched->timers.items[i].timer, ctx)) != 0)
+    }
+    for (size_t i = 0; i < sched->timers.len; i++) {
+        const int rc = visit_timer(sched->timers.items[i].timer, ctx);
+        if (rc != 0)
             return rc;
+    }
     return 0;
 }
 

@@ -3,11 +3,13 @@
  * wall clock that an offset steps (backwards too, as NTP does) and a
  * monotonic clock that runs at rate 1 + drift and never jumps or stops,
  * whatever the skews do. Pure arithmetic in 128 bits: every result that
- * would leave int64 is -ERANGE, never a wrap; drift is kept inside (-1, 1)
- * so that no rate is zero and no division is by zero. Never reads the host
- * clock; ext/skew.c calls it for loop.time(), time.*, the preload and
- * timer deadlines. */
+ * would leave int64 is -ERANGE (or, in the _sat forms, the edge), never a
+ * wrap; drift is kept inside (-1, 1) so that no rate is zero and no
+ * division is by zero. Also moves a node's timers in the scheduler's heap
+ * when its clock changes. Never reads the host clock; ext/skew.c calls it
+ * for loop.time(), time.*, the preload and timer deadlines. */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "engine.h"
 
@@ -73,17 +75,92 @@ int askew_node_clock_set(struct askew_node_clock *c, int64_t now_ns, int64_t off
 {
     if (drift_ppb <= -NS_PER_S || drift_ppb >= NS_PER_S)
         return -EINVAL;
-    int64_t mono, wall;
     /* The monotonic clock goes on from where it is now; the wall clock must
      * be representable at once (it is now + offset). */
+    int64_t mono;
     const int rc = askew_node_clock_mono(c, now_ns, &mono);
     if (rc < 0)
         return rc;
+    int64_t wall;
     if (to_i64((__int128)now_ns + offset_ns, &wall) < 0)
         return -ERANGE;
     c->base_ns = now_ns;
     c->mono_base_ns = mono;
     c->offset_ns = offset_ns;
     c->drift_ppb = drift_ppb;
+    return 0;
+}
+
+int64_t askew_node_clock_mono_sat(const struct askew_node_clock *c, int64_t now_ns)
+{
+    int64_t mono;
+    if (askew_node_clock_mono(c, now_ns, &mono) < 0)
+        return now_ns < c->base_ns ? INT64_MIN : INT64_MAX;
+    return mono;
+}
+
+int64_t askew_node_clock_wall_sat(const struct askew_node_clock *c, int64_t now_ns)
+{
+    int64_t wall;
+    if (askew_node_clock_wall(c, now_ns, &wall) < 0)
+        return c->offset_ns < 0 ? INT64_MIN : INT64_MAX;
+    return wall;
+}
+
+int64_t askew_node_clock_due(const struct askew_node_clock *c, int64_t mono_ns,
+                             int64_t now_ns)
+{
+    if (mono_ns == INT64_MAX)
+        return INT64_MAX;
+    int64_t world;
+    if (askew_node_clock_deadline(c, mono_ns, &world) < 0)
+        return mono_ns > c->mono_base_ns ? INT64_MAX : now_ns;
+    return world;
+}
+
+/* A timer to move and where to. */
+struct move {
+    struct askew_timer *timer;
+    int64_t deadline_ns;
+};
+
+int askew_sched_rekey(struct askew_sched *sched, const struct askew_node_clock *old,
+                      const struct askew_node_clock *next, askew_timer_pred mine,
+                      void *ctx)
+{
+    const struct askew_heap *heap = &sched->timers;
+    const int64_t now = sched->now_ns;
+    /* Every new deadline first, from the heap as it is: moving one timer
+     * reorders the heap under the walk. */
+    struct move *moves = NULL;
+    size_t moves_len = 0;
+    size_t moves_cap = 0;
+    for (size_t i = 0; i < heap->len; i++) {
+        struct askew_timer *t = heap->items[i].timer;
+        if (t->deadline_ns == INT64_MAX || !mine(t, ctx))
+            continue;
+        const int64_t local = askew_node_clock_mono_sat(old, t->deadline_ns);
+        int64_t deadline = askew_node_clock_due(next, local, now);
+        if (deadline < now)
+            deadline = now; /* overdue: due now, not in the past */
+        if (deadline == t->deadline_ns)
+            continue;
+        const int rc =
+            askew__grow((void **)&moves, &moves_cap, moves_len + 1, sizeof *moves);
+        if (rc < 0) {
+            free(moves);
+            return rc;
+        }
+        moves[moves_len++] = (struct move){t, deadline};
+    }
+    for (size_t i = 0; i < moves_len; i++) {
+        struct askew_timer *t = moves[i].timer;
+        askew_sched_timer_cancel(sched, t);
+        t->deadline_ns = moves[i].deadline_ns;
+        /* The heap had room for it a moment ago: re-adding cannot grow it. */
+        const int add = askew_sched_timer_add(sched, t);
+        ASKEW_ASSERT(add == 0);
+    }
+    free(moves);
     return 0;
 }

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The trace: a ring of the most recent events and a running 64-bit hash of
- * every decision and event of a run. Two runs of one seed must end with the
- * same hash; the ring is what a failure report shows. Never allocates. */
-#include <string.h>
-
+/* The trace: a running 64-bit hash of every decision and event of a run,
+ * and a count of the events. Two runs of one seed must end with the same
+ * hash; a test or a replay compares hashes. It keeps no events: what a
+ * failure report shows is the binding's world log. Never allocates. */
 #include "engine.h"
 
 /* A 64-bit mixer (the splitmix64 finaliser): cheap, and every input bit
@@ -20,7 +19,6 @@ void askew_trace_reset(struct askew_trace *trace)
 {
     trace->hash = 0x6A09E667F3BCC908ULL;
     trace->count = 0;
-    memset(trace->ring, 0, sizeof trace->ring);
 }
 
 void askew_trace_mix(struct askew_trace *trace, uint64_t value)
@@ -31,22 +29,9 @@ void askew_trace_mix(struct askew_trace *trace, uint64_t value)
 void askew_trace_record(struct askew_trace *trace, int64_t t_ns, uint32_t kind,
                         int32_t node, uint64_t a, uint64_t b)
 {
-    struct askew_event *ev = &trace->ring[trace->count % ASKEW_TRACE_RING];
-    ev->t_ns = t_ns;
-    ev->kind = kind;
-    ev->node = node;
-    ev->a = a;
-    ev->b = b;
     trace->count++;
     uint64_t h = mix(trace->hash, (uint64_t)t_ns);
     h = mix(h, ((uint64_t)kind << 32) | (uint32_t)node);
     h = mix(h, a);
     trace->hash = mix(h, b);
-}
-
-const struct askew_event *askew_trace_recent(const struct askew_trace *trace, size_t i)
-{
-    if (i >= trace->count || i >= ASKEW_TRACE_RING)
-        return NULL;
-    return &trace->ring[(trace->count - 1 - i) % ASKEW_TRACE_RING];
 }

@@ -10,6 +10,7 @@ Suite *clock_suite(void);
 Suite *sched_suite(void);
 Suite *trace_suite(void);
 Suite *skew_suite(void);
+Suite *grow_suite(void);
 __attribute__((weak)) Suite *net_suite(void);
 
 int main(void)
@@ -19,6 +20,7 @@ int main(void)
     srunner_add_suite(sr, sched_suite());
     srunner_add_suite(sr, trace_suite());
     srunner_add_suite(sr, skew_suite());
+    srunner_add_suite(sr, grow_suite());
     if (net_suite)
         srunner_add_suite(sr, net_suite());
     srunner_run_all(sr, CK_NORMAL);

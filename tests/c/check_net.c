@@ -190,17 +190,15 @@ START_TEST(test_net_send_from_crashed_node_drops_crashed_without_a_draw)
     configure(1 * MS, 9 * MS, 500000, 500000);
     ck_assert_int_eq(askew_net_crash(&h.net, 0), 0);
     before = h.net.rng;
+    struct askew_trace expect = h.sched.trace;
     struct askew_net_sent sent = send_ok(0, 1, 7);
     ck_assert_uint_eq(sent.outcome, ASKEW_NET_DROPPED_CRASHED);
     ck_assert_uint_eq(sent.copies, 0);
     ck_assert_mem_eq(&before, &h.net.rng, sizeof(before));
     ck_assert_uint_eq(h.net.stats.dropped[ASKEW_NET_DROPPED_CRASHED], 1);
-    const struct askew_event *ev = askew_trace_recent(&h.sched.trace, 0);
-    ck_assert_ptr_nonnull(ev);
-    ck_assert_uint_eq(ev->kind, ASKEW_EV_NET);
-    ck_assert_int_eq(ev->node, 0);
-    ck_assert_uint_eq(ev->a, sent.id);
-    ck_assert_uint_eq(ev->b, ASKEW_NET_DROPPED_CRASHED);
+    /* The drop is one event in the trace, and it moves the hash. */
+    ck_assert_uint_eq(h.sched.trace.count, expect.count + 1);
+    ck_assert_uint_ne(h.sched.trace.hash, expect.hash);
     check_balance();
     h_close();
 }

@@ -122,6 +122,93 @@ START_TEST(test_skew_offsets_near_the_int64_range_are_errors_not_wraps)
 }
 END_TEST
 
+/* The rekey tests' claim: timers of kind 1 are the node's. */
+static int kind_one(const struct askew_timer *t, void *ctx)
+{
+    (void)ctx;
+    return t->kind == 1;
+}
+
+static struct askew_timer timer_at(int64_t deadline_ns, uint32_t kind)
+{
+    return (struct askew_timer){deadline_ns, 0, ASKEW_TIMER_IDLE, kind};
+}
+
+START_TEST(test_skew_rekey_moves_only_the_claimed_timers_to_the_new_clock)
+{
+    struct askew_sched sched;
+    ck_assert_int_eq(askew_sched_init(&sched), 0);
+    sched.now_ns = 10 * S;
+    struct askew_timer mine = timer_at(20 * S, 1), other = timer_at(20 * S, 2),
+                       never = timer_at(INT64_MAX, 1);
+    ck_assert_int_eq(askew_sched_timer_add(&sched, &other), 0);
+    ck_assert_int_eq(askew_sched_timer_add(&sched, &mine), 0);
+    ck_assert_int_eq(askew_sched_timer_add(&sched, &never), 0);
+    const uint64_t other_seq = other.seq, never_seq = never.seq;
+    struct askew_node_clock old, next;
+    askew_node_clock_init(&old);
+    next = old;
+    ck_assert_int_eq(askew_node_clock_set(&next, 10 * S, 0, 100000000), 0); /* +10% */
+    ck_assert_int_eq(askew_sched_rekey(&sched, &old, &next, kind_one, NULL), 0);
+    /* The node's clock reads 20 s 10/11 of 10 s after now, rounded up. */
+    ck_assert_int_eq(mine.deadline_ns, 10 * S + (10 * S * 10 + 10) / 11);
+    ck_assert_int_eq(mine.deadline_ns, askew_node_clock_due(&next, 20 * S, 10 * S));
+    ck_assert_uint_gt(mine.seq, never_seq);
+    ck_assert_int_eq(other.deadline_ns, 20 * S);
+    ck_assert_uint_eq(other.seq, other_seq);
+    ck_assert_int_eq(never.deadline_ns, INT64_MAX);
+    ck_assert_uint_eq(never.seq, never_seq);
+    /* The heap is still ordered: the moved timer comes out first. */
+    ck_assert_ptr_eq(askew_heap_pop(&sched.timers), &mine);
+    ck_assert_ptr_eq(askew_heap_pop(&sched.timers), &other);
+    ck_assert_ptr_eq(askew_heap_pop(&sched.timers), &never);
+    askew_sched_free(&sched);
+}
+END_TEST
+
+START_TEST(test_skew_rekey_makes_an_overdue_timer_due_now_and_keeps_an_unmoved_seq)
+{
+    struct askew_sched sched;
+    ck_assert_int_eq(askew_sched_init(&sched), 0);
+    sched.now_ns = 10 * S;
+    struct askew_timer late = timer_at(5 * S, 1), later = timer_at(30 * S, 1);
+    ck_assert_int_eq(askew_sched_timer_add(&sched, &late), 0);
+    ck_assert_int_eq(askew_sched_timer_add(&sched, &later), 0);
+    const uint64_t later_seq = later.seq;
+    struct askew_node_clock old, next;
+    askew_node_clock_init(&old);
+    next = old;
+    /* A wall step alone: the monotonic clock, and so every deadline, stays. */
+    ck_assert_int_eq(askew_node_clock_set(&next, 10 * S, -3 * S, 0), 0);
+    ck_assert_int_eq(askew_sched_rekey(&sched, &old, &next, kind_one, NULL), 0);
+    ck_assert_int_eq(late.deadline_ns, 10 * S); /* was overdue: due now */
+    ck_assert_int_eq(later.deadline_ns, 30 * S);
+    ck_assert_uint_eq(later.seq, later_seq);
+    askew_sched_free(&sched);
+}
+END_TEST
+
+START_TEST(test_skew_saturated_readings_stop_at_the_int64_edges)
+{
+    struct askew_node_clock c;
+    askew_node_clock_init(&c);
+    ck_assert_int_eq(askew_node_clock_mono_sat(&c, 5 * S), 5 * S);
+    ck_assert_int_eq(askew_node_clock_due(&c, INT64_MAX, 0), INT64_MAX);
+    ck_assert_int_eq(askew_node_clock_set(&c, 0, INT64_MAX / 2, 0), 0);
+    ck_assert_int_eq(askew_node_clock_wall_sat(&c, INT64_MAX / 2 + S), INT64_MAX);
+    ck_assert_int_eq(askew_node_clock_set(&c, 0, INT64_MIN / 2, 900000000), 0);
+    ck_assert_int_eq(askew_node_clock_wall_sat(&c, INT64_MIN + 1), INT64_MIN);
+    ck_assert_int_eq(askew_node_clock_mono_sat(&c, INT64_MAX), INT64_MAX);
+    ck_assert_int_eq(askew_node_clock_mono_sat(&c, INT64_MIN), INT64_MIN);
+    /* On a slow clock, a reading it reaches only past int64 never fires;
+     * one before its range is due now. */
+    askew_node_clock_init(&c);
+    ck_assert_int_eq(askew_node_clock_set(&c, 0, 0, -900000000), 0);
+    ck_assert_int_eq(askew_node_clock_due(&c, INT64_MAX - 1, 7), INT64_MAX);
+    ck_assert_int_eq(askew_node_clock_due(&c, INT64_MIN, 7), 7);
+}
+END_TEST
+
 Suite *skew_suite(void)
 {
     Suite *s = suite_create("skew");
@@ -136,6 +223,10 @@ Suite *skew_suite(void)
     tcase_add_test(tc, test_skew_monotonic_never_decreases_near_drift_minus_one);
     tcase_add_test(tc, test_skew_drift_of_one_or_more_is_refused_and_leaves_the_clock);
     tcase_add_test(tc, test_skew_offsets_near_the_int64_range_are_errors_not_wraps);
+    tcase_add_test(tc, test_skew_rekey_moves_only_the_claimed_timers_to_the_new_clock);
+    tcase_add_test(
+        tc, test_skew_rekey_makes_an_overdue_timer_due_now_and_keeps_an_unmoved_seq);
+    tcase_add_test(tc, test_skew_saturated_readings_stop_at_the_int64_edges);
     suite_add_tcase(s, tc);
     return s;
 }

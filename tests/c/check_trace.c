@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The trace hash must tell two different runs apart and two equal runs
- * alike; the ring keeps the newest events in order. */
+ * alike, and count the events recorded. */
 #include <check.h>
 
 #include "engine.h"
@@ -35,16 +35,41 @@ START_TEST(test_trace_swapped_events_change_the_hash)
 }
 END_TEST
 
-START_TEST(test_trace_ring_keeps_the_newest_events_newest_first)
+START_TEST(test_trace_counts_recorded_events_and_not_mixes)
 {
     struct askew_trace t;
     askew_trace_reset(&t);
-    ck_assert_ptr_null(askew_trace_recent(&t, 0));
-    for (uint64_t i = 0; i < ASKEW_TRACE_RING + 10; i++)
-        askew_trace_record(&t, (int64_t)i, ASKEW_EV_USER, 0, i, 0);
-    ck_assert_uint_eq(askew_trace_recent(&t, 0)->a, ASKEW_TRACE_RING + 9);
-    ck_assert_uint_eq(askew_trace_recent(&t, ASKEW_TRACE_RING - 1)->a, 10);
-    ck_assert_ptr_null(askew_trace_recent(&t, ASKEW_TRACE_RING));
+    const uint64_t empty = t.hash;
+    askew_trace_mix(&t, 7);
+    ck_assert_uint_eq(t.count, 0);
+    ck_assert_uint_ne(t.hash, empty);
+    askew_trace_record(&t, 1, ASKEW_EV_USER, 0, 1, 0);
+    askew_trace_record(&t, 2, ASKEW_EV_USER, 0, 1, 0);
+    ck_assert_uint_eq(t.count, 2);
+    askew_trace_reset(&t);
+    ck_assert_uint_eq(t.hash, empty);
+    ck_assert_uint_eq(t.count, 0);
+}
+END_TEST
+
+START_TEST(test_trace_every_field_of_an_event_reaches_the_hash)
+{
+    struct askew_trace base;
+    askew_trace_reset(&base);
+    askew_trace_record(&base, 1, ASKEW_EV_NET, 2, 3, 4);
+    const int64_t fields[5][5] = {
+        {9, ASKEW_EV_NET, 2, 3, 4}, {1, ASKEW_EV_USER, 2, 3, 4},
+        {1, ASKEW_EV_NET, 9, 3, 4}, {1, ASKEW_EV_NET, 2, 9, 4},
+        {1, ASKEW_EV_NET, 2, 3, 9},
+    };
+    for (int i = 0; i < 5; i++) {
+        struct askew_trace t;
+        askew_trace_reset(&t);
+        askew_trace_record(&t, fields[i][0], (uint32_t)fields[i][1],
+                           (int32_t)fields[i][2], (uint64_t)fields[i][3],
+                           (uint64_t)fields[i][4]);
+        ck_assert_uint_ne(t.hash, base.hash);
+    }
 }
 END_TEST
 
@@ -54,7 +79,8 @@ Suite *trace_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_trace_equal_events_give_equal_hashes);
     tcase_add_test(tc, test_trace_swapped_events_change_the_hash);
-    tcase_add_test(tc, test_trace_ring_keeps_the_newest_events_newest_first);
+    tcase_add_test(tc, test_trace_counts_recorded_events_and_not_mixes);
+    tcase_add_test(tc, test_trace_every_field_of_an_event_reaches_the_hash);
     suite_add_tcase(s, tc);
     return s;
 }
