@@ -15,12 +15,14 @@ nothing else here touches the runner or the loop.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import math
 import re
 import sys
 import weakref
+
+# blake2b without hashlib, which loads OpenSSL (milliseconds at every start).
+from _blake2 import blake2b
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +46,7 @@ def _splitmix64(state: int) -> tuple[int, int]:
 
 def _name_digest(name: str) -> int:
     """64 bits of the name, the same in every process (hash(str) is not)."""
-    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little")
 
 
