@@ -1,0 +1,452 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`askew sweep`: one simulated test's iterations in many worker processes.
+
+It resolves a pytest node id by importing the test's file (as pytest's
+default "prepend" import mode would, without collecting anything), cuts the
+iterations [0, N) — or one blocked shard of them — into chunks, and runs
+each chunk in a local worker process through askew._runner.run_iterations,
+the runner's own code path, so every iteration runs the seed and the code a
+pytest run of the test would. Failures stream back as chunks finish and are
+grouped by signature (exception type and the user's line). It never runs an
+iteration in the parent process and never reads the host clock inside one;
+askew/__main__.py calls main().
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import importlib
+import importlib.util
+import inspect
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ._config import SEED_LIMIT
+from ._report import replay_command
+
+USAGE_EXIT = 2
+_CHUNK_MIN, _CHUNK_MAX = 16, 256  # iterations per task: see chunks()
+
+
+class UsageError(Exception):
+    """A bad command line or test id; the message names the bad value."""
+
+
+# ---- the command line -------------------------------------------------------
+
+
+def _int_arg(low: int, high: int | None, rule: str) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high], else an error naming it."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"needs an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _shard_arg(text: str) -> tuple[int, int]:
+    k_text, slash, n_text = text.partition("/")
+    try:
+        k, n = int(k_text, 10), int(n_text, 10)
+    except ValueError:
+        k = n = -1
+    if not slash or k < 0:
+        raise argparse.ArgumentTypeError(f"must be K/N (e.g. 1/4), got {text!r}")
+    if n < 1 or not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"K/N needs N >= 1 and 1 <= K <= N, got {text!r}")
+    return k, n
+
+
+# The options taking a value: how each is parsed, its metavar, its help.
+_VALUES: dict[str, dict[str, Any]] = {
+    "--seeds": {
+        "type": _int_arg(1, SEED_LIMIT, "1 <= N <= 2**64 (the iterations [0, N) are 64-bit)"),
+        "metavar": "N",
+        "help": "run the iterations [0, N) (N <= 2**64)",
+    },
+    "--base": {
+        "type": _int_arg(0, SEED_LIMIT - 1, "0 <= S < 2**64"),
+        "metavar": "S",
+        "help": "base seed (default: the test's own seed, else a fresh one, printed)",
+    },
+    "--workers": {
+        "type": _int_arg(1, None, ">= 1"),
+        "metavar": "K",
+        "help": "worker processes (default: the number of CPUs)",
+    },
+    "--shard": {
+        "type": _shard_arg,
+        "metavar": "K/N",
+        "help": "run only the K-th of N contiguous blocks of the iterations (1 <= K <= N)",
+    },
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="askew",
+        description="askew: deterministic simulation testing for asyncio",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sweep = commands.add_parser(
+        "sweep",
+        help="run many iterations of one @askew.simulate test in worker processes",
+        description="Run iterations [0, N) of one @askew.simulate test (iteration i runs "
+        "seed_iteration(base, i), as under pytest) in worker processes, print each "
+        "failure as it is found, and end with the failures grouped by signature. "
+        "Exit status: 0 if no iteration failed, 1 if one did, 2 for a usage error.",
+    )
+    sweep.add_argument(
+        "test_id", metavar="TEST_ID", help="a pytest node id: path/to/test_x.py::test_name"
+    )
+    sweep.add_argument("--seeds", required=True, **_VALUES["--seeds"])
+    for flag in ("--base", "--workers", "--shard"):
+        sweep.add_argument(flag, default=None, **_VALUES[flag])
+    sweep.add_argument("--first", action="store_true", help="stop at the first failure found")
+    return parser
+
+
+@dataclass(frozen=True)
+class Options:
+    test_id: str
+    seeds: int
+    base: int | None
+    workers: int
+    shard: tuple[int, int] | None
+    first: bool
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """The options of `askew sweep ...`; argparse exits 2 on a bad one."""
+    ns = _parser().parse_args(list(argv))
+    return Options(
+        ns.test_id, ns.seeds, ns.base, ns.workers or os.cpu_count() or 1, ns.shard, ns.first
+    )
+
+
+# ---- the test ---------------------------------------------------------------
+
+
+def _import_path(path: Path) -> Any:
+    """Import a test file as pytest's "prepend" mode does: the directory above
+    its topmost package (or its own directory) goes first on sys.path."""
+    root = path.parent
+    names = [path.stem]
+    while (root / "__init__.py").is_file():
+        names.insert(0, root.name)
+        root = root.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return importlib.import_module(".".join(names))
+
+
+def resolve(test_id: str) -> Callable[..., Any]:
+    """The @askew.simulate test a pytest node id names, bound to an instance
+    for a method of a test class; UsageError if there is none."""
+    file, sep, rest = test_id.partition("::")
+    if not sep or not rest:
+        raise UsageError(f"test id {test_id!r} must be path/to/test_x.py::test_name")
+    if "[" in rest:
+        raise UsageError(f"test id {test_id!r}: parametrized tests cannot be swept")
+    path = Path(file).resolve()
+    if not path.is_file() or path.suffix != ".py":
+        raise UsageError(f"test id {test_id!r}: no Python file {file!r}")
+    try:
+        obj = _import_path(path)
+    except Exception as exc:
+        raise UsageError(f"test id {test_id!r}: importing {file} failed: {exc!r}") from exc
+    owner: Any = None
+    for name in rest.split("::"):
+        if inspect.isclass(obj):
+            owner = obj
+        obj = getattr(obj, name, None)
+        if obj is None:
+            raise UsageError(f"test id {test_id!r}: {file} has no {name!r}")
+    spec = getattr(obj, "_askew_spec", None)
+    if spec is None or not callable(obj):
+        raise UsageError(f"test id {test_id!r} is not an @askew.simulate test")
+    if owner is not None:
+        obj = obj.__get__(owner(), owner)
+    fixtures = [p for p in inspect.signature(obj).parameters if p != "self"]
+    if fixtures:
+        raise UsageError(
+            f"test id {test_id!r} takes pytest fixtures ({', '.join(fixtures)}): "
+            "askew sweep runs tests that take only the world"
+        )
+    return obj  # type: ignore[no-any-return]
+
+
+def shard_range(seeds: int, shard: tuple[int, int] | None) -> tuple[int, int]:
+    """The iterations shard K/N runs: the K-th of N contiguous blocks of
+    [0, seeds), sizes differing by at most one."""
+    if shard is None:
+        return 0, seeds
+    k, n = shard
+    return (k - 1) * seeds // n, k * seeds // n
+
+
+def chunks(start: int, stop: int, workers: int) -> Iterator[tuple[int, int]]:
+    """[start, stop) in chunks for the workers: about four per worker so
+    they finish together, at least _CHUNK_MIN iterations (a chunk's set-up,
+    a full collection, costs ~10 ms: several runs) and at most _CHUNK_MAX
+    (failures stream back as chunks finish, and --first waits for the
+    chunks running)."""
+    size = max(_CHUNK_MIN, min(_CHUNK_MAX, (stop - start) // (workers * 4)))
+    for a in range(start, stop, size):
+        yield a, min(a + size, stop)
+
+
+# ---- one worker -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing iteration, as the parent prints and groups it."""
+
+    iteration: int
+    seed: int
+    signature: str
+    headline: str
+
+
+@dataclass
+class ChunkResult:
+    start: int
+    stop: int
+    failures: list[Failure]
+    coverage: Any  # askew._buggify.Summary
+    cpu: float  # CPU seconds the worker spent on the chunk
+
+
+_test: Callable[..., Any] | None = None
+
+
+def _worker_init(test_id: str, cwd: str) -> None:
+    global _test
+    os.chdir(cwd)
+    _test = resolve(test_id)
+
+
+def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
+    from ._runner import run_iterations
+
+    assert _test is not None
+    # Read outside the runs: inside one, askew's scope makes time virtual.
+    began = time.process_time()
+    outcomes, coverage = run_iterations(_test, base, start, stop)
+    cpu = time.process_time() - began
+    failures = [
+        Failure(o.iteration, o.seed, o.signature or "", o.headline or "")
+        for o in outcomes
+        if o.headline is not None
+    ]
+    return ChunkResult(start, stop, failures, coverage, cpu)
+
+
+# ---- the parent -------------------------------------------------------------
+
+
+@dataclass
+class SweepResult:
+    """A whole sweep as the parent saw it."""
+
+    test_id: str
+    base: int
+    start: int
+    stop: int
+    ran: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    coverage: Any = None  # the merged askew._buggify.Summary, or None
+    stopped: bool = False  # --first stopped it early
+    cpu: float = 0.0  # CPU seconds the workers spent running iterations
+
+    def groups(self) -> dict[str, list[Failure]]:
+        """The failures by signature, each group's smallest seed first."""
+        out: dict[str, list[Failure]] = {}
+        for f in sorted(self.failures, key=lambda f: f.seed):
+            out.setdefault(f.signature, []).append(f)
+        return out
+
+
+def _merge(total: Any, part: Any) -> Any:
+    from ._buggify import MarkStats, PointStats
+
+    if total is None:
+        return part
+    total.runs += part.runs
+    for name, p in part.points.items():
+        t = total.points.setdefault(name, PointStats())
+        for attr in ("runs_reached", "runs_active", "runs_fired", "fired"):
+            setattr(t, attr, getattr(t, attr) + getattr(p, attr))
+    for name, m in part.marks.items():
+        u = total.marks.setdefault(name, MarkStats())
+        u.runs_reached += m.runs_reached
+        u.runs_true += m.runs_true
+    total.unreached_points = sorted(set(total.unreached_points) - set(total.points))
+    total.unreached_marks = sorted(set(total.unreached_marks) - set(total.marks))
+    return total
+
+
+def _default_base(test: Callable[..., Any]) -> int:
+    spec = test._askew_spec  # type: ignore[attr-defined]
+    if spec.seed is not None:
+        return int(spec.seed)
+    return int.from_bytes(os.urandom(8), "little")
+
+
+class _Progress:
+    """A live line on a terminal's stderr: iterations done, rate, failures."""
+
+    def __init__(self, total: int, stream: IO[str]) -> None:
+        self.total = total
+        self.stream = stream
+        self.live = stream.isatty()
+        self.began = time.monotonic()
+        self.shown = False
+
+    def update(self, done: int, failures: int) -> None:
+        if not self.live:
+            return
+        elapsed = max(time.monotonic() - self.began, 1e-9)
+        self.stream.write("\r" + progress_text(done, self.total, failures, elapsed) + "\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def progress_text(done: int, total: int, failures: int, elapsed: float) -> str:
+    """The progress line: seeds done of total, seeds/s, failures, elapsed, remaining."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    left = f"{(total - done) / rate:.0f}s left" if rate > 0 else "? left"
+    fails = f"{failures} failure{'s' if failures != 1 else ''}"
+    return (
+        f"askew: {done:,}/{total:,} seeds, {rate:,.0f} seeds/s, {fails}, "
+        f"{elapsed:.0f}s elapsed, {left}"
+    )
+
+
+def run_sweep(
+    options: Options, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr
+) -> SweepResult:
+    """Run the sweep `options` describe, printing to `out` as failures arrive."""
+    test = resolve(options.test_id)  # a usage error here, before any worker starts
+    base = options.base if options.base is not None else _default_base(test)
+    start, stop = shard_range(options.seeds, options.shard)
+    result = SweepResult(options.test_id, base, start, stop)
+    shard = f" (shard {options.shard[0]}/{options.shard[1]})" if options.shard else ""
+    print(
+        f"askew sweep {options.test_id}: iterations [{start}, {stop}){shard} of base seed "
+        f"{base} in {options.workers} worker(s)",
+        file=out,
+        flush=True,
+    )
+    if start == stop:
+        return result
+    progress = _Progress(stop - start, err)
+    seen: set[str] = set()
+    # Workers start from a fresh interpreter (forkserver: nothing of this
+    # process is inherited, and no fork of a threaded parent); str and bytes
+    # hash order is fixed in them as askew-exec fixes it, unless set.
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    context = multiprocessing.get_context("forkserver")
+    with futures.ProcessPoolExecutor(
+        options.workers,
+        mp_context=context,
+        initializer=_worker_init,
+        initargs=(options.test_id, os.getcwd()),
+    ) as pool:
+        pending = {
+            pool.submit(_run_chunk, base, a, b) for a, b in chunks(start, stop, options.workers)
+        }
+        try:
+            for future in futures.as_completed(pending):
+                chunk = future.result()
+                result.ran += chunk.stop - chunk.start
+                result.cpu += chunk.cpu
+                result.coverage = _merge(result.coverage, chunk.coverage)
+                for failure in chunk.failures:
+                    progress.clear()
+                    _print_failure(failure, failure.signature not in seen, options.test_id, out)
+                    seen.add(failure.signature)
+                    result.failures.append(failure)
+                progress.update(result.ran, len(result.failures))
+                if options.first and result.failures:
+                    result.stopped = True
+                    break
+        finally:
+            progress.clear()
+            for future in pending:
+                future.cancel()
+    return result
+
+
+def _print_failure(failure: Failure, new: bool, test_id: str, out: IO[str]) -> None:
+    """A failure as it arrives; the first of its signature names the signature."""
+    lines = [f"FAIL seed={failure.seed} iteration={failure.iteration}: {failure.headline}"]
+    if new:
+        lines.append(f"  new signature: {failure.signature}")
+    lines.append(f"  replay: {replay_command(failure.seed, test_id)}")
+    print("\n".join(lines), file=out, flush=True)
+
+
+def summary(result: SweepResult) -> str:
+    """The end of a sweep: seeds run, failures by signature, coverage."""
+    lines = [
+        f"askew sweep summary: {result.ran:,} of iterations [{result.start}, {result.stop}) "
+        f"run from base seed {result.base}"
+        + (" (stopped at the first failure)" if result.stopped else "")
+    ]
+    groups = result.groups()
+    if not groups:
+        lines.append("  no failures")
+    else:
+        lines.append(
+            f"  {len(result.failures)} failing seed(s), {len(groups)} distinct signature(s):"
+        )
+    for sig, members in groups.items():
+        first = members[0]
+        lines.append(
+            f"  {sig}: {len(members)} seed(s), smallest seed {first.seed} "
+            f"(iteration {first.iteration}): {first.headline}"
+        )
+        lines.append(f"    replay: {replay_command(first.seed, result.test_id)}")
+    coverage = result.coverage
+    if coverage is not None and (coverage.points or coverage.marks):
+        lines.extend(str(coverage).splitlines())
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        options = parse_args(args)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    try:
+        result = run_sweep(options)
+    except UsageError as exc:
+        sys.stderr.write(f"askew sweep: error: {exc}\n")
+        return USAGE_EXIT
+    except futures.process.BrokenProcessPool as exc:
+        sys.stderr.write(f"askew sweep: a worker process died: {exc}\n")
+        return 1
+    print(summary(result), flush=True)
+    return 1 if result.failures else 0

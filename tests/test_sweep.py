@@ -1,0 +1,279 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`askew sweep` (worker processes, shards, failures by signature) and the
+progress line and summary a pytest sweep shows.
+
+The sweep tests import a small test module written to tmp_path, as the
+command does, and run it in real worker processes; the progress line is
+read from a pytest run under a pseudo-terminal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import itertools
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_pytest
+
+import askew
+from askew import _sweep
+from askew._runner import iteration_seed, run_iterations
+from askew.errors import SimulationFailure
+
+# The README quickstart with a second failure line behind a buggify point,
+# so a sweep finds two signatures; a test that always passes; two that are
+# not for `askew sweep`.
+QUICKSTART = (Path(__file__).resolve().parent.parent / "examples" / "quickstart.py").read_text()
+_CHECK = "    assert len({n.leader for n in nodes}) == 1\n"
+TARGET = (
+    QUICKSTART.replace(
+        _CHECK,
+        '    if askew.buggify("split-check", 0.5):\n'
+        '        assert nodes[0].leader == 4, "node 0 lost the election"\n' + _CHECK,
+    )
+    + """
+@askew.simulate(seed=7, iterations=10)
+async def test_passes(world):
+    await world.clock.advance(seconds=1)
+
+async def test_plain(world):
+    pass
+
+@askew.simulate
+async def test_with_fixture(world, tmp_path):
+    pass
+"""
+)
+
+
+@pytest.fixture
+def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None) -> Iterator[Path]:
+    """The target module in tmp_path, the working directory; sys.path and the
+    module table restored afterwards."""
+    # A name of its own: a module imported in this process stays importable.
+    path = tmp_path / f"test_target_{abs(hash(tmp_path)) % 10**8}.py"
+    assert _CHECK in QUICKSTART  # the quickstart still ends with its check
+    path.write_text(TARGET)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield path
+    sys.modules.pop(path.stem, None)
+
+
+def options(test_id: str, seeds: int, **kw: Any) -> _sweep.Options:
+    values: dict[str, Any] = {"base": None, "workers": 2, "shard": None, "first": False}
+    values.update(kw)
+    return _sweep.Options(test_id, seeds, **values)
+
+
+def failing_iterations(result: _sweep.SweepResult) -> set[int]:
+    return {f.iteration for f in result.failures}
+
+
+# ---- askew sweep ------------------------------------------------------------
+
+
+def test_two_workers_fail_exactly_the_iterations_one_process_fails(target: Path) -> None:
+    test_id = f"{target.name}::test_leader_election"
+    result = _sweep.run_sweep(options(test_id, 60), out=io.StringIO())
+    assert result.ran == 60 and result.base == 1337
+    test = _sweep.resolve(test_id)
+    outcomes, _ = run_iterations(test, 1337, 0, 60)
+    in_process = {o.iteration for o in outcomes if o.headline is not None}
+    assert failing_iterations(result) == in_process
+    assert {(f.iteration, f.seed) for f in result.failures} == {
+        (i, iteration_seed(1337, i)) for i in in_process
+    }
+    # And each failing seed fails alone, as its replay command runs it.
+    for failure in result.failures[:3]:
+        with pytest.raises(SimulationFailure):
+            askew.Replay.run(test, failure.seed)
+    assert 0 < len(in_process) < 60  # the test is worth sweeping
+
+
+def test_failures_group_by_signature_with_the_smallest_seed_of_each(target: Path) -> None:
+    test_id = f"{target.name}::test_leader_election"
+    out = io.StringIO()
+    result = _sweep.run_sweep(options(test_id, 120, base=5), out=out)
+    groups = result.groups()
+    assert len(groups) == 2, groups.keys()
+    for signature, members in groups.items():
+        assert signature.startswith(f"AssertionError at {target.name}:")
+        assert members[0].seed == min(f.seed for f in result.failures if f.signature == signature)
+    text = _sweep.summary(result)
+    assert "2 distinct signature(s)" in text
+    assert "buggify 'split-check'" in text  # the coverage of the whole sweep
+    printed = out.getvalue()
+    assert printed.count("new signature:") == 2
+    assert printed.count("FAIL seed=") == len(result.failures)
+    assert f"ASKEW_ITERATIONS=1 pytest '{test_id}'" in printed
+
+
+def test_shards_split_the_iterations_into_contiguous_blocks() -> None:
+    for seeds in (1, 7, 100, 2**64):
+        for n in (1, 3, 8):
+            blocks = [_sweep.shard_range(seeds, (k, n)) for k in range(1, n + 1)]
+            assert blocks[0][0] == 0 and blocks[-1][1] == seeds
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
+            assert max(b - a for a, b in blocks) - min(b - a for a, b in blocks) <= 1
+
+
+def test_the_shards_of_a_sweep_together_fail_what_the_whole_sweep_fails(target: Path) -> None:
+    test_id = f"{target.name}::test_leader_election"
+    whole = _sweep.run_sweep(options(test_id, 40, workers=1), out=io.StringIO())
+    parts = [
+        _sweep.run_sweep(options(test_id, 40, workers=1, shard=(k, 3)), out=io.StringIO())
+        for k in (1, 2, 3)
+    ]
+    assert [(p.start, p.stop) for p in parts] == [(0, 13), (13, 26), (26, 40)]
+    assert set().union(*map(failing_iterations, parts)) == failing_iterations(whole)
+
+
+def test_first_stops_the_sweep_at_a_failure(target: Path) -> None:
+    result = _sweep.run_sweep(
+        options(f"{target.name}::test_leader_election", 2000, first=True), out=io.StringIO()
+    )
+    assert result.stopped and result.failures and result.ran < 2000
+
+
+def test_exit_status_is_0_without_failures_and_1_with(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _sweep.main(["sweep", f"{target.name}::test_passes", "--seeds", "20"]) == 0
+    assert "no failures" in capsys.readouterr().out
+    args = ["sweep", f"{target.name}::test_leader_election", "--seeds", "20", "--workers", "1"]
+    assert _sweep.main(args) == 1
+    assert "distinct signature" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["{mod}::nope"], "'nope'"),
+        (["missing.py::test_x"], "'missing.py'"),
+        (["{mod}::test_plain"], "is not an @askew.simulate test"),
+        (["{mod}::node_main"], "is not an @askew.simulate test"),
+        (["{mod}::test_with_fixture"], "tmp_path"),
+        (["{mod}"], "path/to/test_x.py::test_name"),
+        (["{mod}::test_passes", "--workers", "0"], "'0'"),
+        (["{mod}::test_passes", "--shard", "3/2"], "'3/2'"),
+        (["{mod}::test_passes", "--shard", "0/0"], "'0/0'"),
+        (["{mod}::test_passes", "--shard", "x"], "'x'"),
+        (["{mod}::test_passes", "--seeds", str(2**64 + 1)], str(2**64 + 1)),
+        (["{mod}::test_passes", "--seeds", "ten"], "'ten'"),
+        (["{mod}::test_passes", "--base", str(2**64)], str(2**64)),
+    ],
+)
+def test_bad_input_is_a_usage_error_naming_the_value(
+    target: Path, capsys: pytest.CaptureFixture[str], args: list[str], named: str
+) -> None:
+    argv = ["sweep", *(a.format(mod=target.name) for a in args)]
+    if "--seeds" not in argv:
+        argv += ["--seeds", "5"]
+    assert _sweep.main(argv) == 2
+    assert named in capsys.readouterr().err
+
+
+def test_python_dash_m_askew_runs_a_sweep(target: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "askew", "sweep", f"{target.name}::test_passes", "--seeds", "30"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "30 of iterations [0, 30) run from base seed 7" in proc.stdout
+    assert "\x1b" not in proc.stderr  # no progress line on a pipe
+
+
+# ---- pytest: the progress line and the summary ---------------------------------
+
+SWEPT = """\
+import askew
+
+@askew.simulate(seed=3, iterations=400)
+async def test_swept(world):
+    await world.clock.advance(seconds=1)
+"""
+
+
+def _pytest_on_a_terminal(tmp_path: Path, *args: str) -> str:
+    """Run pytest on SWEPT under a pseudo-terminal 120 columns wide; its output."""
+    (tmp_path / "test_mod.py").write_text(SWEPT)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKEW_", "PYTEST_"))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_mod.py", *args],
+        cwd=tmp_path,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=120) == 0
+    return b"".join(chunks).decode()
+
+
+def test_a_sweep_on_a_terminal_shows_a_live_line_then_erases_it(tmp_path: Path) -> None:
+    out = _pytest_on_a_terminal(tmp_path)
+    # Drawn after the first seed and once more with the final count.
+    assert "\x1b7 askew: 1/400 seeds, " in out
+    assert "\x1b8\x1b[K askew: 400/400 seeds, " in out
+    assert ", 0 failures, " in out and " elapsed, " in out and " left" in out
+    # Erased before pytest writes the test's result on the same line.
+    line = next(x for x in out.splitlines() if "test_mod.py" in x and "400/400" in x)
+    after = line[line.rindex("\x1b8\x1b[K") :]
+    assert "askew:" not in after and "." in after and "[100%]" in after
+    assert "test_mod.py::test_swept: 400 of 400 seeds from base seed 3" in out
+
+
+def test_quiet_or_a_pipe_shows_no_live_line(tmp_path: Path) -> None:
+    assert "seeds/s" not in _pytest_on_a_terminal(tmp_path, "-q")
+    proc = run_pytest(tmp_path, SWEPT, "-q")
+    assert proc.returncode == 0 and "seeds/s" not in proc.stdout + proc.stderr
+    # On a pipe without -q: no live line, and the summary lists the sweep.
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_mod.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "test_mod.py::test_swept: 400 of 400 seeds from base seed 3" in proc.stdout
+    assert "seeds/s" not in proc.stdout
+
+
+def test_the_summary_names_the_failing_iteration_and_the_default_stop_is_kept(
+    tmp_path: Path,
+) -> None:
+    source = SWEPT.replace("await world.clock.advance(seconds=1)", "assert world.seed % 3")
+    proc = run_pytest(tmp_path, source, "-v")
+    assert proc.returncode == 1
+    summary = next(x for x in proc.stdout.splitlines() if x.startswith("test_mod.py::test_swept: "))
+    done = int(summary.split(": ")[1].split(" of ")[0])
+    assert summary.endswith(f", stopped at the failing iteration {done - 1}")
+    assert f"iteration={done - 1}," in proc.stdout
