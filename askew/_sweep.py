@@ -360,51 +360,111 @@ def run_sweep(
     )
     if start == stop:
         return result
-    progress = _Progress(stop - start, err)
-    seen: set[str] = set()
+    collector = _Collector(result, options, out, err)
     # Workers start from a fresh interpreter (forkserver: nothing of this
     # process is inherited, and no fork of a threaded parent); str and bytes
     # hash order is fixed in them as askew-exec fixes it, unless set.
     os.environ.setdefault("PYTHONHASHSEED", "0")
     context = multiprocessing.get_context("forkserver")
+    # The server imports askew's runner once; each worker forks with it loaded.
+    context.set_forkserver_preload(["askew._runner"])
     with futures.ProcessPoolExecutor(
         options.workers,
         mp_context=context,
         initializer=_worker_init,
         initargs=(options.test_id, os.getcwd()),
     ) as pool:
-        pending = {
-            pool.submit(_run_chunk, base, a, b) for a, b in chunks(start, stop, options.workers)
+        starts = {
+            pool.submit(_run_chunk, base, a, b): a for a, b in chunks(start, stop, options.workers)
         }
         try:
-            for future in futures.as_completed(pending):
-                chunk = future.result()
-                result.ran += chunk.stop - chunk.start
-                result.cpu += chunk.cpu
-                result.coverage = _merge(result.coverage, chunk.coverage)
-                for failure in chunk.failures:
-                    progress.clear()
-                    _print_failure(failure, failure.signature not in seen, options.test_id, out)
-                    seen.add(failure.signature)
-                    result.failures.append(failure)
-                progress.update(result.ran, len(result.failures))
-                if options.first and result.failures:
-                    result.stopped = True
-                    break
+            _gather(starts, collector)
         finally:
-            progress.clear()
-            for future in pending:
+            collector.close()
+            for future in starts:
                 future.cancel()
     return result
 
 
-def _print_failure(failure: Failure, new: bool, test_id: str, out: IO[str]) -> None:
-    """A failure as it arrives; the first of its signature names the signature."""
-    lines = [f"FAIL seed={failure.seed} iteration={failure.iteration}: {failure.headline}"]
-    if new:
-        lines.append(f"  new signature: {failure.signature}")
-    lines.append(f"  replay: {replay_command(failure.seed, test_id)}")
-    print("\n".join(lines), file=out, flush=True)
+def _gather(starts: dict[futures.Future[ChunkResult], int], collector: _Collector) -> None:
+    """Hand each chunk to the collector as it finishes. Chunks start in
+    order, so once one fails under --first only the chunks before it can
+    hold an earlier failure: those are awaited and the rest dropped, and the
+    sweep reports the first failing iteration of all, as one process would."""
+    pending = set(starts)
+    stop_at: int | None = None
+    while pending:
+        done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+        for future in sorted(done, key=starts.__getitem__):
+            if future.cancelled() or (stop_at is not None and starts[future] > stop_at):
+                continue
+            if collector.take(future.result()) and stop_at is None:
+                stop_at = starts[future]
+                pending = {f for f in pending if starts[f] < stop_at}
+    collector.finish()
+
+
+_SHOWN_PER_SIGNATURE = 10  # failures printed as they arrive; the rest are counted
+
+
+class _Collector:
+    """What the parent does with each finished chunk, whoever ran it: count
+    it, merge its coverage, print its failures (every signature's first
+    _SHOWN_PER_SIGNATURE), and say whether the sweep should stop (--first)."""
+
+    def __init__(self, result: SweepResult, options: Options, out: IO[str], err: IO[str]):
+        self.result = result
+        self.options = options
+        self.out = out
+        self.progress = _Progress(result.stop - result.start, err)
+        self.shown: dict[str, int] = {}
+
+    def take(self, chunk: ChunkResult) -> bool:
+        result = self.result
+        result.ran += chunk.stop - chunk.start
+        result.cpu += chunk.cpu
+        result.coverage = _merge(result.coverage, chunk.coverage)
+        if self.options.first:
+            # Printed by finish(): only the first failing iteration counts.
+            result.failures += chunk.failures[:1]
+            result.stopped = bool(result.failures)
+            self.progress.update(result.ran, len(result.failures))
+            return result.stopped
+        for failure in chunk.failures:
+            self.progress.clear()
+            self._print(failure)
+            result.failures.append(failure)
+        self.progress.update(result.ran, len(result.failures))
+        return False
+
+    def finish(self) -> None:
+        """The end of the chunks: under --first, the first failure of all."""
+        result = self.result
+        if self.options.first and result.failures:
+            result.failures = [min(result.failures, key=lambda f: f.iteration)]
+            self.progress.clear()
+            self._print(result.failures[0])
+
+    def _print(self, failure: Failure) -> None:
+        n = self.shown.get(failure.signature, 0)
+        self.shown[failure.signature] = n + 1
+        if n > _SHOWN_PER_SIGNATURE:
+            return
+        if n == _SHOWN_PER_SIGNATURE:
+            print(
+                f"  (further failures of {failure.signature} are counted, not shown)",
+                file=self.out,
+                flush=True,
+            )
+            return
+        lines = [f"FAIL seed={failure.seed} iteration={failure.iteration}: {failure.headline}"]
+        if n == 0:
+            lines.append(f"  new signature: {failure.signature}")
+        lines.append(f"  replay: {replay_command(failure.seed, self.options.test_id)}")
+        print("\n".join(lines), file=self.out, flush=True)
+
+    def close(self) -> None:
+        self.progress.clear()
 
 
 def summary(result: SweepResult) -> str:

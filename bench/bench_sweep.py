@@ -8,7 +8,7 @@ askew._sweep.run_sweep exactly as `askew sweep TEST_ID --seeds N --workers K`
 runs it: worker start-up (a forkserver, then one interpreter per worker
 importing askew and the test) is inside the timing. Each side sweeps the same
 iterations [0, N) of base seed 1337; N is sized so the one-worker sweep takes
-about 6 s (2 s with --quick).
+about 10 s (2 s with --quick).
 
 Goal: 2 workers >= 1.8x the seeds/s of 1 worker on the project's 2-core
 machine. Other work on the machine moves this figure: run it when it is idle.
@@ -76,8 +76,8 @@ def sweep_side(test_id: str, seeds: int, workers: int, cpu: list[float]):  # typ
 def main() -> int:
     args = parser(__doc__).parse_args()
     print_header("bench_sweep", args)
-    per_seed_guess = 4e-3  # seconds, one worker; only sizes the run
-    seconds = 2.0 if args.quick else 6.0
+    per_seed_guess = 2e-3  # seconds, one worker; only sizes the run
+    seconds = 2.0 if args.quick else 10.0
     seeds = int(seconds / per_seed_guess)
     repeats = args.repeats or (1 if args.quick else 3)
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,6 +14,7 @@ import io
 import itertools
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -76,6 +77,23 @@ def options(test_id: str, seeds: int, **kw: Any) -> _sweep.Options:
     return _sweep.Options(test_id, seeds, **values)
 
 
+def _child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("ASKEW_", "PYTEST_"))}
+
+
+def python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run this Python in a child without the shell's ASKEW_* settings."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=_child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def failing_iterations(result: _sweep.SweepResult) -> set[int]:
     return {f.iteration for f in result.failures}
 
@@ -115,7 +133,9 @@ def test_failures_group_by_signature_with_the_smallest_seed_of_each(target: Path
     assert "buggify 'split-check'" in text  # the coverage of the whole sweep
     printed = out.getvalue()
     assert printed.count("new signature:") == 2
-    assert printed.count("FAIL seed=") == len(result.failures)
+    # Each signature's first ten as they arrive; the rest counted in the summary.
+    assert printed.count("FAIL seed=") == sum(min(len(m), 10) for m in groups.values())
+    assert f"{len(result.failures)} failing seed(s)" in text
     assert f"ASKEW_ITERATIONS=1 pytest '{test_id}'" in printed
 
 
@@ -139,11 +159,13 @@ def test_the_shards_of_a_sweep_together_fail_what_the_whole_sweep_fails(target: 
     assert set().union(*map(failing_iterations, parts)) == failing_iterations(whole)
 
 
-def test_first_stops_the_sweep_at_a_failure(target: Path) -> None:
-    result = _sweep.run_sweep(
-        options(f"{target.name}::test_leader_election", 2000, first=True), out=io.StringIO()
-    )
-    assert result.stopped and result.failures and result.ran < 2000
+def test_first_stops_at_the_first_failing_iteration_of_all(target: Path) -> None:
+    test_id = f"{target.name}::test_leader_election"
+    result = _sweep.run_sweep(options(test_id, 2000, first=True), out=io.StringIO())
+    assert result.stopped and len(result.failures) == 1 and result.ran < 2000
+    first = result.failures[0].iteration
+    outcomes, _ = run_iterations(_sweep.resolve(test_id), 1337, 0, first + 1)
+    assert [o.iteration for o in outcomes if o.headline is not None] == [first]
 
 
 def test_exit_status_is_0_without_failures_and_1_with(
@@ -185,13 +207,7 @@ def test_bad_input_is_a_usage_error_naming_the_value(
 
 
 def test_python_dash_m_askew_runs_a_sweep(target: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "askew", "sweep", f"{target.name}::test_passes", "--seeds", "30"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = python("-m", "askew", "sweep", f"{target.name}::test_passes", "--seeds", "30")
     assert proc.returncode == 0, proc.stderr
     assert "30 of iterations [0, 30) run from base seed 7" in proc.stdout
     assert "\x1b" not in proc.stderr  # no progress line on a pipe
@@ -213,11 +229,10 @@ def _pytest_on_a_terminal(tmp_path: Path, *args: str) -> str:
     (tmp_path / "test_mod.py").write_text(SWEPT)
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKEW_", "PYTEST_"))}
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_mod.py", *args],
         cwd=tmp_path,
-        env=env,
+        env=_child_env(),
         stdin=follower,
         stdout=follower,
         stderr=follower,
@@ -255,14 +270,7 @@ def test_quiet_or_a_pipe_shows_no_live_line(tmp_path: Path) -> None:
     proc = run_pytest(tmp_path, SWEPT, "-q")
     assert proc.returncode == 0 and "seeds/s" not in proc.stdout + proc.stderr
     # On a pipe without -q: no live line, and the summary lists the sweep.
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_mod.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = python("-m", "pytest", "-p", "no:cacheprovider", "test_mod.py", cwd=tmp_path)
     assert "test_mod.py::test_swept: 400 of 400 seeds from base seed 3" in proc.stdout
     assert "seeds/s" not in proc.stdout
 
@@ -277,3 +285,16 @@ def test_the_summary_names_the_failing_iteration_and_the_default_stop_is_kept(
     done = int(summary.split(": ")[1].split(" of ")[0])
     assert summary.endswith(f", stopped at the failing iteration {done - 1}")
     assert f"iteration={done - 1}," in proc.stdout
+
+
+def test_the_readme_sweep_command_finds_the_quickstart_failure() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if line.startswith("askew sweep "))
+    proc = python("-m", "askew", *command.split()[1:], cwd=repo)
+    assert proc.returncode == 1, proc.stderr
+    # The seed the README's quickstart report names, found at iteration 2.
+    reported = re.search(r"^  \(seed=(\d+), iteration=(\d+),", readme, re.M)
+    assert reported is not None
+    assert f"FAIL seed={reported[1]} iteration={reported[2]}: " in proc.stdout
+    assert "(stopped at the first failure)" in proc.stdout
