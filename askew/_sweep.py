@@ -22,6 +22,7 @@ import inspect
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from ._report import replay_command
 
 USAGE_EXIT = 2
 _CHUNK_MIN, _CHUNK_MAX = 16, 256  # iterations per task: see chunks()
+_CONNECT_TIMEOUT = "5s"  # for a --cluster scheduler to answer
 
 
 class UsageError(Exception):
@@ -87,6 +89,11 @@ _VALUES: dict[str, dict[str, Any]] = {
         "metavar": "K",
         "help": "worker processes (default: the number of CPUs)",
     },
+    "--cluster": {
+        "metavar": "ADDRESS",
+        "help": "run on the Dask distributed scheduler at ADDRESS (tcp://host:8786) instead "
+        "of local processes; needs askew-dst[cluster] and the test at the same path there",
+    },
     "--shard": {
         "type": _shard_arg,
         "metavar": "K/N",
@@ -113,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         "test_id", metavar="TEST_ID", help="a pytest node id: path/to/test_x.py::test_name"
     )
     sweep.add_argument("--seeds", required=True, **_VALUES["--seeds"])
-    for flag in ("--base", "--workers", "--shard"):
+    for flag in ("--base", "--workers", "--shard", "--cluster"):
         sweep.add_argument(flag, default=None, **_VALUES[flag])
     sweep.add_argument("--first", action="store_true", help="stop at the first failure found")
     return parser
@@ -127,14 +134,14 @@ class Options:
     workers: int
     shard: tuple[int, int] | None
     first: bool
+    cluster: str | None = None
 
 
 def parse_args(argv: Sequence[str]) -> Options:
     """The options of `askew sweep ...`; argparse exits 2 on a bad one."""
     ns = _parser().parse_args(list(argv))
-    return Options(
-        ns.test_id, ns.seeds, ns.base, ns.workers or os.cpu_count() or 1, ns.shard, ns.first
-    )
+    workers = ns.workers or len(os.sched_getaffinity(0)) or 1
+    return Options(ns.test_id, ns.seeds, ns.base, workers, ns.shard, ns.first, ns.cluster)
 
 
 # ---- the test ---------------------------------------------------------------
@@ -256,6 +263,29 @@ def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
     return ChunkResult(start, stop, failures, coverage, cpu)
 
 
+_cluster_tests: dict[tuple[str, str], Callable[..., Any]] = {}
+_cluster_lock = threading.Lock()
+
+
+def _cluster_chunk(test_id: str, cwd: str, base: int, start: int, stop: int) -> ChunkResult:
+    """A chunk on a Dask worker: the test resolved from the sweep's working
+    directory (the same path there) once per worker process. One chunk at a
+    time per process: a simulation owns its process's askew state, and a
+    Dask worker may run several tasks in threads."""
+    global _test
+    with _cluster_lock:
+        here = os.getcwd()
+        os.chdir(cwd)  # node ids, signatures and replay paths are cwd-relative
+        try:
+            key = (test_id, cwd)
+            if key not in _cluster_tests:
+                _cluster_tests[key] = resolve(test_id)
+            _test = _cluster_tests[key]
+            return _run_chunk(base, start, stop)
+        finally:
+            os.chdir(here)
+
+
 # ---- the parent -------------------------------------------------------------
 
 
@@ -352,15 +382,31 @@ def run_sweep(
     start, stop = shard_range(options.seeds, options.shard)
     result = SweepResult(options.test_id, base, start, stop)
     shard = f" (shard {options.shard[0]}/{options.shard[1]})" if options.shard else ""
+    where = (
+        f"on the Dask cluster {options.cluster}"
+        if options.cluster is not None
+        else f"in {options.workers} worker process(es)"
+    )
     print(
         f"askew sweep {options.test_id}: iterations [{start}, {stop}){shard} of base seed "
-        f"{base} in {options.workers} worker(s)",
+        f"{base} {where}",
         file=out,
         flush=True,
     )
     if start == stop:
         return result
     collector = _Collector(result, options, out, err)
+    try:
+        if options.cluster is not None:
+            _on_cluster(options, result, collector)
+        else:
+            _on_local_processes(options, result, collector)
+    finally:
+        collector.close()
+    return result
+
+
+def _on_local_processes(options: Options, result: SweepResult, collector: _Collector) -> None:
     # Workers start from a fresh interpreter (forkserver: nothing of this
     # process is inherited, and no fork of a threaded parent); str and bytes
     # hash order is fixed in them as askew-exec fixes it, unless set.
@@ -375,26 +421,59 @@ def run_sweep(
         initargs=(options.test_id, os.getcwd()),
     ) as pool:
         starts = {
-            pool.submit(_run_chunk, base, a, b): a for a, b in chunks(start, stop, options.workers)
+            pool.submit(_run_chunk, result.base, a, b): a
+            for a, b in chunks(result.start, result.stop, options.workers)
         }
         try:
-            _gather(starts, collector)
+            _gather(starts, collector, futures.wait)
         finally:
-            collector.close()
             for future in starts:
                 future.cancel()
-    return result
 
 
-def _gather(starts: dict[futures.Future[ChunkResult], int], collector: _Collector) -> None:
+def _on_cluster(options: Options, result: SweepResult, collector: _Collector) -> None:
+    """The chunks as Dask tasks. The scheduler re-runs the task of a worker
+    that dies (up to distributed.scheduler.allowed-failures times), so a
+    dead worker loses no iteration."""
+    try:
+        # Typed as Any: distributed is optional and ships no complete hints.
+        distributed: Any = importlib.import_module("distributed")
+    except ImportError:
+        raise UsageError(
+            "--cluster needs Dask distributed: pip install 'askew-dst[cluster]'"
+        ) from None
+    try:
+        client = distributed.Client(options.cluster, timeout=_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(
+            f"--cluster {options.cluster!r}: no Dask scheduler reachable there ({exc})"
+        ) from None
+    with client:
+        workers = max(1, sum(client.nthreads().values()))
+        starts = {
+            client.submit(
+                _cluster_chunk, options.test_id, os.getcwd(), result.base, a, b, pure=False
+            ): a
+            for a, b in chunks(result.start, result.stop, workers)
+        }
+        try:
+            _gather(starts, collector, distributed.wait)
+        finally:
+            client.cancel(list(starts))
+
+
+def _gather(starts: dict[Any, int], collector: _Collector, wait: Callable[..., Any]) -> None:
     """Hand each chunk to the collector as it finishes. Chunks start in
     order, so once one fails under --first only the chunks before it can
     hold an earlier failure: those are awaited and the rest dropped, and the
-    sweep reports the first failing iteration of all, as one process would."""
+    sweep reports the first failing iteration of all, as one process would.
+    `starts` maps each chunk's future (a local or a Dask one) to its start."""
     pending = set(starts)
     stop_at: int | None = None
     while pending:
-        done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+        # concurrent.futures.wait or distributed.wait: (done, not done)
+        done, pending = wait(pending, return_when="FIRST_COMPLETED")
+        pending = set(pending)
         for future in sorted(done, key=starts.__getitem__):
             if future.cancelled() or (stop_at is not None and starts[future] > stop_at):
                 continue

@@ -16,6 +16,7 @@ machine. Other work on the machine moves this figure: run it when it is idle.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import statistics
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from _harness import (
     Side,
+    Unavailable,
     compare,
     goal,
     parser,
@@ -54,11 +56,14 @@ def workload() -> str:
     return text
 
 
-def sweep_side(test_id: str, seeds: int, workers: int, cpu: list[float]):  # type: ignore[no-untyped-def]
+def sweep_side(test_id, seeds, workers, cpu, cluster=None):  # type: ignore[no-untyped-def]
+    """`askew sweep` on `workers` local processes, or on the Dask cluster whose
+    address `cluster()` returns (started on first use, outside the timing)."""
     from askew import _sweep
 
     def factory():  # type: ignore[no-untyped-def]
-        options = _sweep.Options(test_id, seeds, 1337, workers, None, False)
+        address = cluster() if cluster is not None else None
+        options = _sweep.Options(test_id, seeds, 1337, workers, None, False, address)
 
         def run() -> int:
             result = _sweep.run_sweep(options, out=io.StringIO(), err=io.StringIO())
@@ -73,6 +78,24 @@ def sweep_side(test_id: str, seeds: int, workers: int, cpu: list[float]):  # typ
     return factory
 
 
+DASK = "Dask LocalCluster, 2x1"
+
+
+def dask(stack: contextlib.ExitStack) -> str:
+    """A local Dask cluster of two one-thread worker processes: its address.
+    The side is unavailable when distributed is not installed."""
+    try:
+        import distributed
+    except ImportError as exc:
+        raise Unavailable(f"distributed is not installed ({exc})") from None
+    cluster = stack.enter_context(
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+    )
+    return str(cluster.scheduler_address)
+
+
 def main() -> int:
     args = parser(__doc__).parse_args()
     print_header("bench_sweep", args)
@@ -80,6 +103,7 @@ def main() -> int:
     seconds = 2.0 if args.quick else 10.0
     seeds = int(seconds / per_seed_guess)
     repeats = args.repeats or (1 if args.quick else 3)
+    stack = contextlib.ExitStack()
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "test_sweep_bench.py").write_text(workload())
         cwd = os.getcwd()
@@ -87,13 +111,15 @@ def main() -> int:
         sys.path.insert(0, tmp)
         try:
             test_id = "test_sweep_bench.py::test_leader_election"
-            cpu: dict[int, list[float]] = {1: [], 2: []}
+            cpu: dict[str, list[float]] = {"1 worker": [], "2 workers": [], DASK: []}
             sides = [
-                Side("1 worker", sweep_side(test_id, seeds, 1, cpu[1])),
-                Side("2 workers", sweep_side(test_id, seeds, 2, cpu[2])),
+                Side("1 worker", sweep_side(test_id, seeds, 1, cpu["1 worker"])),
+                Side("2 workers", sweep_side(test_id, seeds, 2, cpu["2 workers"])),
+                Side(DASK, sweep_side(test_id, seeds, 2, cpu[DASK], lambda: dask(stack))),
             ]
             results = compare(sides, repeats=repeats, warmup=0)
         finally:
+            stack.close()
             os.chdir(cwd)
             sys.path.remove(tmp)
     print_table(
@@ -105,11 +131,17 @@ def main() -> int:
     )
     # The workers' CPU time per seed: what the split costs, whatever else
     # the machine runs (wall time is what the goal is about).
-    for workers, samples in cpu.items():
-        per_seed = statistics.median(samples) * 1e3
-        print(f"  CPU in workers, {workers} worker(s): {per_seed:.2f} ms/seed (median)")
+    for name, samples in cpu.items():
+        if samples:
+            per_seed = statistics.median(samples) * 1e3
+            print(f"  CPU in workers, {name}: {per_seed:.2f} ms/seed (median)")
     speedup = ratio(results, "1 worker", "2 workers")
-    goals = [goal("2 workers vs 1 worker, seeds/s", speedup, 1.8, at_most=False)]
+    goals = [
+        goal("2 workers vs 1 worker, seeds/s", speedup, 1.8, at_most=False),
+        goal(
+            f"{DASK} vs 2 workers, seeds/s", ratio(results, "2 workers", DASK), 0.9, at_most=False
+        ),
+    ]
     print_goals(goals)
     write_json(args.json, "bench_sweep", {"sweep": results}, goals)
     return 0

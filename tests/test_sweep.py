@@ -53,6 +53,17 @@ async def test_plain(world):
 @askew.simulate
 async def test_with_fixture(world, tmp_path):
     pass
+
+import os
+
+@askew.simulate(seed=11)
+async def test_kills_its_process_once(world):
+    # Once armed, iteration 5 ends its process the first time it runs (the
+    # file "killed" says it ran): the cluster test's dying worker.
+    if world.seed == askew._core.seed_iteration(11, 5) and os.path.exists("armed"):
+        if not os.path.exists("killed"):
+            open("killed", "w").close()
+            os._exit(1)
 """
 )
 
@@ -298,3 +309,49 @@ def test_the_readme_sweep_command_finds_the_quickstart_failure() -> None:
     assert reported is not None
     assert f"FAIL seed={reported[1]} iteration={reported[2]}: " in proc.stdout
     assert "(stopped at the first failure)" in proc.stdout
+
+
+# ---- --cluster: Dask distributed ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[str]:
+    """A local Dask cluster of two one-thread worker processes: its address."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+def test_a_dask_cluster_fails_exactly_the_iterations_local_processes_fail(
+    target: Path, dask_cluster: str
+) -> None:
+    test_id = f"{target.name}::test_leader_election"
+    on_cluster = _sweep.run_sweep(options(test_id, 60, cluster=dask_cluster), out=io.StringIO())
+    local = _sweep.run_sweep(options(test_id, 60), out=io.StringIO())
+    assert on_cluster.ran == 60
+    assert on_cluster.failures and sorted(on_cluster.failures, key=lambda f: f.iteration) == sorted(
+        local.failures, key=lambda f: f.iteration
+    )
+
+
+def test_a_worker_that_dies_on_the_cluster_loses_no_iteration(
+    target: Path, dask_cluster: str
+) -> None:
+    (target.parent / "armed").touch()
+    result = _sweep.run_sweep(
+        options(f"{target.name}::test_kills_its_process_once", 40, cluster=dask_cluster),
+        out=io.StringIO(),
+    )
+    assert (target.parent / "killed").exists()  # a worker died running iteration 5
+    assert result.ran == 40 and not result.failures
+
+
+def test_an_unreachable_cluster_is_a_usage_error_naming_it(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("distributed")
+    argv = ["sweep", f"{target.name}::test_passes", "--seeds", "5"]
+    assert _sweep.main([*argv, "--cluster", "tcp://127.0.0.1:9"]) == 2
+    assert "'tcp://127.0.0.1:9'" in capsys.readouterr().err
