@@ -406,7 +406,17 @@ def run_sweep(
     return result
 
 
+class WorkersDied(Exception):
+    """Worker processes kept dying: the iterations named were not run."""
+
+
+_LOCAL_RETRIES = 3  # pools broken by a dying worker before a sweep gives up (Dask's default)
+
+
 def _on_local_processes(options: Options, result: SweepResult, collector: _Collector) -> None:
+    """The chunks on a pool of local processes. A worker that dies breaks
+    the pool: the chunks not yet finished are run again on a new one, so
+    no iteration is lost, up to _LOCAL_RETRIES times."""
     # Workers start from a fresh interpreter (forkserver: nothing of this
     # process is inherited, and no fork of a threaded parent); str and bytes
     # hash order is fixed in them as askew-exec fixes it, unless set.
@@ -414,21 +424,29 @@ def _on_local_processes(options: Options, result: SweepResult, collector: _Colle
     context = multiprocessing.get_context("forkserver")
     # The server imports askew's runner once; each worker forks with it loaded.
     context.set_forkserver_preload(["askew._runner"])
-    with futures.ProcessPoolExecutor(
-        options.workers,
-        mp_context=context,
-        initializer=_worker_init,
-        initargs=(options.test_id, os.getcwd()),
-    ) as pool:
-        starts = {
-            pool.submit(_run_chunk, result.base, a, b): a
-            for a, b in chunks(result.start, result.stop, options.workers)
-        }
-        try:
-            _gather(starts, collector, futures.wait)
-        finally:
-            for future in starts:
-                future.cancel()
+    todo = list(chunks(result.start, result.stop, options.workers))
+    for attempt in range(_LOCAL_RETRIES + 1):
+        with futures.ProcessPoolExecutor(
+            options.workers,
+            mp_context=context,
+            initializer=_worker_init,
+            initargs=(options.test_id, os.getcwd()),
+        ) as pool:
+            starts = {pool.submit(_run_chunk, result.base, a, b): a for a, b in todo}
+            try:
+                _gather(starts, collector, futures.wait)
+                return
+            except futures.process.BrokenProcessPool:
+                todo = [(a, b) for a, b in todo if a not in collector.taken]
+                lost = ", ".join(f"[{a}, {b})" for a, b in todo)
+                if attempt == _LOCAL_RETRIES or result.stopped:
+                    raise WorkersDied(
+                        f"worker processes died {attempt + 1} times; iterations {lost} were not run"
+                    ) from None
+                collector.note(f"a worker process died; running iterations {lost} again")
+            finally:
+                for future in starts:
+                    future.cancel()
 
 
 def _on_cluster(options: Options, result: SweepResult, collector: _Collector) -> None:
@@ -495,11 +513,14 @@ class _Collector:
         self.result = result
         self.options = options
         self.out = out
+        self.err = err
         self.progress = _Progress(result.stop - result.start, err)
         self.shown: dict[str, int] = {}
+        self.taken: set[int] = set()  # the starts of the chunks taken
 
     def take(self, chunk: ChunkResult) -> bool:
         result = self.result
+        self.taken.add(chunk.start)
         result.ran += chunk.stop - chunk.start
         result.cpu += chunk.cpu
         result.coverage = _merge(result.coverage, chunk.coverage)
@@ -541,6 +562,10 @@ class _Collector:
             lines.append(f"  new signature: {failure.signature}")
         lines.append(f"  replay: {replay_command(failure.seed, self.options.test_id)}")
         print("\n".join(lines), file=self.out, flush=True)
+
+    def note(self, text: str) -> None:
+        self.progress.clear()
+        print(f"askew sweep: {text}", file=self.err, flush=True)
 
     def close(self) -> None:
         self.progress.clear()
@@ -584,8 +609,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"askew sweep: error: {exc}\n")
         return USAGE_EXIT
-    except futures.process.BrokenProcessPool as exc:
-        sys.stderr.write(f"askew sweep: a worker process died: {exc}\n")
+    except WorkersDied as exc:
+        sys.stderr.write(f"askew sweep: {exc}\n")
         return 1
     print(summary(result), flush=True)
     return 1 if result.failures else 0

@@ -59,9 +59,9 @@ import os
 @askew.simulate(seed=11)
 async def test_kills_its_process_once(world):
     # Once armed, iteration 5 ends its process the first time it runs (the
-    # file "killed" says it ran): the cluster test's dying worker.
+    # file "killed" says it ran), or every time: the dying worker.
     if world.seed == askew._core.seed_iteration(11, 5) and os.path.exists("armed"):
-        if not os.path.exists("killed"):
+        if os.path.exists("always") or not os.path.exists("killed"):
             open("killed", "w").close()
             os._exit(1)
 """
@@ -177,6 +177,29 @@ def test_first_stops_at_the_first_failing_iteration_of_all(target: Path) -> None
     first = result.failures[0].iteration
     outcomes, _ = run_iterations(_sweep.resolve(test_id), 1337, 0, first + 1)
     assert [o.iteration for o in outcomes if o.headline is not None] == [first]
+
+
+def test_a_local_worker_that_dies_loses_no_iteration(target: Path) -> None:
+    (target.parent / "armed").touch()
+    err = io.StringIO()
+    result = _sweep.run_sweep(
+        options(f"{target.name}::test_kills_its_process_once", 40), out=io.StringIO(), err=err
+    )
+    assert (target.parent / "killed").exists()  # a worker died running iteration 5
+    assert result.ran == 40 and not result.failures
+    assert "a worker process died; running iterations [0, " in err.getvalue()
+
+
+def test_a_worker_that_always_dies_fails_the_sweep_naming_what_did_not_run(
+    target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (target.parent / "armed").touch()
+    (target.parent / "always").touch()
+    argv = ["sweep", f"{target.name}::test_kills_its_process_once", "--seeds", "40"]
+    assert _sweep.main([*argv, "--workers", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "worker processes died 4 times; iterations [0, 16), " in err
+    assert "were not run" in err
 
 
 def test_exit_status_is_0_without_failures_and_1_with(
