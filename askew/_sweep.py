@@ -21,6 +21,7 @@ import importlib.util
 import inspect
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -243,6 +244,9 @@ _test: Callable[..., Any] | None = None
 
 def _worker_init(test_id: str, cwd: str) -> None:
     global _test
+    # Ctrl-C on a terminal reaches the whole process group: the parent
+    # alone handles it (it stops the sweep and prints what ran).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.chdir(cwd)
     _test = resolve(test_id)
 
@@ -302,6 +306,7 @@ class SweepResult:
     coverage: Any = None  # the merged askew._buggify.Summary, or None
     stopped: bool = False  # --first stopped it early
     cpu: float = 0.0  # CPU seconds the workers spent running iterations
+    interrupted: bool = False  # Ctrl-C stopped it
 
     def groups(self) -> dict[str, list[Failure]]:
         """The failures by signature, each group's smallest seed first."""
@@ -401,6 +406,8 @@ def run_sweep(
             _on_cluster(options, result, collector)
         else:
             _on_local_processes(options, result, collector)
+    except KeyboardInterrupt:
+        result.interrupted = True  # the summary says what ran
     finally:
         collector.close()
     return result
@@ -577,6 +584,7 @@ def summary(result: SweepResult) -> str:
         f"askew sweep summary: {result.ran:,} of iterations [{result.start}, {result.stop}) "
         f"run from base seed {result.base}"
         + (" (stopped at the first failure)" if result.stopped else "")
+        + (" (interrupted)" if result.interrupted else "")
     ]
     groups = result.groups()
     if not groups:
@@ -613,4 +621,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"askew sweep: {exc}\n")
         return 1
     print(summary(result), flush=True)
+    if result.interrupted:
+        return 130  # the shell's status for SIGINT
     return 1 if result.failures else 0

@@ -15,6 +15,7 @@ import itertools
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -202,6 +203,25 @@ def test_a_worker_that_always_dies_fails_the_sweep_naming_what_did_not_run(
     assert "were not run" in err
 
 
+def test_ctrl_c_ends_a_sweep_with_the_summary_of_what_ran(target: Path) -> None:
+    test_id = f"{target.name}::test_leader_election"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "askew", "sweep", test_id, "--seeds", str(10**7), "--workers", "1"],
+        env=_child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("FAIL seed="):  # a chunk has come back: the sweep is under way
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert re.search(r"summary: [\d,]+ of iterations \[0, 10000000\) .* \(interrupted\)", out)
+
+
 def test_exit_status_is_0_without_failures_and_1_with(
     target: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -258,14 +278,14 @@ async def test_swept(world):
 """
 
 
-def _pytest_on_a_terminal(tmp_path: Path, *args: str) -> str:
-    """Run pytest on SWEPT under a pseudo-terminal 120 columns wide; its output."""
-    (tmp_path / "test_mod.py").write_text(SWEPT)
+def _on_a_terminal(cwd: Path, *args: str, status: int = 0) -> str:
+    """Run this Python with `args` under a pseudo-terminal 120 columns wide;
+    its output."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_mod.py", *args],
-        cwd=tmp_path,
+        [sys.executable, *args],
+        cwd=cwd,
         env=_child_env(),
         stdin=follower,
         stdout=follower,
@@ -282,8 +302,21 @@ def _pytest_on_a_terminal(tmp_path: Path, *args: str) -> str:
             break
         chunks.append(data)
     os.close(leader)
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=120) == status
     return b"".join(chunks).decode()
+
+
+def _pytest_on_a_terminal(tmp_path: Path, *args: str) -> str:
+    """Run pytest on SWEPT under a pseudo-terminal; its output."""
+    (tmp_path / "test_mod.py").write_text(SWEPT)
+    return _on_a_terminal(tmp_path, "-m", "pytest", "-p", "no:cacheprovider", "test_mod.py", *args)
+
+
+def test_askew_sweep_on_a_terminal_shows_a_live_line_on_stderr(target: Path) -> None:
+    test_id = f"{target.name}::test_passes"
+    out = _on_a_terminal(target.parent, "-m", "askew", "sweep", test_id, "--seeds", "300")
+    assert "\raskew: 300/300 seeds, " in out and " seeds/s, 0 failures, " in out
+    assert "\r\x1b[K" in out  # erased before the summary
 
 
 def test_a_sweep_on_a_terminal_shows_a_live_line_then_erases_it(tmp_path: Path) -> None:
@@ -307,6 +340,23 @@ def test_quiet_or_a_pipe_shows_no_live_line(tmp_path: Path) -> None:
     proc = python("-m", "pytest", "-p", "no:cacheprovider", "test_mod.py", cwd=tmp_path)
     assert "test_mod.py::test_swept: 400 of 400 seeds from base seed 3" in proc.stdout
     assert "seeds/s" not in proc.stdout
+
+
+def test_the_summary_gives_a_sweeps_buggify_and_sometimes_coverage(tmp_path: Path) -> None:
+    source = SWEPT.replace(
+        "await world.clock.advance(seconds=1)",
+        'if askew.buggify("slow-disk"):\n'
+        "        await world.clock.advance(seconds=1)\n"
+        '    askew.sometimes("late", world.now > 0.5)',
+    )
+    (tmp_path / "test_mod.py").write_text(source)
+    proc = python("-m", "pytest", "-p", "no:cacheprovider", "test_mod.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("test_mod.py::test_swept: "))
+    assert line.endswith(
+        "400 of 400 seeds from base seed 3; buggify points reached 1, fired 1; "
+        "sometimes marks reached 1, true 1"
+    )
 
 
 def test_the_summary_names_the_failing_iteration_and_the_default_stop_is_kept(
