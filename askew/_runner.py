@@ -7,7 +7,9 @@ parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
 seed derived from (S, i), so the seed a report names replays alone. One
 loop is reset and reused across iterations. A run ends through the
 world's and the loop's own methods (World._end_run, SimLoop._end_run); its
-report is askew._report's.
+report is askew._report's. run_iterations runs a range of a test's
+iterations the same way for `askew sweep` (askew._sweep), and the pytest
+plugin follows each sweep through `observer` (its progress line).
 """
 
 from __future__ import annotations

@@ -4,12 +4,13 @@
 It resolves a pytest node id by importing the test's file (as pytest's
 default "prepend" import mode would, without collecting anything), cuts the
 iterations [0, N) — or one blocked shard of them — into chunks, and runs
-each chunk in a local worker process through askew._runner.run_iterations,
-the runner's own code path, so every iteration runs the seed and the code a
-pytest run of the test would. Failures stream back as chunks finish and are
-grouped by signature (exception type and the user's line). It never runs an
-iteration in the parent process and never reads the host clock inside one;
-askew/__main__.py calls main().
+each chunk in a local worker process (or a Dask distributed task, with
+--cluster) through askew._runner.run_iterations, the runner's own code path,
+so every iteration runs the seed and the code a pytest run of the test
+would. Failures stream back as chunks finish and are grouped by signature
+(exception type and the user's line). It never runs an iteration in the
+parent process and never reads the host clock inside one; askew/__main__.py
+calls main().
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as futures
 import importlib
-import importlib.util
 import inspect
 import multiprocessing
 import os
@@ -28,10 +28,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._config import SEED_LIMIT
 from ._report import replay_command
+
+if TYPE_CHECKING:
+    from ._buggify import Summary
 
 USAGE_EXIT = 2
 _CHUNK_MIN, _CHUNK_MAX = 16, 256  # iterations per task: see chunks()
@@ -235,7 +238,7 @@ class ChunkResult:
     start: int
     stop: int
     failures: list[Failure]
-    coverage: Any  # askew._buggify.Summary
+    coverage: Summary
     cpu: float  # CPU seconds the worker spent on the chunk
 
 
@@ -303,7 +306,7 @@ class SweepResult:
     stop: int
     ran: int = 0
     failures: list[Failure] = field(default_factory=list)
-    coverage: Any = None  # the merged askew._buggify.Summary, or None
+    coverage: Summary | None = None  # the chunks' merged
     stopped: bool = False  # --first stopped it early
     cpu: float = 0.0  # CPU seconds the workers spent running iterations
     interrupted: bool = False  # Ctrl-C stopped it
@@ -316,7 +319,7 @@ class SweepResult:
         return out
 
 
-def _merge(total: Any, part: Any) -> Any:
+def _merge(total: Summary | None, part: Summary) -> Summary:
     from ._buggify import MarkStats, PointStats
 
     if total is None:
