@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import termios
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,11 @@ async def test_plain(world):
 @askew.simulate
 async def test_with_fixture(world, tmp_path):
     pass
+
+class TestGroup:
+    @askew.simulate(seed=5)
+    async def test_method(self, world):
+        assert world.seed % 7, "a seed divisible by 7"
 
 import os
 
@@ -220,6 +226,22 @@ def test_ctrl_c_ends_a_sweep_with_the_summary_of_what_ran(target: Path) -> None:
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert re.search(r"summary: [\d,]+ of iterations \[0, 10000000\) .* \(interrupted\)", out)
+
+
+def test_a_method_of_a_test_class_is_swept_on_an_instance(target: Path) -> None:
+    test_id = f"{target.name}::TestGroup::test_method"
+    result = _sweep.run_sweep(options(test_id, 100), out=io.StringIO())
+    assert result.ran == 100 and result.base == 5 and result.failures
+    assert {f.seed for f in result.failures} == {
+        seed for seed in (iteration_seed(5, i) for i in range(100)) if seed % 7 == 0
+    }
+
+
+def test_the_askew_console_script_is_the_sweep_command() -> None:
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
+    assert scripts["askew"] == "askew._sweep:main"
+    assert scripts["askew-exec"] == "askew._cli:main"
 
 
 def test_exit_status_is_0_without_failures_and_1_with(
