@@ -43,6 +43,9 @@ from ._report import wrapped_replay
 from ._wrap import WrappedRun
 
 _PLUGIN_NAME = "askew-wrap"
+# The host's clock, taken before any simulation can make `time` virtual:
+# the progress line reads it between a sweep's runs.
+_monotonic = time.monotonic
 
 # The plugin option of each RunConfig knob: --askew-strategy, --askew-max-steps, ...
 _KNOB_OPTIONS = {name: "--askew-" + name.replace("_", "-") for name in KNOBS}
@@ -180,9 +183,10 @@ class SweepProgress:
         self.total = total
         self.done = 0
         self.failures = 0
-        self.began = time.monotonic()
+        self.began = _monotonic()
         self.next_draw = self.began
         self.drawn = False
+        self.live = False  # whether this sweep draws a live line
 
     def _writer(self) -> tuple[Any, Any] | None:
         """(the terminal writer, the capture manager) when a live line is wanted."""
@@ -222,11 +226,14 @@ class SweepProgress:
 
     def sweep_begins(self, fn: Any, base: int, iterations: int) -> None:
         self._reset(getattr(fn, "__qualname__", str(fn)), base, iterations)
+        self.live = self._writer() is not None
 
     def iteration_ends(self, iteration: int, failed: bool) -> None:
         self.done += 1
         self.failures += failed
-        now = time.monotonic()
+        if not self.live:
+            return
+        now = _monotonic()
         if now >= self.next_draw:
             self.next_draw = now + self.INTERVAL
             self._draw(self._text(now))
@@ -240,7 +247,7 @@ class SweepProgress:
         if self.name is None:
             return
         if self.drawn:
-            self._draw(self._text(time.monotonic()))  # the final count, then away
+            self._draw(self._text(_monotonic()))  # the final count, then away
             self._draw(None)
         stopped = f", stopped at the failing iteration {self.done - 1}" if self.failures else ""
         row = f"{self.done:,} of {self.total:,} seeds from base seed {self.base}{stopped}"
