@@ -22,6 +22,7 @@ import sys
 import termios
 import tomllib
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +240,10 @@ def test_a_method_of_a_test_class_is_swept_on_an_instance(target: Path) -> None:
 
 def test_the_askew_console_script_is_the_sweep_command() -> None:
     pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-    scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
+    if pyproject.is_file():  # a checkout
+        scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
+    else:  # make test-installed: the wheel's metadata
+        scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
     assert scripts["askew"] == "askew._sweep:main"
     assert scripts["askew-exec"] == "askew._cli:main"
 
