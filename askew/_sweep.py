@@ -141,10 +141,16 @@ class Options:
     cluster: str | None = None
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 def parse_args(argv: Sequence[str]) -> Options:
     """The options of `askew sweep ...`; argparse exits 2 on a bad one."""
     ns = _parser().parse_args(list(argv))
-    workers = ns.workers or len(os.sched_getaffinity(0)) or 1
+    workers = ns.workers or _cpus()
     return Options(ns.test_id, ns.seeds, ns.base, workers, ns.shard, ns.first, ns.cluster)
 
 
