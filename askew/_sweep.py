@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ._config import SEED_LIMIT
+from ._config import SEED_LIMIT, env_seed
 from ._report import replay_command
 
 if TYPE_CHECKING:
@@ -86,7 +86,8 @@ _VALUES: dict[str, dict[str, Any]] = {
     "--base": {
         "type": _int_arg(0, SEED_LIMIT - 1, "0 <= S < 2**64"),
         "metavar": "S",
-        "help": "base seed (default: the test's own seed, else a fresh one, printed)",
+        "help": "base seed (default: ASKEW_SEED, else the test's own seed, else a fresh "
+        "one; printed)",
     },
     "--workers": {
         "type": _int_arg(1, None, ">= 1"),
@@ -345,10 +346,17 @@ def _merge(total: Summary | None, part: Summary) -> Summary:
 
 
 def _default_base(test: Callable[..., Any]) -> int:
-    spec = test._askew_spec  # type: ignore[attr-defined]
-    if spec.seed is not None:
-        return int(spec.seed)
-    return int.from_bytes(os.urandom(8), "little")
+    """Without --base: ASKEW_SEED (as `askew-exec --seed` sets it), else the
+    decorator's seed, else a fresh one, as a pytest run picks its base."""
+    try:
+        seed = env_seed()
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if seed is None:
+        seed = test._askew_spec.seed  # type: ignore[attr-defined]
+    if seed is None:
+        seed = int.from_bytes(os.urandom(8), "little")
+    return int(seed)
 
 
 class _Progress:

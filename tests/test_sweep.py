@@ -248,6 +248,19 @@ def test_the_askew_console_script_is_the_sweep_command() -> None:
     assert scripts["askew-exec"] == "askew._cli:main"
 
 
+def test_the_base_seed_is_askew_seed_else_the_decorators(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test_id = f"{target.name}::test_passes"
+    assert _sweep.run_sweep(options(test_id, 1), out=io.StringIO()).base == 7
+    monkeypatch.setenv("ASKEW_SEED", "99")
+    assert _sweep.run_sweep(options(test_id, 1), out=io.StringIO()).base == 99
+    assert _sweep.run_sweep(options(test_id, 1, base=3), out=io.StringIO()).base == 3
+    monkeypatch.setenv("ASKEW_SEED", "abc")
+    with pytest.raises(_sweep.UsageError, match="ASKEW_SEED"):
+        _sweep.run_sweep(options(test_id, 1), out=io.StringIO())
+
+
 def test_exit_status_is_0_without_failures_and_1_with(
     target: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
