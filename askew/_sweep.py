@@ -119,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Run iterations [0, N) of one @askew.simulate test (iteration i runs "
         "seed_iteration(base, i), as under pytest) in worker processes, print each "
         "failure as it is found, and end with the failures grouped by signature. "
-        "Exit status: 0 if no iteration failed, 1 if one did, 2 for a usage error.",
+        "Exit status: 0 if no iteration failed, 1 if one did, 2 for a usage error, "
+        "130 after Ctrl-C.",
     )
     sweep.add_argument(
         "test_id", metavar="TEST_ID", help="a pytest node id: path/to/test_x.py::test_name"
@@ -127,7 +128,11 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--seeds", required=True, **_VALUES["--seeds"])
     for flag in ("--base", "--workers", "--shard", "--cluster"):
         sweep.add_argument(flag, default=None, **_VALUES[flag])
-    sweep.add_argument("--first", action="store_true", help="stop at the first failure found")
+    sweep.add_argument(
+        "--first",
+        action="store_true",
+        help="stop at the first failing iteration (the one a single process stops at)",
+    )
     return parser
 
 
