@@ -17,12 +17,13 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import time
 from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
 
-from . import _wrap
+from . import _runner, _wrap
 from ._config import (
     KNOBS,
     RunConfig,
@@ -42,6 +43,9 @@ from ._report import wrapped_replay
 from ._wrap import WrappedRun
 
 _PLUGIN_NAME = "askew-wrap"
+# The host's clock, taken before any simulation can make `time` virtual:
+# the progress line reads it between a sweep's runs.
+_monotonic = time.monotonic
 
 # The plugin option of each RunConfig knob: --askew-strategy, --askew-max-steps, ...
 _KNOB_OPTIONS = {name: "--askew-" + name.replace("_", "-") for name in KNOBS}
@@ -103,6 +107,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _configure(config: pytest.Config) -> None:
+    progress = SweepProgress(config, _runner.observer)
+    config.pluginmanager.register(progress, _PLUGIN_NAME + "-progress")
+    _runner.observer = progress
     seed = config.getoption("askew_seed", None)
     iterations = config.getoption("askew_iterations", None)
     if seed is not None:
@@ -138,6 +145,149 @@ def _configure(config: pytest.Config) -> None:
     config.pluginmanager.register(wrap, _PLUGIN_NAME)
     if wrap.seeds > 1:
         config.pluginmanager.register(SeedSweep(wrap), _PLUGIN_NAME + "-seeds")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # A pytest run inside a test (pytester) hands the outer run's observer back.
+    progress = _runner.observer
+    if isinstance(progress, SweepProgress) and progress.config is config:
+        _runner.observer = progress.outer
+
+
+class SweepProgress:
+    """The live line of an @askew.simulate sweep and the per-test summary.
+
+    On a terminal, unless -q, a sweep that runs shows one line after what
+    pytest wrote for its test: seeds done of the total, seeds/s, failures,
+    elapsed and remaining time, redrawn at most every INTERVAL seconds and
+    erased when the sweep ends, so pytest's own line reads as without it.
+    It is drawn with output capture suspended, as pytest's live logging
+    does, and it needs the terminal writer's current line (a private
+    attribute): without it there is no live line. Each sweep's figures go
+    into its test's user_properties ("askew_sweep"), which pytest-xdist
+    carries to the controller, and the terminal summary lists them.
+    """
+
+    INTERVAL = 0.2  # seconds between redraws
+
+    def __init__(self, config: pytest.Config, outer: _runner.SweepObserver | None) -> None:
+        self.config = config
+        self.outer = outer
+        self.item: pytest.Item | None = None
+        self.rows: dict[str, list[str]] = {}  # nodeid -> its sweeps' summary lines
+        self._reset(None, 0, 0)
+
+    def _reset(self, name: str | None, base: int, total: int) -> None:
+        self.name = name
+        self.base = base
+        self.total = total
+        self.done = 0
+        self.failures = 0
+        self.began = _monotonic()
+        self.next_draw = self.began
+        self.drawn = False
+        self.live = False  # whether this sweep draws a live line
+
+    def _writer(self) -> tuple[Any, Any] | None:
+        """(the terminal writer, the capture manager) when a live line is wanted."""
+        if self.config.get_verbosity() < 0:
+            return None
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        tw = getattr(reporter, "_tw", None)
+        if reporter is None or not reporter.isatty() or not hasattr(tw, "_current_line"):
+            return None
+        return tw, self.config.pluginmanager.get_plugin("capturemanager")
+
+    def _draw(self, text: str | None) -> None:
+        """Show `text` after pytest's current line, or erase it (None). The
+        cursor is saved where pytest's line ends (ESC 7) and restored there
+        (ESC 8) before each redraw; the line never wraps."""
+        found = self._writer()
+        if found is None:
+            return
+        tw, capman = found
+        line = tw._current_line
+        if text is None:
+            out = "\x1b8\x1b[K"
+        else:
+            room = tw.fullwidth - tw.width_of_current_line - 2
+            if room < 20:
+                return
+            out = ("\x1b8\x1b[K " if self.drawn else "\x1b7 ") + text[:room]
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                tw.write(out, flush=True)
+        else:
+            tw.write(out, flush=True)
+        tw._current_line = line  # what pytest aligns its percentage by
+        self.drawn = text is not None
+
+    # ---- askew._runner.SweepObserver ------------------------------------------
+
+    def sweep_begins(self, fn: Any, base: int, iterations: int) -> None:
+        self._reset(getattr(fn, "__qualname__", str(fn)), base, iterations)
+        self.live = self._writer() is not None
+
+    def iteration_ends(self, iteration: int, failed: bool) -> None:
+        self.done += 1
+        self.failures += failed
+        if not self.live:
+            return
+        now = _monotonic()
+        if now >= self.next_draw:
+            self.next_draw = now + self.INTERVAL
+            self._draw(self._text(now))
+
+    def _text(self, now: float) -> str:
+        from ._sweep import progress_text
+
+        return progress_text(self.done, self.total, self.failures, now - self.began)
+
+    def sweep_ends(self, coverage: Any) -> None:
+        if self.name is None:
+            return
+        if self.drawn:
+            self._draw(self._text(_monotonic()))  # the final count, then away
+            self._draw(None)
+        stopped = f", stopped at the failing iteration {self.done - 1}" if self.failures else ""
+        row = f"{self.done:,} of {self.total:,} seeds from base seed {self.base}{stopped}"
+        if coverage is not None and (coverage.points or coverage.marks):
+            fired = sum(1 for s in coverage.points.values() if s.fired)
+            true = sum(1 for m in coverage.marks.values() if m.runs_true)
+            row += (
+                f"; buggify points reached {len(coverage.points)}, fired {fired}; "
+                f"sometimes marks reached {len(coverage.marks)}, true {true}"
+            )
+        if self.item is not None:
+            self.item.user_properties.append(("askew_sweep", row))
+        self._reset(None, 0, 0)
+
+    # ---- pytest hooks -----------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, Any, Any]:
+        self.item = item
+        try:
+            return (yield)
+        finally:
+            self.item = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        rows = [str(v) for k, v in report.user_properties if k == "askew_sweep"]
+        if rows:
+            self.rows[report.nodeid] = rows
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.rows or self.config.get_verbosity() < 0:
+            return
+        terminalreporter.write_sep("-", "askew sweeps")
+        for nodeid, rows in self.rows.items():
+            for row in rows:
+                terminalreporter.write_line(f"{nodeid}: {row}")
 
 
 def _session_base(config: pytest.Config) -> int:

@@ -7,19 +7,24 @@ parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
 seed derived from (S, i), so the seed a report names replays alone. One
 loop is reset and reused across iterations. A run ends through the
 world's and the loop's own methods (World._end_run, SimLoop._end_run); its
-report is askew._report's.
+report is askew._report's. run_iterations runs a range of a test's
+iterations the same way for `askew sweep` (askew._sweep), and the pytest
+plugin follows each sweep through `observer` (its progress line).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import inspect
+import io
 import os
+import traceback
 import types
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from . import _buggify, _core
 from ._config import (
@@ -27,6 +32,7 @@ from ._config import (
     DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TIME,
     DEFAULT_OVERSHOOT,
+    SEED_LIMIT,
     RunConfig,
     check_iterations,
     check_seed,
@@ -172,6 +178,116 @@ class Replay:
         _sweep(fn, spec, args, kwargs, base=seed, iterations=1)
 
 
+def iteration_seed(base: int, i: int) -> int:
+    """The seed of iteration i of a sweep from `base`: iteration 0 runs the
+    base itself, so the seed a report names replays alone."""
+    return base if i == 0 else int(_core.seed_iteration(base, i))
+
+
+class SweepObserver(Protocol):
+    """What follows a sweep as it runs (the plugin's progress line and
+    summary): told of the sweep's start, each iteration, and its end."""
+
+    def sweep_begins(self, fn: TestFn, base: int, iterations: int) -> None: ...
+
+    def iteration_ends(self, iteration: int, failed: bool) -> None: ...
+
+    def sweep_ends(self, coverage: _buggify.Summary | None) -> None: ...
+
+
+# Set by the pytest plugin; None (the default, and outside pytest) costs
+# one comparison per iteration.
+observer: SweepObserver | None = None
+
+
+@dataclass(frozen=True)
+class IterationOutcome:
+    """One iteration of run_iterations, as plain data: a failure's exception
+    (and the run it holds on to) is not kept, so a long range stays small."""
+
+    iteration: int
+    seed: int
+    headline: str | None = None  # the report's first line; None if the run passed
+    report: str | None = None  # the report a pytest run would show
+    signature: str | None = None  # what groups failures: failure_signature()
+
+
+_NOT_USER = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.dirname(os.__file__) + os.sep,
+)
+
+
+def failure_signature(failure: BaseException) -> str:
+    """The exception type of a failure and the innermost line of the user's
+    code its traceback passed through (askew's and the stdlib's frames
+    skipped): `AssertionError at tests/test_x.py:21`."""
+    exc = failure.__cause__ if failure.__cause__ is not None else failure
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        name = os.path.abspath(frame.filename)
+        if not name.startswith(_NOT_USER):
+            return f"{type(exc).__qualname__} at {os.path.relpath(name)}:{frame.lineno}"
+    return type(exc).__qualname__
+
+
+@contextlib.contextmanager
+def _sweeping(
+    fn: TestFn,
+    config: RunConfig,
+    base: int,
+    coverage: list[_buggify.Summary],
+    print_coverage: bool = True,
+) -> Iterator[SimLoop]:
+    """One loop for a sweep's runs, with the collector frozen around them;
+    the sweep's buggify summary is appended to `coverage` at its end."""
+    if _core.virtual.active_loop() is not None:
+        raise RuntimeError(
+            f"{fn.__qualname__}: a simulation cannot run inside another simulation "
+            "(do not call a simulated test from a simulated test)"
+        )
+    loop = SimLoop(base, config)
+    gc.collect()
+    scope.enter()
+    gc.freeze()  # what exists now is never scanned by the collections below
+    try:
+        yield loop
+    finally:
+        loop.close()
+        gc.unfreeze()
+        scope.exit()
+        with (
+            contextlib.nullcontext()
+            if print_coverage
+            else contextlib.redirect_stderr(io.StringIO())
+        ):
+            coverage.append(_buggify.sweep_ends(fn))
+
+
+def _iteration(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    i: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    check: bool,
+    config: RunConfig,
+) -> SimulationFailure | None:
+    """Run iteration i (seed `seed`); its report if it failed. A determinism
+    check that finds two traces raises NondeterminismError."""
+    __tracebackhide__ = True
+    outcome = _run_once(loop, fn, seed, args, kwargs, check)
+    if check:
+        again = _run_once(loop, fn, seed, args, kwargs, check)
+        if again.trace_hash != outcome.trace_hash:
+            raise NondeterminismError(divergence(fn, seed, i, outcome, again))
+    if outcome.failure is None:
+        return None
+    failure = simulation_failure(fn, seed, i, outcome, config)
+    failure.__cause__ = outcome.failure
+    return failure
+
+
 def _sweep(
     fn: TestFn,
     spec: _Spec,
@@ -182,11 +298,6 @@ def _sweep(
     iterations: int | None = None,
 ) -> None:
     __tracebackhide__ = True
-    if _core.virtual.active_loop() is not None:
-        raise RuntimeError(
-            f"{fn.__qualname__}: a simulation cannot run inside another simulation "
-            "(do not call a simulated test from a simulated test)"
-        )
     if base is None:
         base = env_seed()
         if base is None:
@@ -199,25 +310,65 @@ def _sweep(
     # ASKEW_STRATEGY and the other knob variables (the plugin's options) override
     # the decorator's arguments, as ASKEW_SEED does.
     config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
-    loop = SimLoop(base, config)
-    gc.collect()
-    scope.enter()
-    gc.freeze()  # what exists now is never scanned by the collections below
+    watch = observer
+    coverage: list[_buggify.Summary] = []
     try:
-        for i in range(n):
-            seed = base if i == 0 else int(_core.seed_iteration(base, i))
-            outcome = _run_once(loop, fn, seed, args, kwargs, check)
-            if check:
-                again = _run_once(loop, fn, seed, args, kwargs, check)
-                if again.trace_hash != outcome.trace_hash:
-                    raise NondeterminismError(divergence(fn, seed, i, outcome, again))
-            if outcome.failure is not None:
-                raise simulation_failure(fn, seed, i, outcome, config) from outcome.failure
+        with _sweeping(fn, config, base, coverage) as loop:
+            if watch is not None:
+                watch.sweep_begins(fn, base, n)
+            for i in range(n):
+                seed = iteration_seed(base, i)
+                failure = _iteration(loop, fn, seed, i, args, kwargs, check, config)
+                if watch is not None:
+                    watch.iteration_ends(i, failure is not None)
+                if failure is not None:
+                    raise failure from failure.__cause__
     finally:
-        loop.close()
-        gc.unfreeze()
-        scope.exit()
-        _buggify.sweep_ends(fn)
+        # Also after a failure or Ctrl-C: the progress line must go.
+        if watch is not None:
+            watch.sweep_ends(coverage[0] if coverage else None)
+
+
+def run_iterations(
+    test: Callable[..., Any], base: int, start: int, stop: int
+) -> tuple[list[IterationOutcome], _buggify.Summary]:
+    """Run iterations [start, stop) of the simulated test `test` (a function
+    decorated with @askew.simulate, taking no fixtures) from base seed
+    `base`, through the same code a pytest run takes, without stopping at a
+    failure: each iteration's outcome and the buggify/sometimes coverage of
+    the range. The knob variables (ASKEW_STRATEGY, ...) apply as they do
+    under pytest; ASKEW_SEED and ASKEW_ITERATIONS do not. `askew sweep`'s
+    workers call it on their share of a sweep."""
+    fn = getattr(test, "_askew_test", None)
+    spec: _Spec | None = getattr(test, "_askew_spec", None)
+    if fn is None or spec is None:
+        raise TypeError(f"run_iterations needs a test decorated with @askew.simulate, got {test!r}")
+    if inspect.ismethod(test):
+        fn = types.MethodType(fn, test.__self__)
+    check_seed(base, "base")
+    if not 0 <= start <= stop <= SEED_LIMIT:
+        raise ValueError(f"iterations [{start}, {stop}) are not a range within [0, 2**64]")
+    check = spec.check_determinism or env_flag("ASKEW_CHECK_DETERMINISM")
+    config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
+    outcomes: list[IterationOutcome] = []
+    coverage: list[_buggify.Summary] = []
+    with _sweeping(fn, config, base, coverage, print_coverage=False) as loop:
+        for i in range(start, stop):
+            seed = iteration_seed(base, i)
+            try:
+                failure = _iteration(loop, fn, seed, i, (), {}, check, config)
+            except NondeterminismError as exc:
+                failure = exc
+            if failure is None:
+                outcomes.append(IterationOutcome(i, seed))
+                continue
+            report = getattr(failure, "report", None) or str(failure)
+            outcome = IterationOutcome(
+                i, seed, report.splitlines()[0], report, failure_signature(failure)
+            )
+            outcomes.append(outcome)
+            del failure  # its traceback holds the run: collect it with the run
+    return outcomes, coverage[0]
 
 
 def _run_once(

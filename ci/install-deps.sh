@@ -13,4 +13,4 @@ fi
 PY=${PYTHON_FOR_VENV:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/pip install -q --upgrade pip setuptools wheel
-.venv/bin/pip install -q -e '.[dev]'
+.venv/bin/pip install -q -e '.[dev,cluster]'
