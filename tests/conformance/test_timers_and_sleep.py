@@ -133,7 +133,9 @@ def test_shorter_sleep_finishes_first(loop: asyncio.AbstractEventLoop) -> None:
     order: list[int] = []
 
     async def sleeper(base: float, n: int) -> None:
-        await sleep_until(base + n * TICK)
+        # 20 ms apart: a stock loop descheduled for a few ms under load must
+        # not start a sleeper past every deadline.
+        await sleep_until(base + n * 20 * TICK)
         order.append(n)
 
     async def main() -> None:
