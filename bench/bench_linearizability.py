@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import random
 import sys
@@ -65,11 +66,15 @@ def pathological(writes: int) -> History:
     return History.of(rows)
 
 
+RESULTS: list[dict[str, object]] = []
+
+
 def measure(label: str, history: History, model: check.Model, timeout: float) -> None:
     start = time.perf_counter()
     found = check.linearizable(history, model, timeout=timeout)
     took = time.perf_counter() - start
     rate = len(history) / took if took else float("inf")
+    RESULTS.append({"case": label, "ops": len(history), "verdict": found.verdict, "seconds": took})
     print(
         f"{label:<44} {len(history):>6} ops  {found.verdict:<17} {took:8.3f} s  "
         f"{rate:>10,.0f} ops/s  {found.steps:>9} steps"
@@ -80,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller histories")
     p.add_argument("--timeout", type=float, default=5.0, help="pathological case's timeout")
+    p.add_argument(
+        "--json", metavar="PATH", help="also write the results as JSON (bench/run_all.py)"
+    )
     args = p.parse_args(argv)
     n = 1_000 if args.quick else 5_000
     print(f"bench_linearizability: python {sys.version.split()[0]}, {n} operations per case")
@@ -94,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         check.register(),
         args.timeout,
     )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"bench": "linearizability", "results": RESULTS, "goals": []}, fh, indent=1)
     return 0
 
 

@@ -38,6 +38,8 @@ BENCHES = [
     "heartbeat",
     "scale",
     "rss",
+    "sweep",
+    "linearizability",
 ]
 
 
