@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import errno
+import functools
 import socket
 import sys
 from asyncio.log import logger as _asyncio_logger
@@ -306,7 +307,8 @@ class Stack:
         return int(self.world._slots[node].token)
 
     def log(self, kind: int, node: int, text: str) -> None:
-        self.world.log._emit(kind, node, text)
+        if not self.world._ended:  # a close in a task's cleanup after the run
+            self.world.log._emit(kind, node, text)
 
     # -- ports ----------------------------------------------------------------
 
@@ -388,18 +390,21 @@ class Stack:
         src = seg.src
         if src.dead or not src.alive():
             return
-        limit = RETRIES_SYN if seg.kind in (SYN, SYNACK) else RETRIES_DATA
-        if seg.tries >= limit:
-            src._timed_out(seg)
-            return
-        base = SYN_RTO_NS if seg.kind in (SYN, SYNACK) else RTO_MIN_NS
-        rto = min(RTO_MAX_NS, base << seg.tries)
+        syn = seg.kind in (SYN, SYNACK)
+        base = SYN_RTO_NS if syn else RTO_MIN_NS
+        rto = min(RTO_MAX_NS, base << min(seg.tries, 20))
         rto += self.wire.draw(0, rto >> 3)  # jitter: the seed picks within 1/8
         seg.tries += 1
-        self.loop.call_later(rto / 1e9, self._retransmit, seg, context=src.ctx)
+        # After the last retransmission, one more timeout and the kernel
+        # gives up: 1+2+...+64 = 127 s for a SYN, ~924.6 s for data (Linux).
+        last = seg.tries > (RETRIES_SYN if syn else RETRIES_DATA)
+        self.loop.call_later(rto / 1e9, self._retransmit, seg, last, context=src.ctx)
 
-    def _retransmit(self, seg: _Segment) -> None:
+    def _retransmit(self, seg: _Segment, give_up: bool) -> None:
         if seg.acked or not seg.src.alive():
+            return
+        if give_up:
+            seg.src._timed_out(seg)
             return
         if seg.kind == SYN and seg.src.state != "syn":
             return  # the connect gave up
@@ -883,8 +888,8 @@ class Endpoint(_Owned, asyncio.Transport):
             self.eof_wanted = True
 
     def abort(self) -> None:
-        if self.conn_lost and self.dead:
-            return
+        if self.conn_lost:
+            return  # closed already: asyncio's _force_close does nothing then
         already_lost = self.conn_lost
         self.closing = True
         self.reading = False
@@ -935,6 +940,32 @@ def _start(ep: Endpoint, protocol_factory: Any) -> None:
     protocol = protocol_factory()
     ep.protocol = protocol
     protocol.connection_made(ep)
+
+
+# Python 3.11's StreamReaderProtocol reads task.exception() of a cancelled
+# handler task in its done callback, which raises CancelledError into the
+# loop's exception handler (3.12 checks task.cancelled() first). asyncio.run
+# logs it at shutdown; askew fails a run on it, and a run's end cancels
+# every pending handler. The callback is replaced by 3.12's behaviour.
+_STREAMS_CALLBACK_RAISES_ON_CANCEL = sys.version_info < (3, 12)
+_STREAMS_CALLBACK = "StreamReaderProtocol.connection_made.<locals>.callback"
+
+
+def _mend_streams_callback(ep: Endpoint) -> None:
+    task = getattr(ep.protocol, "_task", None)
+    if not isinstance(task, asyncio.Task):
+        return
+    for cb, _ctx in list(getattr(task, "_callbacks", None) or ()):
+        if getattr(cb, "__qualname__", "") == _STREAMS_CALLBACK:
+            task.remove_done_callback(cb)
+            task.add_done_callback(functools.partial(_streams_callback, cb, ep))
+
+
+def _streams_callback(original: Any, ep: Endpoint, task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        ep.close()
+        return
+    original(task)
 
 
 def _set_result(fut: asyncio.Future[None]) -> None:
@@ -989,6 +1020,8 @@ class Listener(_Owned):
                 server.protocol_factory,
             )[0]:
                 continue
+            if _STREAMS_CALLBACK_RAISES_ON_CANCEL:
+                _mend_streams_callback(ep)
             if ep.rx or ep.rx_eof:
                 ep.rx_scheduled = True
                 self.stack.loop.call_soon(ep._deliver_rx, context=self.ctx)
