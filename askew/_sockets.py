@@ -351,8 +351,12 @@ class Stack:
             self._dropped(seg)
             return
         kind = seg.kind
+        dst = seg.dst
+        if kind == DATA and dst is not None and not dst.dead and dst.alive():
+            seg.acked = True  # the hot path: data for a live socket
+            dst._receive(seg)
+            return
         if kind == RST:
-            dst = seg.dst
             if dst is not None and dst.alive():
                 dst._reset(seg.src)
             return
@@ -361,7 +365,6 @@ class Stack:
         if kind == SYN:
             self._syn(seg)
             return
-        dst = seg.dst
         assert dst is not None
         if not dst.alive() or dst.dead:
             # The kernel that owned dst restarted or the socket is gone:
@@ -654,13 +657,18 @@ class Endpoint(_Owned, asyncio.Transport):
             return
         stack = self.stack
         draw = stack.wire.draw
-        while self.buf and self.inflight < WINDOW:
-            cap = min(len(self.buf), WINDOW - self.inflight, SEGMENT_MAX)
-            # One draw over [1, 2*cap]: half the time the whole cap, else a
-            # shorter segment, so one write often arrives in pieces.
-            size = min(cap, draw(1, 2 * cap)) if cap > 1 else cap
-            data = bytes(self.buf[:size])
-            del self.buf[:size]
+        buf = self.buf
+        while buf and self.inflight < WINDOW:
+            cap = min(len(buf), WINDOW - self.inflight, SEGMENT_MAX)
+            # One draw over [1, 4*cap]: three times in four the whole cap,
+            # else a shorter segment, so one write often arrives in pieces.
+            size = min(cap, draw(1, 4 * cap)) if cap > 1 else cap
+            if size == len(buf):
+                data = bytes(buf)
+                buf.clear()
+            else:
+                data = bytes(buf[:size])
+                del buf[:size]
             seg = _Segment(DATA, self, self.peer, self.snd_next, data)
             self.snd_next += size
             self.inflight += size
