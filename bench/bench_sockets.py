@@ -34,6 +34,7 @@ from _harness import (
 )
 
 CHUNK = 64 * 1024
+STOCK = "stock asyncio (loopback)"
 
 
 async def pong_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -121,44 +122,38 @@ def askew_side(handler, client, n: int):
     return factory
 
 
+def side_by_side(title: str, workload: tuple, repeats: int, *, unit: str) -> list:
+    """Run `workload` (server handler, client, size) on both sides; print the table."""
+    results = compare(
+        [Side(STOCK, stock_side(*workload)), Side("askew", askew_side(*workload))],
+        repeats=repeats,
+    )
+    print_table(title, results, unit=unit, reference=STOCK, rate=f"{unit}/s")
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser(__doc__).parse_args(argv)
     print_header("bench_sockets", args)
     n = scaled(args.quick, 20_000, 2_000)
     n_bytes = scaled(args.quick, 64 * 1024 * 1024, 8 * 1024 * 1024)
     repeats = args.repeats or (3 if args.quick else 5)
-    rtt = compare(
-        [
-            Side("stock asyncio (loopback)", stock_side(pong_server, ping_client, n)),
-            Side("askew", askew_side(pong_server, ping_client, n)),
-        ],
-        repeats=repeats,
-    )
-    print_table(
+    rtt = side_by_side(
         f"request/response, {n:,} round trips on one connection",
-        rtt,
+        (pong_server, ping_client, n),
+        repeats,
         unit="rtt",
-        reference="stock asyncio (loopback)",
-        rate="rtt/s",
     )
-    bulk = compare(
-        [
-            Side("stock asyncio (loopback)", stock_side(sink_server, bulk_client, n_bytes)),
-            Side("askew", askew_side(sink_server, bulk_client, n_bytes)),
-        ],
-        repeats=repeats,
-    )
-    print_table(
+    bulk = side_by_side(
         f"bulk transfer, {n_bytes // 2**20} MiB in 64 KiB writes",
-        bulk,
+        (sink_server, bulk_client, n_bytes),
+        repeats,
         unit="KiB",
-        reference="stock asyncio (loopback)",
-        rate="KiB/s",
     )
     goals = [
         goal(
             "askew round trips per wall second >= 3x real loopback",
-            ratio(rtt, "stock asyncio (loopback)", "askew"),
+            ratio(rtt, STOCK, "askew"),
             3.0,
             at_most=False,
         ),
