@@ -38,6 +38,7 @@ BENCHES = [
     "heartbeat",
     "scale",
     "rss",
+    "sockets",
 ]
 
 

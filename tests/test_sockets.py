@@ -459,7 +459,7 @@ def test_writing_after_close_is_ignored_and_logged_after_five_writes(
     with caplog.at_level(logging.WARNING, logger="asyncio"):
         assert run_nodes(echo_server, client(talk))["result"] is True
     warnings = [r for r in caplog.records if "socket.send() raised exception" in r.message]
-    assert len(warnings) == 3  # writes 5, 6 and 7: asyncio counts the close as the first
+    assert len(warnings) == 3  # writes 5, 6 and 7: the close counts as the first loss
 
 
 def test_binding_a_port_twice_is_eaddrinuse() -> None:
