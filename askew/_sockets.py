@@ -267,8 +267,10 @@ class Stack:
         self.names = Names(world)
         # (node, port) -> listeners of that node on that port.
         self.listeners: dict[tuple[int, int], list[Listener]] = {}
+        # Ports per incarnation (token): a restarted node boots with none
+        # in use, and its dead incarnation's sockets hold nothing.
         self.next_port: dict[int, int] = {}
-        self.used: dict[int, dict[int, int]] = {}  # node -> port -> users
+        self.used: dict[int, dict[int, int]] = {}  # token -> port -> users
         self.stats = dict.fromkeys(
             (
                 "tcp_connects",
@@ -312,23 +314,23 @@ class Stack:
 
     # -- ports ----------------------------------------------------------------
 
-    def ephemeral(self, node: int) -> int:
-        used = self.used.setdefault(node, {})
-        port = self.next_port.get(node, EPHEMERAL_LO)
+    def ephemeral(self, token: int) -> int:
+        used = self.used.setdefault(token, {})
+        port = self.next_port.get(token, EPHEMERAL_LO)
         for _ in range(EPHEMERAL_HI - EPHEMERAL_LO + 1):
             nxt = port + 1 if port < EPHEMERAL_HI else EPHEMERAL_LO
             if not used.get(port):
-                self.next_port[node] = nxt
+                self.next_port[token] = nxt
                 return port
             port = nxt
         raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
 
-    def take_port(self, node: int, port: int) -> None:
-        used = self.used.setdefault(node, {})
+    def take_port(self, token: int, port: int) -> None:
+        used = self.used.setdefault(token, {})
         used[port] = used.get(port, 0) + 1
 
-    def free_port(self, node: int, port: int) -> None:
-        used = self.used.get(node)
+    def free_port(self, token: int, port: int) -> None:
+        used = self.used.get(token)
         if used and used.get(port):
             used[port] -= 1
             if not used[port]:
@@ -436,7 +438,7 @@ class Stack:
         server.state = "open"
         client.peer = server
         listener.pending.append(server)
-        self.take_port(node, port)
+        self.take_port(listener.token, port)
         server.port_held = True
         self.send(_Segment(SYNACK, server, client, 0, b""), client.node)
         listener.kick()
@@ -647,7 +649,7 @@ class Endpoint(_Owned, asyncio.Transport):
     def _release(self) -> None:
         if self.port_held:
             self.port_held = False
-            self.stack.free_port(self.node, self.local[1])
+            self.stack.free_port(self.token, self.local[1])
 
     # -- sending ----------------------------------------------------------------
 
@@ -1040,7 +1042,7 @@ class Listener(_Owned):
         found = stack.listeners.get((self.node, self.port))
         if found and self in found:
             found.remove(self)
-        stack.free_port(self.node, self.port)
+        stack.free_port(self.token, self.port)
         # Connections the kernel took but nobody accepted are reset.
         for ep in self.pending:
             if not ep.dead and ep.peer is not None:
@@ -1228,10 +1230,10 @@ async def create_connection(
                 f"error while attempting to bind on address {tuple(local_addr)!r}: "
                 "cannot assign requested address",
             )
-    lport = stack.ephemeral(node)
+    lport = stack.ephemeral(token)
     if local_addr is not None and local_addr[1]:
         lport = int(local_addr[1])
-    stack.take_port(node, lport)
+    stack.take_port(token, lport)
     loop = stack.loop
     ctx = contextvars.copy_context()
     ep = Endpoint(stack, token, ctx, (_local_addr(stack, node, addr), lport), (addr, p), dst)
@@ -1284,7 +1286,7 @@ async def create_server(
         if a not in addrs:
             addrs.append(a)
     if p == 0:
-        p = stack.ephemeral(node)
+        p = stack.ephemeral(token)
     # Every address binds or none does (asyncio closes what it opened).
     found = stack.listeners.get((node, p), [])
     found[:] = [ls for ls in found if ls.token == token and ls.open]
@@ -1303,7 +1305,7 @@ async def create_server(
         ls = Listener(server, token, ctx, a, p)
         server.listeners.append(ls)
         found.append(ls)
-        stack.take_port(node, p)
+        stack.take_port(token, p)
     stack.listeners[(node, p)] = found
     if start_serving:
         server._start_serving()

@@ -378,6 +378,25 @@ def test_a_crashed_peer_is_silent_until_restarted_and_then_answers_with_a_reset(
     run_sim(body)
 
 
+def test_a_restarted_node_listens_again_on_its_port_with_a_fresh_kernel() -> None:
+    async def body(world: askew.World) -> None:
+        server = world.spawn(echo_server)
+        await asyncio.sleep(0.1)
+        world.faults.restart(server)  # the old listener died with its incarnation
+        await asyncio.sleep(0.1)
+
+        async def talk(node: Any) -> None:
+            reader, writer = await asyncio.open_connection("node-0", 7)
+            writer.write(b"a")
+            node.got = await reader.readexactly(1)
+
+        c = world.spawn(talk)
+        await asyncio.sleep(1)
+        assert c.got == b"a"
+
+    run_sim(body)
+
+
 # ---- closing ----------------------------------------------------------------------------
 
 
@@ -619,13 +638,15 @@ def test_ten_thousand_connections_in_one_run_leak_nothing() -> None:
             writer.close()
             await writer.wait_closed()
         await asyncio.sleep(1)
-        return {n: dict(ports) for n, ports in node._askew_world._tcp.used.items()}
+        used = node._askew_world._tcp.used
+        shift = askew._core.NODE_TOKEN_SHIFT
+        return sorted((token >> shift, dict(ports)) for token, ports in used.items())
 
     def setup(world: askew.World) -> None:
         world.net.configure(latency=(0.0001, 0.0002))
 
     seen = run_nodes(echo_server, client(many), setup=setup)
-    assert seen["result"] == {0: {7: 1}, 1: {}}  # only the listener's port is held
+    assert seen["result"] == [(0, {7: 1}), (1, {})]  # only the listener's port is held
     assert seen["stats"]["tcp_accepts"] == 10_000 and seen["stats"]["in_flight"] == 0
 
 
