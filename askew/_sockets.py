@@ -574,7 +574,7 @@ class Endpoint(_Owned, asyncio.Transport):
         # receive side
         self.rcv_next = 0
         self.ooo: dict[int, _Segment] = {}
-        self.rx = bytearray()
+        self.rx: list[bytes] = []  # arrived in order, not yet read: chunks
         self.rx_scheduled = False
         self.rx_eof = False
         self.eof_delivered = False
@@ -669,7 +669,8 @@ class Endpoint(_Owned, asyncio.Transport):
                 data = bytes(buf)
                 buf.clear()
             else:
-                data = bytes(buf[:size])
+                with memoryview(buf) as view:
+                    data = view[:size].tobytes()  # one copy, not two
                 del buf[:size]
             seg = _Segment(DATA, self, self.peer, self.snd_next, data)
             self.snd_next += size
@@ -789,7 +790,7 @@ class Endpoint(_Owned, asyncio.Transport):
                 self.stack._reset_back(seg)
                 self._lose(None)
                 return
-            self.rx += seg.data
+            self.rx.append(seg.data)
         if self.reading and not self.rx_scheduled:
             self.rx_scheduled = True
             self.loop.call_soon(self._deliver_rx, context=self.ctx)
@@ -806,8 +807,9 @@ class Endpoint(_Owned, asyncio.Transport):
                 if self.conn_lost:
                     return
             else:
-                data = bytes(self.rx)
-                self.rx.clear()
+                rx = self.rx
+                data = rx[0] if len(rx) == 1 else b"".join(rx)
+                rx.clear()
                 n = len(data)
                 self._consumed(n)
                 if not self._call(
@@ -839,9 +841,10 @@ class Endpoint(_Owned, asyncio.Transport):
         )
         if not ok:
             return 0
-        n = min(len(buf), len(self.rx))
-        memoryview(buf)[:n] = self.rx[:n]
-        del self.rx[:n]
+        data = b"".join(self.rx)
+        n = min(len(buf), len(data))
+        memoryview(buf)[:n] = data[:n]
+        self.rx[:] = [data[n:]] if n < len(data) else []
         self._consumed(n)
         self._call(
             "Fatal error: protocol.buffer_updated() call failed.",
