@@ -541,6 +541,63 @@ def test_serve_forever_ends_when_cancelled_and_the_server_is_an_async_context_ma
     assert run_nodes(client(both))["result"] == "ok"
 
 
+def test_a_full_accept_queue_drops_syns_which_are_retransmitted() -> None:
+    async def body(world: askew.World) -> None:
+        async def server(node: Any) -> None:
+            node.server = await asyncio.start_server(
+                lambda r, w: None, None, 7, backlog=2, start_serving=False
+            )
+            await asyncio.sleep(1e9)
+
+        times: list[float] = []
+
+        async def connect(node: Any) -> None:
+            await asyncio.open_connection("node-0", 7)
+            times.append(round(asyncio.get_running_loop().time()))
+
+        s = world.spawn(server)
+        await asyncio.sleep(0.1)
+        for _ in range(4):
+            world.spawn(connect)
+        await asyncio.sleep(0.5)
+        assert len(times) == 2  # the kernel completes two handshakes nobody accepts yet
+        await s.server.start_serving()
+        await asyncio.sleep(5)
+        assert len(times) == 4 and sorted(times)[2] >= 1  # after a 1 s SYN timeout
+
+    run_sim(body)
+
+
+def test_bad_arguments_fail_as_asyncio_and_the_socket_module_do() -> None:
+    async def node_code(node: Any) -> None:
+        loop = asyncio.get_running_loop()
+        with pytest.raises(TypeError, match="backlog"):
+            await asyncio.start_server(lambda r, w: None, None, 7, backlog="many")
+        with pytest.raises(OverflowError):
+            socket.getaddrinfo("node-0", 70000)
+        with pytest.raises(socket.gaierror):
+            socket.getaddrinfo("node-0", "http")  # service names are not built
+        with pytest.raises(socket.gaierror):
+            socket.getaddrinfo("::1", 80)  # nor IPv6
+        with pytest.raises(ValueError, match="host and port"):
+            await loop.create_connection(asyncio.Protocol)
+        with pytest.raises(OSError) as info:
+            await asyncio.open_connection("10.9.9.9", 80)  # no node has that address
+        assert info.value.errno == errno.ENETUNREACH
+        await asyncio.start_server(lambda r, w: None, None, 7)
+        _reader, writer = await asyncio.open_connection("localhost", 7)
+        with pytest.raises(TypeError, match="bytes-like"):
+            writer.write("text")  # type: ignore[arg-type]
+        node.ok = True
+
+    async def body(world: askew.World) -> None:
+        n = world.spawn(node_code)
+        await asyncio.sleep(1)
+        assert n.ok
+
+    run_sim(body)
+
+
 # ---- transports and protocols ------------------------------------------------------------
 
 
