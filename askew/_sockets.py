@@ -105,8 +105,12 @@ def _port_of(port: Any) -> int:
     return port
 
 
-_SOCK_TYPES = ((socket.SOCK_STREAM, socket.IPPROTO_TCP), (socket.SOCK_DGRAM, socket.IPPROTO_UDP),
-               (socket.SOCK_RAW, 0))  # fmt: skip
+# What getaddrinfo answers for type=0, in Linux's order: stream, datagram, raw.
+_SOCK_TYPES = (
+    (socket.SOCK_STREAM, socket.IPPROTO_TCP),
+    (socket.SOCK_DGRAM, socket.IPPROTO_UDP),
+    (socket.SOCK_RAW, 0),
+)
 
 
 class Names:
