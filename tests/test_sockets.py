@@ -541,6 +541,29 @@ def test_serve_forever_ends_when_cancelled_and_the_server_is_an_async_context_ma
     assert run_nodes(client(both))["result"] == "ok"
 
 
+def test_a_paused_node_s_kernel_still_answers_while_its_code_waits_for_the_resume() -> None:
+    async def body(world: askew.World) -> None:
+        server = world.spawn(echo_server)
+        await asyncio.sleep(0.1)
+        got: list[float] = []
+
+        async def talk(node: Any) -> None:
+            reader, writer = await asyncio.open_connection("node-0", 7)
+            got.append(asyncio.get_running_loop().time())  # the handshake: no server code
+            writer.write(b"e")
+            await reader.readexactly(1)
+            got.append(asyncio.get_running_loop().time())  # the echo: the server's code
+
+        async with world.faults.pause(server):
+            world.spawn(talk)
+            await asyncio.sleep(3)
+            assert len(got) == 1 and got[0] < 1
+        await asyncio.sleep(1)
+        assert len(got) == 2 and got[1] >= 3
+
+    run_sim(body)
+
+
 def test_a_full_accept_queue_drops_syns_which_are_retransmitted() -> None:
     async def body(world: askew.World) -> None:
         async def server(node: Any) -> None:
