@@ -40,7 +40,7 @@ import threading
 import time
 from typing import Any, NoReturn
 
-from . import _core
+from . import _core, _sockets
 from .errors import NondeterminismError
 
 _virtual: Any = _core.virtual
@@ -403,16 +403,14 @@ class Scope:
                     ),
                 )
         for name in _RESOLVER_NAMES:
-            names.set(
-                socket,
-                name,
-                _refusing(
-                    f"socket.{name}()",
-                    getattr(socket, name),
-                    "would send a real DNS query",
-                    _IO_HINT,
-                ),
+            refusing = _refusing(
+                f"socket.{name}()", getattr(socket, name), "would send a real DNS query", _IO_HINT
             )
+            # In a world, its simulated resolver answers forward lookups
+            # (askew/_sockets.py); reverse ones stay refused for now.
+            if name in _sockets.RESOLVED:
+                refusing = _sockets.resolving(name, refusing, _virtual.in_simulation)
+            names.set(socket, name, refusing)
 
     def exit(self) -> None:
         if not self._nesting.exit():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import random
+import socket
 import sys
 import threading
 import types
@@ -21,7 +22,7 @@ from asyncio import base_events, coroutines, events, futures, tasks
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
-from . import _core
+from . import _core, _sockets
 from ._config import (
     GC_EVERY_STEPS,
     RunConfig,
@@ -57,6 +58,32 @@ _IO_HINT = (
     "Use askew's simulated network between nodes (node.send / node.recv), "
     "or run this code outside the simulation."
 )
+
+
+# Keyword arguments of create_connection/create_server that the simulated
+# TCP accepts (with their default meaning, or no effect on a simulated
+# socket); anything else set (ssl, sock, family=AF_INET6, ...) is a part not
+# built yet, refused by name (docs/sockets.md).
+_CONNECT_IGNORED = frozenset(
+    {"local_addr", "happy_eyeballs_delay", "interleave", "all_errors", "proto", "flags"}
+)
+_SERVE_IGNORED = frozenset(
+    {"backlog", "start_serving", "reuse_address", "flags", "keep_alive", "proto"}
+)
+
+
+def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) -> None:
+    for name, value in kwargs.items():
+        if name in ignored or value is None:
+            continue
+        if name == "family" and value in (0, socket.AF_INET, socket.AF_UNSPEC):
+            continue
+        _refuse(
+            call,
+            "Simulated TCP covers plain IPv4 streams; TLS, sock=, IPv6, reuse_port and "
+            "the like are not built yet (docs/sockets.md).",
+            f"with {name}={value!r} is not simulated yet",
+        )
 
 
 class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
@@ -480,23 +507,62 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             raise TypeError("executor must be ThreadPoolExecutor")
         self._default_executor = executor
 
-    # ---- real I/O: refused ---------------------------------------------------
+    # ---- names and TCP: simulated inside a world (askew/_sockets.py) ----------
 
-    async def getaddrinfo(self, host: Any, port: Any, **kwargs: Any) -> Any:
-        _refuse(f"getaddrinfo({host!r}, {port!r})", _IO_HINT)
+    async def getaddrinfo(
+        self,
+        host: Any,
+        port: Any,
+        *,
+        family: int = 0,
+        type: int = 0,
+        proto: int = 0,
+        flags: int = 0,
+    ) -> Any:
+        stack = _sockets.active(self)
+        if stack is None:
+            _refuse(f"getaddrinfo({host!r}, {port!r})", _IO_HINT)
+        return stack.names.getaddrinfo(host, port, family, type, proto, flags)
 
     async def getnameinfo(self, sockaddr: Any, flags: int = 0) -> Any:
-        _refuse(f"getnameinfo({sockaddr!r})", _IO_HINT)
+        stack = _sockets.active(self)
+        if stack is None:
+            _refuse(f"getnameinfo({sockaddr!r})", _IO_HINT)
+        return stack.names.getnameinfo(sockaddr, flags)
+
+    def _tcp_stack(
+        self, call: str, kwargs: dict[str, Any], ignored: frozenset[str]
+    ) -> _sockets.Stack:
+        """The running world's TCP; a refusal outside a world (a bare loop,
+        wrap mode) or for an option not built yet."""
+        stack = _sockets.active(self)
+        if stack is None:
+            _refuse(call, _IO_HINT)
+        _refuse_unbuilt(call, kwargs, ignored)
+        return stack
 
     async def create_connection(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
-        _refuse(f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)", _IO_HINT)
+        call = f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)"
+        stack = self._tcp_stack(call, kwargs, _CONNECT_IGNORED)
+        return await _sockets.create_connection(
+            stack, protocol_factory, host, port, kwargs.get("local_addr")
+        )
 
     async def create_server(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
-        _refuse(f"create_server({host!r}, {port!r}) (and asyncio.start_server)", _IO_HINT)
+        call = f"create_server({host!r}, {port!r}) (and asyncio.start_server)"
+        stack = self._tcp_stack(call, kwargs, _SERVE_IGNORED)
+        return await _sockets.create_server(
+            stack,
+            protocol_factory,
+            host,
+            port,
+            kwargs.get("backlog", _sockets.BACKLOG_DEFAULT),
+            kwargs.get("start_serving", True),
+        )
 
     async def create_unix_connection(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any

@@ -45,7 +45,12 @@ _NET_SEND, _NET_DELIVERY = _core.LOG_KIND_SEND, _core.LOG_KIND_DELIVERY
     _KIND_ASSERT,
     _KIND_CONFIG,
     _KIND_ERROR,
-) = range(_core.LOG_KIND_WORLD_BASE, _core.LOG_KIND_WORLD_BASE + 11)
+    _KIND_CONNECT,
+    _KIND_ACCEPT,
+    _KIND_REFUSE,
+    _KIND_RESET,
+    _KIND_CLOSE,
+) = range(_core.LOG_KIND_WORLD_BASE, _core.LOG_KIND_WORLD_BASE + 16)
 _KIND_NAMES = {
     _NET_SEND: "net",
     _NET_DELIVERY: "net",
@@ -60,6 +65,11 @@ _KIND_NAMES = {
     _KIND_ASSERT: "assert",
     _KIND_CONFIG: "net",
     _KIND_ERROR: "error",
+    _KIND_CONNECT: "connect",
+    _KIND_ACCEPT: "accept",
+    _KIND_REFUSE: "refuse",
+    _KIND_RESET: "reset",
+    _KIND_CLOSE: "close",
 }
 # The name of each outcome code of ext/engine/net.h, indexed by code.
 _OUTCOMES = _core.NET_OUTCOME_NAMES
@@ -407,9 +417,14 @@ class Network:
         )
 
     def stats(self) -> dict[str, int]:
-        """Counts of messages sent, delivered and dropped by reason."""
+        """Counts of messages sent, delivered and dropped by reason (TCP
+        segments included); once the run has used a socket or a name, the
+        TCP counters too (`tcp_connects`, `tcp_accepts`, ... docs/sockets.md)."""
         self._world._check_live()  # the loop holds a later run's counts by now
         stats: dict[str, int] = self._world._wire.stats()
+        tcp = self._world._tcp
+        if tcp is not None:
+            stats.update(tcp.stats)
         return stats
 
 
@@ -593,6 +608,8 @@ def _outcome_name(outcome: int) -> str:
 def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
     t_ns, kind, node, peer, outcome, detail = entry
     name = _KIND_NAMES.get(kind, "event")
+    if kind in (_NET_SEND, _NET_DELIVERY) and type(detail).__name__ == "_Segment":
+        name = "tcp"  # a segment of askew/_sockets.py on the C network
     if kind == _NET_SEND:
         text = f"{node} -> {peer}  {_short_repr(detail)}   {_outcome_name(outcome)}"
     elif kind == _NET_DELIVERY:
@@ -623,6 +640,13 @@ class World:
         self._wire: _core.Network = loop._net
         loop._set_node_var(_node_var)
         self._wire.set_payload_check(check_payload)
+        # Names and TCP (askew/_sockets.py): the stack is made on first use.
+        self._hostnames: list[str] = []
+        self._names: dict[str, int] = {}
+        self._tcp: Any = None
+        from . import _sockets
+
+        _sockets.begin(self)
 
     def __repr__(self) -> str:
         if self._ended:
@@ -666,9 +690,13 @@ class World:
         self._wire.check_node(node, what)
         return node
 
-    def spawn(self, target: Callable[..., Any], *args: Any) -> NodeHandle:
+    def spawn(self, target: Callable[..., Any], *args: Any, name: str | None = None) -> NodeHandle:
         """Start a node running target(node, *args) (an async function), or
-        Cls(node, *args).run() for a class; returns its handle."""
+        Cls(node, *args).run() for a class; returns its handle. `name` is
+        its hostname (default node-<id>), which the simulated resolver
+        answers with its address."""
+        if name is not None:
+            _check_hostname(name, self._names)
         if not callable(target):
             raise TypeError(
                 f"spawn() needs an async function or a class with `async def run(self)`, "
@@ -680,6 +708,9 @@ class World:
             raise TypeError(f"spawn({target.__name__}): the class needs an `async def run(self)`")
         self._check_live()
         node_id = int(self._wire.node_add())
+        hostname = name.lower() if name is not None else f"node-{node_id}"
+        self._hostnames.append(hostname)
+        self._names.setdefault(hostname, node_id)
         slot = _Slot(target, args)
         self._slots.append(slot)
         slot.handle = NodeHandle(self, node_id, slot)
@@ -758,6 +789,19 @@ class World:
 
     def _end(self) -> None:
         self._ended = True
+        from . import _sockets
+
+        _sockets.end(self)
+
+    def address(self, node: int | NodeHandle) -> str:
+        """The node's IPv4 address: 10.0.0.1 for node 0, 10.0.0.2 for node 1..."""
+        from ._sockets import address_of
+
+        return address_of(self._node_id(node, "address"))
+
+    def hostname(self, node: int | NodeHandle) -> str:
+        """The node's hostname: the `name=` given at spawn, or node-<id>."""
+        return self._hostnames[self._node_id(node, "hostname")]
 
     def _end_run(self) -> BaseException | None:
         """End this world's run; askew._runner calls it once the test has
@@ -817,6 +861,26 @@ class World:
                 lambda: self.now, lambda n: None if n is None else self._node_id(n, "history")
             )
         return found
+
+
+def _check_hostname(name: object, taken: dict[str, int]) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"spawn(name=...) must be a str, got {name!r}")
+    labels = name.split(".")
+    ok = 0 < len(name) <= 253 and all(
+        0 < len(label) <= 63
+        and label[0] != "-"
+        and label[-1] != "-"
+        and all(c.isascii() and (c.isalnum() or c == "-") for c in label)
+        for label in labels
+    )
+    if not ok or labels[-1].isdigit() or name.lower() == "localhost":
+        raise ValueError(
+            f"spawn(name={name!r}): a hostname is dot-separated labels of letters, digits "
+            "and '-', not all digits at the end, and not 'localhost'"
+        )
+    if name.lower() in taken:
+        raise ValueError(f"spawn(name={name!r}): node {taken[name.lower()]} has that name")
 
 
 def _target_name(target: Any) -> str:

@@ -40,6 +40,7 @@ BENCHES = [
     "rss",
     "sweep",
     "linearizability",
+    "sockets",
 ]
 
 

@@ -178,8 +178,20 @@ int askew__network_fire(askew_network *n, struct askew_timer *timer)
     askew__log_record(n->host.log, n->host.sched->now_ns, ASKEW_LOG_KIND_DELIVERY,
                       (int32_t)d.dst, (int32_t)d.src, d.outcome, payload);
     int res = 0;
-    if (d.outcome == ASKEW_NET_DELIVERED && deliver(n, &d) < 0)
+    if (n->segment_type != NULL && (PyObject *)Py_TYPE(payload) == n->segment_type) {
+        /* A TCP segment: its stack decides, dropped ones included (they
+         * are retransmitted). */
+        PyObject *outcome = PyLong_FromUnsignedLong(d.outcome);
+        PyObject *r = outcome == NULL ? NULL
+                                      : PyObject_CallFunctionObjArgs(
+                                            n->segment_handler, payload, outcome, NULL);
+        Py_XDECREF(outcome);
+        if (r == NULL)
+            res = -EIO;
+        Py_XDECREF(r);
+    } else if (d.outcome == ASKEW_NET_DELIVERED && deliver(n, &d) < 0) {
         res = -EIO; /* a Python exception is set */
+    }
     Py_DECREF(payload);
     return res;
 }
@@ -272,7 +284,9 @@ static int payload_check(askew_network *n, PyObject *payload)
     return 0;
 }
 
-static int send_one(askew_network *n, uint32_t src, uint32_t dst, PyObject *payload)
+/* Put payload on the wire and log it; the outcome into *outcome if given. */
+static int send_one(askew_network *n, uint32_t src, uint32_t dst, PyObject *payload,
+                    uint32_t *outcome)
 {
     struct askew_net_sent sent;
     const int rc = askew_net_send(&n->net, src, dst, payload, &sent);
@@ -284,24 +298,37 @@ static int send_one(askew_network *n, uint32_t src, uint32_t dst, PyObject *payl
         Py_INCREF(payload);
     askew__log_record(n->host.log, n->host.sched->now_ns, ASKEW_LOG_KIND_SEND,
                       (int32_t)src, (int32_t)dst, sent.outcome, payload);
+    if (outcome != NULL)
+        *outcome = sent.outcome;
     return 0;
+}
+
+/* The (token, dst, payload) arguments of send_from and send_segment: 0, or
+ * -1 with an exception (`usage` names the call). */
+static int parse_send(askew_network *n, PyObject *const *args, Py_ssize_t nargs,
+                      const char *usage, long long *token, long long *dst)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    *token = PyLong_AsLongLong(args[0]);
+    *dst = PyLong_AsLongLong(args[1]);
+    return PyErr_Occurred() || check_node(n, *dst) < 0 ? -1 : 0;
 }
 
 /* send_from(token, dst, payload): a node's send. */
 static PyObject *net_send_from(askew_network *n, PyObject *const *args,
                                Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "send_from(token, dst, payload)");
-        return NULL;
-    }
-    const long long token = PyLong_AsLongLong(args[0]);
-    const long long dst = PyLong_AsLongLong(args[1]);
-    if (PyErr_Occurred() || check_node(n, dst) < 0 || payload_check(n, args[2]) < 0)
+    long long token, dst;
+    if (parse_send(n, args, nargs, "send_from(token, dst, payload)", &token, &dst) <
+            0 ||
+        payload_check(n, args[2]) < 0)
         return NULL;
     uint32_t src;
     if (askew__node_token_alive(&n->net, token, &src) &&
-        send_one(n, src, (uint32_t)dst, args[2]) < 0)
+        send_one(n, src, (uint32_t)dst, args[2], NULL) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -321,8 +348,55 @@ static PyObject *net_broadcast(askew_network *n, PyObject *const *args,
     if (!askew__node_token_alive(&n->net, token, &src))
         Py_RETURN_NONE;
     for (size_t dst = 0; dst < n->nodes_len; dst++)
-        if (dst != src && send_one(n, src, (uint32_t)dst, args[1]) < 0)
+        if (dst != src && send_one(n, src, (uint32_t)dst, args[1], NULL) < 0)
             return NULL;
+    Py_RETURN_NONE;
+}
+
+/* send_segment(token, dst, segment): a TCP segment from the live
+ * incarnation `token`; the outcome code, or -1 when that incarnation is
+ * gone (nothing is sent). No payload check: the stack makes segments. */
+static PyObject *net_send_segment(askew_network *n, PyObject *const *args,
+                                  Py_ssize_t nargs)
+{
+    long long token, dst;
+    if (parse_send(n, args, nargs, "send_segment(token, dst, segment)", &token, &dst) <
+        0)
+        return NULL;
+    uint32_t src, outcome;
+    if (!askew__node_token_alive(&n->net, token, &src))
+        return PyLong_FromLong(-1);
+    if (send_one(n, src, (uint32_t)dst, args[2], &outcome) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLong(outcome);
+}
+
+/* draw(lo, hi): uniform in [lo, hi] from the NET stream (one draw, none
+ * when lo == hi): segment sizes and retransmission jitter. */
+static PyObject *net_draw(askew_network *n, PyObject *args)
+{
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "LL", &lo, &hi) || gone(n))
+        return NULL;
+    if (lo > hi) {
+        PyErr_SetString(PyExc_ValueError, "draw(lo, hi) needs lo <= hi");
+        return NULL;
+    }
+    return PyLong_FromLongLong(lo == hi ? lo : askew_rng_range(&n->net.rng, lo, hi));
+}
+
+/* set_segment_handler(type, handler) or (None, None). */
+static PyObject *net_set_segment_handler(askew_network *n, PyObject *const *args,
+                                         Py_ssize_t nargs)
+{
+    if (nargs != 2 || (args[0] != Py_None && !PyType_Check(args[0]))) {
+        PyErr_SetString(PyExc_TypeError, "set_segment_handler(type, handler)");
+        return NULL;
+    }
+    if (gone(n))
+        return NULL;
+    Py_XSETREF(n->segment_type, args[0] == Py_None ? NULL : Py_NewRef(args[0]));
+    Py_XSETREF(n->segment_handler, args[0] == Py_None ? NULL : Py_NewRef(args[1]));
     Py_RETURN_NONE;
 }
 
@@ -641,6 +715,11 @@ static PyMethodDef network_methods[] = {
     {"send_from", (PyCFunction)(void (*)(void))net_send_from, METH_FASTCALL, NULL},
     {"broadcast", (PyCFunction)(void (*)(void))net_broadcast, METH_FASTCALL, NULL},
     {"recv", (PyCFunction)(void (*)(void))net_recv, METH_FASTCALL, NULL},
+    {"send_segment", (PyCFunction)(void (*)(void))net_send_segment, METH_FASTCALL,
+     NULL},
+    {"draw", (PyCFunction)net_draw, METH_VARARGS, NULL},
+    {"set_segment_handler", (PyCFunction)(void (*)(void))net_set_segment_handler,
+     METH_FASTCALL, NULL},
     {"set_payload_check", (PyCFunction)net_set_payload_check, METH_O, NULL},
     {"crash", (PyCFunction)net_crash, METH_O, NULL},
     {"restart", (PyCFunction)net_restart, METH_O, NULL},
@@ -672,6 +751,8 @@ static int network_traverse(askew_network *n, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(n));
     Py_VISIT(n->payload_check);
+    Py_VISIT(n->segment_type);
+    Py_VISIT(n->segment_handler);
     for (size_t i = 0; i < n->nodes_len; i++) {
         struct askew_node_inbox *b = &n->nodes[i];
         Py_VISIT(b->waiter);
@@ -690,6 +771,8 @@ static int network_clear_refs(askew_network *n)
 {
     askew__network_clear(n);
     Py_CLEAR(n->payload_check);
+    Py_CLEAR(n->segment_type);
+    Py_CLEAR(n->segment_handler);
     return 0;
 }
 

@@ -37,6 +37,11 @@ typedef struct askew_network {
     size_t nodes_len;
     size_t nodes_cap;
     PyObject *payload_check; /* _world.check_payload: the slow path */
+    /* TCP segments (askew/_sockets.py): payloads of exactly this type are
+     * handed to segment_handler(segment, outcome) when they come due,
+     * delivered or dropped, instead of an inbox. */
+    PyObject *segment_type;
+    PyObject *segment_handler;
 } askew_network;
 
 /* Module init: the Network and Message types, NET_OUTCOME_NAMES. */

@@ -1,0 +1,1320 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Simulated TCP and names: what `create_server`, `create_connection`,
+`getaddrinfo` and `socket.gethostbyname` do inside a world (docs/sockets.md).
+
+A node has an address (`10.0.0.<id+1>`, counted on as a 24-bit number) and
+a hostname (`node-<id>` or the `name=` given at spawn), and reaches itself
+as 127.0.0.1 or `localhost`. A connection is two endpoints, one per node;
+each segment is a `_Segment` carried by the C network (`loop._net`) over the
+link between the two nodes, so it takes the link's latency and meets its
+faults. The C side hands every segment back to `Stack._arrive` when it comes
+due, delivered or dropped: a dropped one is sent again after a retransmission
+timeout (TCP loses nothing it has accepted), an out-of-order one waits for
+the gap, a duplicate is discarded. Every random draw (segment sizes,
+retransmission jitter) comes from the network stream through `loop._net.draw`,
+in the order the calls happen, so a program that opens no socket keeps
+exactly its runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import errno
+import functools
+import socket
+import sys
+from asyncio.log import logger as _asyncio_logger
+from collections.abc import Callable
+from typing import Any
+
+from . import _core
+from ._world import (
+    _KIND_ACCEPT,
+    _KIND_CLOSE,
+    _KIND_CONNECT,
+    _KIND_REFUSE,
+    _KIND_RESET,
+    _node_var,
+)
+
+# ---- the model's numbers (docs/sockets.md says why each) -----------------
+
+WINDOW = 65536  # bytes a sender may have unconsumed by the receiver
+SEGMENT_MAX = 16384  # the largest segment the size draw may choose
+RTO_MIN_NS = 200_000_000  # Linux TCP_RTO_MIN
+RTO_MAX_NS = 120_000_000_000  # Linux TCP_RTO_MAX
+RETRIES_DATA = 15  # Linux tcp_retries2: ~924.6 s before ETIMEDOUT
+SYN_RTO_NS = 1_000_000_000  # Linux's initial SYN timeout
+RETRIES_SYN = 6  # Linux tcp_syn_retries: 1+2+...+64 = 127 s before ETIMEDOUT
+EPHEMERAL_LO, EPHEMERAL_HI = 32768, 60999  # Linux ip_local_port_range
+BACKLOG_DEFAULT = 100  # asyncio's default
+HIGH_WATER_DEFAULT = 64 * 1024  # asyncio's FlowControlMixin defaults
+LOG_WRITES_AFTER_LOST = 5  # asyncio's LOG_THRESHOLD_FOR_CONNLOST_WRITES
+
+_DELIVERED = 2  # ASKEW_NET_DELIVERED (ext/engine/net.h)
+_IN_FLIGHT, _DUPLICATED = 0, 1
+
+SYN, SYNACK, DATA, FIN, RST = range(5)
+_KIND_TEXT = ("SYN", "SYN-ACK", "DATA", "FIN", "RST")
+
+_world: Any = None  # the running world, if any (begin/end)
+
+
+def address_of(node_id: int) -> str:
+    """Node id's address: 10.0.0.1 for node 0, as a 24-bit count after 10."""
+    n = node_id + 1
+    return f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
+
+
+def _node_of_address(addr: str) -> int | None:
+    parts = addr.split(".")
+    if len(parts) != 4 or parts[0] != "10" or not all(p.isdigit() for p in parts):
+        return None
+    b, c, d = (int(p) for p in parts[1:])
+    if max(b, c, d) > 255:
+        return None
+    n = b << 16 | c << 8 | d
+    return n - 1 if n >= 1 else None
+
+
+def _is_loopback(addr: str) -> bool:
+    return addr.startswith("127.") or addr == "localhost"
+
+
+# ---- names --------------------------------------------------------------
+
+
+def _gaierror(code: int, text: str) -> socket.gaierror:
+    return socket.gaierror(code, text)
+
+
+def _port_of(port: Any) -> int:
+    if port is None:
+        return 0
+    if isinstance(port, bytes):
+        port = port.decode("ascii")
+    if isinstance(port, str):
+        if port.isdigit():
+            return int(port)
+        raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise TypeError(f"getaddrinfo() argument 2 must be integer or string, not {port!r}")
+    if not 0 <= port <= 65535:
+        raise OverflowError("getaddrinfo(): port must be 0-65535.")
+    return port
+
+
+# What getaddrinfo answers for type=0, in Linux's order: stream, datagram, raw.
+_SOCK_TYPES = (
+    (socket.SOCK_STREAM, socket.IPPROTO_TCP),
+    (socket.SOCK_DGRAM, socket.IPPROTO_UDP),
+    (socket.SOCK_RAW, 0),
+)
+
+
+class Names:
+    """The world's resolver: hostnames and addresses of its nodes."""
+
+    def __init__(self, world: Any) -> None:
+        self._world = world
+
+    def host_to_addr(self, host: str) -> str:
+        """The IPv4 address `host` names, or gaierror(EAI_NONAME)."""
+        if host in ("", "localhost"):
+            return "127.0.0.1"
+        if _is_numeric(host):
+            return host
+        node = self._world._names.get(host.lower().rstrip("."))
+        if node is None:
+            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        return address_of(node)
+
+    def addr_to_host(self, addr: str) -> str | None:
+        if _is_loopback(addr):
+            return "localhost"
+        node = _node_of_address(addr)
+        if node is None or node >= len(self._world._hostnames):
+            return None
+        return str(self._world._hostnames[node])
+
+    def getaddrinfo(
+        self, host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
+    ) -> list[tuple[Any, ...]]:
+        if family not in (0, socket.AF_INET, socket.AF_UNSPEC):
+            raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
+        if isinstance(host, bytes):
+            host = host.decode("idna")
+        p = _port_of(port)
+        if host is None:
+            addr = "0.0.0.0" if flags & socket.AI_PASSIVE else "127.0.0.1"
+        elif not isinstance(host, str):
+            raise TypeError(f"getaddrinfo() argument 1 must be string or None, not {host!r}")
+        elif ":" in host:
+            raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
+        elif flags & socket.AI_NUMERICHOST and not _is_numeric(host):
+            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        else:
+            addr = self.host_to_addr(host)
+        out = []
+        for kind, proto_of in _SOCK_TYPES:
+            if (type in (0, kind)) and (proto in (0, proto_of)):
+                out.append((socket.AF_INET, socket.SocketKind(kind), proto_of, "", (addr, p)))
+        if not out:
+            raise _gaierror(socket.EAI_SOCKTYPE, "ai_socktype not supported")
+        return out
+
+    def getnameinfo(self, sockaddr: Any, flags: int = 0) -> tuple[str, str]:
+        if not isinstance(sockaddr, tuple) or len(sockaddr) < 2:
+            raise TypeError("getnameinfo() argument 1 must be a tuple")
+        addr, port = sockaddr[0], sockaddr[1]
+        if not isinstance(addr, str) or not _is_numeric(addr):
+            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        name = None if flags & socket.NI_NUMERICHOST else self.addr_to_host(addr)
+        if name is None:
+            if flags & socket.NI_NAMEREQD:
+                raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+            name = addr
+        return name, str(port)
+
+    def gethostbyname(self, host: str) -> str:
+        return self.host_to_addr(host)
+
+    def gethostbyname_ex(self, host: str) -> tuple[str, list[str], list[str]]:
+        addr = self.host_to_addr(host)
+        return self.addr_to_host(addr) or host, [], [addr]
+
+    def gethostbyaddr(self, addr: str) -> tuple[str, list[str], list[str]]:
+        try:
+            addr = self.host_to_addr(addr)
+        except socket.gaierror:
+            raise socket.herror(1, "Unknown host") from None
+        name = self.addr_to_host(addr)
+        if name is None:
+            raise socket.herror(1, "Unknown host")
+        return name, [], [addr]
+
+    def getfqdn(self, name: str = "") -> str:
+        if not name:
+            return "localhost"
+        try:
+            return self.gethostbyaddr(name)[0]
+        except socket.herror:
+            return name
+
+
+def _is_numeric(host: str) -> bool:
+    parts = host.split(".")
+    return len(parts) == 4 and all(p.isdigit() and int(p) <= 255 for p in parts)
+
+
+# The socket module's functions a world answers; the reverse lookups
+# (gethostbyaddr, getfqdn, socket.getnameinfo) stay refused (docs/sockets.md).
+RESOLVED = ("getaddrinfo", "gethostbyname", "gethostbyname_ex")
+
+
+def resolving(name: str, refusing: Callable[..., Any], in_run: Callable[[], bool]) -> Any:
+    """socket.<name> inside a run: the world's resolver when one is running
+    (and this is its thread), else `refusing` (which refuses in a run and
+    passes through outside)."""
+
+    def resolve(*args: Any, **kwargs: Any) -> Any:
+        world = _world
+        if world is not None and not world._ended and in_run():
+            return getattr(stack_of(world).names, name)(*args, **kwargs)
+        return refusing(*args, **kwargs)
+
+    resolve.__name__ = name
+    resolve.__doc__ = getattr(refusing, "__doc__", None)
+    return resolve
+
+
+# ---- segments -------------------------------------------------------------
+
+
+class _Segment:
+    """One TCP segment on the wire (its repr is what world.log shows)."""
+
+    __slots__ = ("acked", "data", "dst", "kind", "seq", "src", "tries")
+    src: Endpoint  # or a _Kernel, for a reset no endpoint sends
+
+    def __init__(self, kind: int, src: Any, dst: Endpoint | None, seq: int, data: bytes) -> None:
+        self.kind = kind
+        self.src = src
+        self.dst = dst
+        self.seq = seq
+        self.data = data
+        self.tries = 0
+        self.acked = False
+
+    def __repr__(self) -> str:
+        s = self.src
+        if self.kind == SYN:
+            there = s.remote
+        else:
+            assert self.dst is not None
+            there = self.dst.local
+        extra = f" seq={self.seq} len={len(self.data)}" if self.kind == DATA else ""
+        return f"tcp {s.local[0]}:{s.local[1]}>{there[0]}:{there[1]} {_KIND_TEXT[self.kind]}{extra}"
+
+
+# ---- the stack --------------------------------------------------------------
+
+
+class Stack:
+    """The world's TCP: listeners, endpoints, ports and counters."""
+
+    def __init__(self, world: Any) -> None:
+        self.world = world
+        self.loop = world._loop
+        self.wire = world._wire
+        self.names = Names(world)
+        # (node, port) -> listeners of that node on that port.
+        self.listeners: dict[tuple[int, int], list[Listener]] = {}
+        # Ports per incarnation (token): a restarted node boots with none
+        # in use, and its dead incarnation's sockets hold nothing.
+        self.next_port: dict[int, int] = {}
+        self.used: dict[int, dict[int, int]] = {}  # token -> port -> users
+        self.stats = dict.fromkeys(
+            (
+                "tcp_connects",
+                "tcp_accepts",
+                "tcp_refused",
+                "tcp_resets",
+                "tcp_timeouts",
+                "tcp_closes",
+                "tcp_segments",
+                "tcp_retransmits",
+                "tcp_bytes",
+            ),
+            0,
+        )
+        self.wire.set_segment_handler(_Segment, self._arrive)
+
+    def close(self) -> None:
+        self.wire.set_segment_handler(None, None)
+        self.listeners.clear()
+
+    # -- identity ----------------------------------------------------------
+
+    def caller(self, call: str) -> int:
+        """The running node's token; a refusal from the test body."""
+        token = _node_var.get(None)
+        if token is None:
+            from ._loop import _raise_refusal
+
+            _raise_refusal(
+                f"{call} from the test body: only nodes have addresses. Spawn a node "
+                "(world.spawn) and open sockets in its code."
+            )
+        return int(token)
+
+    def token_of(self, node: int) -> int:
+        return int(self.world._slots[node].token)
+
+    def log(self, kind: int, node: int, text: str) -> None:
+        if not self.world._ended:  # a close in a task's cleanup after the run
+            self.world.log._emit(kind, node, text)
+
+    # -- ports ----------------------------------------------------------------
+
+    def ephemeral(self, token: int) -> int:
+        used = self.used.setdefault(token, {})
+        port = self.next_port.get(token, EPHEMERAL_LO)
+        for _ in range(EPHEMERAL_HI - EPHEMERAL_LO + 1):
+            nxt = port + 1 if port < EPHEMERAL_HI else EPHEMERAL_LO
+            if not used.get(port):
+                self.next_port[token] = nxt
+                return port
+            port = nxt
+        raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
+
+    def take_port(self, token: int, port: int) -> None:
+        used = self.used.setdefault(token, {})
+        used[port] = used.get(port, 0) + 1
+
+    def free_port(self, token: int, port: int) -> None:
+        used = self.used.get(token)
+        if used and used.get(port):
+            used[port] -= 1
+            if not used[port]:
+                del used[port]
+
+    # -- segments -------------------------------------------------------------
+
+    def send(self, seg: _Segment, dst_node: int) -> None:
+        """Put seg on the wire from its source's incarnation; a drop at send
+        comes back as a retransmission at once (no draw is skipped)."""
+        src = seg.src
+        self.stats["tcp_segments"] += 1
+        outcome = self.wire.send_segment(src.token, dst_node, seg)
+        if outcome > _DUPLICATED:  # dropped at send: lost or partitioned
+            self._dropped(seg)
+
+    def _arrive(self, seg: _Segment, outcome: int) -> None:
+        """The C network's callback for every segment that came due."""
+        if outcome != _DELIVERED:
+            self._dropped(seg)
+            return
+        kind = seg.kind
+        dst = seg.dst
+        if kind == DATA and dst is not None and not dst.dead and dst.alive():
+            seg.acked = True  # the hot path: data for a live socket
+            dst._receive(seg)
+            return
+        if kind == RST:
+            if dst is not None and dst.alive():
+                dst._reset(seg.src)
+            return
+        if kind in (SYN, SYNACK, DATA, FIN):
+            seg.acked = True  # the ACK is taken as instant: see docs/sockets.md
+        if kind == SYN:
+            self._syn(seg)
+            return
+        assert dst is not None
+        if not dst.alive() or dst.dead:
+            # The kernel that owned dst restarted or the socket is gone:
+            # nothing knows this connection, so it answers with a reset.
+            if kind != RST:
+                self._reset_back(seg)
+            return
+        if kind == SYNACK:
+            dst._established(seg.src)
+        else:
+            dst._receive(seg)
+
+    def _reset_back(self, seg: _Segment) -> None:
+        """Answer seg with a RST from its destination node's current kernel."""
+        dst_node = seg.dst.node if seg.dst is not None else seg.src.remote_node
+        token = self.token_of(dst_node)
+        if token < 0:
+            return
+        rst = _Segment(RST, _Kernel(self, dst_node, token, seg), seg.src, 0, b"")
+        self.stats["tcp_segments"] += 1
+        self.wire.send_segment(token, seg.src.node, rst)
+
+    def _dropped(self, seg: _Segment) -> None:
+        if seg.acked or seg.kind == RST:
+            return  # the other copy made it, or a reset, which nobody retransmits
+        src = seg.src
+        if src.dead or not src.alive():
+            return
+        syn = seg.kind in (SYN, SYNACK)
+        base = SYN_RTO_NS if syn else RTO_MIN_NS
+        rto = min(RTO_MAX_NS, base << min(seg.tries, 20))
+        rto += self.wire.draw(0, rto >> 3)  # jitter: the seed picks within 1/8
+        seg.tries += 1
+        # After the last retransmission, one more timeout and the kernel
+        # gives up: 1+2+...+64 = 127 s for a SYN, ~924.6 s for data (Linux).
+        last = seg.tries > (RETRIES_SYN if syn else RETRIES_DATA)
+        self.loop.call_later(rto / 1e9, self._retransmit, seg, last, context=src.ctx)
+
+    def _retransmit(self, seg: _Segment, give_up: bool) -> None:
+        if seg.acked or not seg.src.alive():
+            return
+        if give_up:
+            seg.src._timed_out(seg)
+            return
+        if seg.kind == SYN and seg.src.state != "syn":
+            return  # the connect gave up
+        self.stats["tcp_retransmits"] += 1
+        self.send(seg, seg.src.remote_node)
+
+    def _syn(self, seg: _Segment) -> None:
+        client = seg.src
+        node, port = client.remote_node, client.remote[1]
+        if client.peer is not None:
+            return  # a retransmitted SYN; the SYN-ACK is on its way
+        listener = self.find_listener(node, client.remote[0], port)
+        if listener is None:
+            self.stats["tcp_refused"] += 1
+            self.log(_KIND_REFUSE, node, f"refuse {_ep(client.local)} -> {_ep(client.remote)}")
+            self._reset_back(seg)
+            return
+        if len(listener.pending) >= listener.backlog:
+            seg.acked = False  # a full accept queue drops the SYN
+            self._dropped(seg)
+            return
+        server = Endpoint(
+            self, listener.token, listener.ctx, client.remote, client.local, client.node
+        )
+        server.peer = client
+        server.state = "open"
+        client.peer = server
+        listener.pending.append(server)
+        self.take_port(listener.token, port)
+        server.port_held = True
+        self.send(_Segment(SYNACK, server, client, 0, b""), client.node)
+        listener.kick()
+
+    def find_listener(self, node: int, addr: str, port: int) -> Listener | None:
+        found = self.listeners.get((node, port))
+        if not found:
+            return None
+        token = self.token_of(node)
+        live = [ls for ls in found if ls.token == token and ls.open]
+        if len(live) != len(found):
+            found[:] = live
+        for ls in live:
+            if ls.host in ("0.0.0.0", addr) or (_is_loopback(addr) and _is_loopback(ls.host)):
+                return ls
+        return None
+
+
+def _ep(a: tuple[str, int]) -> str:
+    return f"{a[0]}:{a[1]}"
+
+
+class _Kernel:
+    """The sender of a reset that no endpoint sends: a node's kernel."""
+
+    __slots__ = ("ctx", "dead", "local", "node", "remote", "remote_node", "stack", "state", "token")
+
+    def __init__(self, stack: Stack, node: int, token: int, seg: _Segment) -> None:
+        self.stack = stack
+        self.node = node
+        self.token = token
+        self.local = seg.dst.local if seg.dst is not None else seg.src.remote
+        self.remote = seg.src.local
+        self.remote_node = seg.src.node
+        self.ctx = None
+        self.dead = True
+        self.state = "closed"
+
+
+class _Owned:
+    """What every socket knows: its stack, the incarnation that owns it
+    (token and node id) and the context its callbacks run in."""
+
+    def __init__(self, stack: Stack, token: int, ctx: Any) -> None:
+        self.stack = stack
+        self.token = token
+        self.node = token >> _core.NODE_TOKEN_SHIFT
+        self.ctx = ctx
+
+
+# ---- sockets as code sees them ----------------------------------------------
+
+
+class SimSocket:
+    """What get_extra_info('socket') and Server.sockets give: a socket-like
+    object with no file descriptor (asyncio's TransportSocket's surface)."""
+
+    family = socket.AF_INET
+    type = socket.SOCK_STREAM
+    proto = socket.IPPROTO_TCP
+
+    def __init__(self, local: tuple[str, int], remote: tuple[str, int] | None) -> None:
+        self._local = local
+        self._remote = remote
+        self._opts: dict[tuple[int, int], Any] = {}
+
+    def fileno(self) -> int:
+        return -1
+
+    def getsockname(self) -> tuple[str, int]:
+        return self._local
+
+    def getpeername(self) -> tuple[str, int]:
+        if self._remote is None:
+            raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+        return self._remote
+
+    def setsockopt(self, level: int, name: int, value: Any, *rest: Any) -> None:
+        self._opts[(level, name)] = value
+
+    def getsockopt(self, level: int, name: int, buflen: int = 0) -> Any:
+        return self._opts.get((level, name), 0)
+
+    def gettimeout(self) -> float:
+        return 0.0
+
+    def setblocking(self, flag: bool) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        peer = f", raddr={self._remote}" if self._remote else ""
+        return f"<askew.SimSocket family=AF_INET type=SOCK_STREAM laddr={self._local}{peer}>"
+
+
+# ---- endpoints (transports) ----------------------------------------------------
+
+
+class Endpoint(_Owned, asyncio.Transport):
+    """One end of a connection: the kernel's socket and asyncio's transport."""
+
+    def __init__(
+        self,
+        stack: Stack,
+        token: int,
+        ctx: Any,
+        local: tuple[str, int],
+        remote: tuple[str, int],
+        remote_node: int,
+    ) -> None:
+        asyncio.Transport.__init__(self)
+        _Owned.__init__(self, stack, token, ctx)
+        self.loop = stack.loop
+        self.local = local
+        self.remote = remote
+        self.remote_node = remote_node
+        self.peer: Endpoint | None = None
+        self.server: Server | None = None
+        self.protocol: Any = None
+        self.state = "syn"
+        self.dead = False  # the socket is gone: arriving data gets a RST
+        self.waiter: asyncio.Future[None] | None = None
+        # send side
+        self.buf = bytearray()
+        self.snd_next = 0
+        self.inflight = 0
+        self.eof_wanted = False
+        self.fin_sent = False
+        self.closing = False
+        self.conn_lost = 0
+        self.high = HIGH_WATER_DEFAULT
+        self.low = HIGH_WATER_DEFAULT // 4
+        self.writing_paused = False
+        # receive side
+        self.rcv_next = 0
+        self.ooo: dict[int, _Segment] = {}
+        self.rx: list[bytes] = []  # arrived in order, not yet read: chunks
+        self.rx_scheduled = False
+        self.rx_eof = False
+        self.eof_delivered = False
+        self.reading = True
+        self.port_held = False
+        self.extra = {
+            "peername": remote,
+            "sockname": local,
+            "socket": SimSocket(local, remote),
+        }
+
+    def __repr__(self) -> str:
+        return f"<askew TCP {_ep(self.local)} -> {_ep(self.remote)} {self.state}>"
+
+    def alive(self) -> bool:
+        return self.stack.token_of(self.node) == self.token
+
+    # -- connection setup ---------------------------------------------------
+
+    def _established(self, server: Endpoint) -> None:
+        if self.state != "syn":
+            if self.state == "closed" and server.state == "open":
+                self.stack._reset_back(_Segment(DATA, server, self, 0, b""))
+            return
+        self.peer = server
+        self.state = "open"
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            self.loop.call_soon(_set_result, waiter, context=self.ctx)
+
+    def _connect_failed(self, exc: BaseException) -> None:
+        self.state = "closed"
+        self.dead = True
+        self._release()
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            self.loop.call_soon(_set_exception, waiter, exc, context=self.ctx)
+
+    def _timed_out(self, seg: _Segment) -> None:
+        self.stack.stats["tcp_timeouts"] += 1
+        exc = TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+        if self.state == "syn":
+            self._connect_failed(exc)
+            return
+        self.stack.log(_KIND_RESET, self.node, f"timeout {self}")
+        self._lose(exc)
+
+    def _reset(self, by: Any) -> None:
+        if self.state == "syn":
+            refused = f"Connect call failed {self.remote!r}"
+            self._connect_failed(ConnectionRefusedError(errno.ECONNREFUSED, refused))
+            return
+        if self.dead:
+            return
+        self.stack.stats["tcp_resets"] += 1
+        self.stack.log(_KIND_RESET, self.node, f"reset {_ep(self.local)} <- {_ep(self.remote)}")
+        self._lose(ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"))
+
+    def _lose(self, exc: BaseException | None) -> None:
+        """The connection is over for the kernel: no more segments either way."""
+        self.dead = True
+        self.state = "closed"
+        self.buf.clear()
+        self.ooo.clear()
+        if self.protocol is not None and self.conn_lost == 0:
+            self.conn_lost += 1
+            self.closing = True
+            self.loop.call_soon(self._call_connection_lost, exc, context=self.ctx)
+        elif self.protocol is None:
+            self._release()
+
+    def _release(self) -> None:
+        if self.port_held:
+            self.port_held = False
+            self.stack.free_port(self.token, self.local[1])
+
+    # -- sending ----------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Hand buffered bytes to the wire while the window allows."""
+        if self.dead or self.peer is None:
+            return
+        stack = self.stack
+        draw = stack.wire.draw
+        buf = self.buf
+        while buf and self.inflight < WINDOW:
+            cap = min(len(buf), WINDOW - self.inflight, SEGMENT_MAX)
+            # One draw over [1, 4*cap]: three times in four the whole cap,
+            # else a shorter segment, so one write often arrives in pieces.
+            size = min(cap, draw(1, 4 * cap)) if cap > 1 else cap
+            if size == len(buf):
+                data = bytes(buf)
+                buf.clear()
+            else:
+                with memoryview(buf) as view:
+                    data = view[:size].tobytes()  # one copy, not two
+                del buf[:size]
+            seg = _Segment(DATA, self, self.peer, self.snd_next, data)
+            self.snd_next += size
+            self.inflight += size
+            stack.stats["tcp_bytes"] += size
+            stack.send(seg, self.remote_node)
+        if not self.buf:
+            if self.eof_wanted and not self.fin_sent:
+                self._send_fin()
+            if self.closing and self.conn_lost == 0 and self.protocol is not None:
+                self.conn_lost += 1
+                self.loop.call_soon(self._call_connection_lost, None, context=self.ctx)
+        if self.writing_paused and len(self.buf) <= self.low:
+            self.writing_paused = False
+            self.loop.call_soon(self._resume_writing, context=self.ctx)
+
+    def _send_fin(self) -> None:
+        self.fin_sent = True
+        if self.peer is not None and not self.dead:
+            self.stack.send(_Segment(FIN, self, self.peer, self.snd_next, b""), self.remote_node)
+
+    def _resume_writing(self) -> None:
+        if self.protocol is not None and not self.writing_paused:
+            self._call("protocol.resume_writing() failed", False, self.protocol.resume_writing)
+
+    def _call(self, message: str, fatal: bool, fn: Any, *args: Any) -> tuple[bool, Any]:
+        """fn(*args), a protocol method: (True, its result), or (False, None)
+        after its exception went to the loop's handler (and, if fatal,
+        the connection was aborted), as asyncio's transports do."""
+        try:
+            return True, fn(*args)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            if fatal:
+                self._fatal(exc, message)
+            else:
+                self._protocol_error(exc, message)
+            return False, None
+
+    def _protocol_error(self, exc: BaseException, message: str) -> None:
+        self.loop.call_exception_handler(
+            {"message": message, "exception": exc, "transport": self, "protocol": self.protocol}
+        )
+
+    def write(self, data: Any) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(
+                f"data argument must be a bytes-like object, not {type(data).__name__!r}"
+            )
+        if self.eof_wanted:
+            raise RuntimeError("Cannot call write() after write_eof()")
+        if not data:
+            return
+        if self.conn_lost:
+            if self.conn_lost >= LOG_WRITES_AFTER_LOST:
+                _asyncio_logger.warning("socket.send() raised exception.")
+            self.conn_lost += 1
+            return
+        self.buf += data
+        self._pump()
+        if not self.writing_paused and len(self.buf) > self.high:
+            self.writing_paused = True
+            self._call("protocol.pause_writing() failed", False, self.protocol.pause_writing)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.write(b"".join(list_of_data))
+
+    def write_eof(self) -> None:
+        if self.closing or self.eof_wanted:
+            return
+        self.eof_wanted = True
+        if not self.buf and not self.dead:
+            self._send_fin()
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.buf)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return (self.low, self.high)
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        if high is None:
+            high = 64 * 1024 if low is None else 4 * low
+        if low is None:
+            low = high // 4
+        if not high >= low >= 0:
+            raise ValueError(f"high ({high!r}) must be >= low ({low!r}) must be >= 0")
+        self.high, self.low = high, low
+        if not self.writing_paused and len(self.buf) > self.high:
+            self.writing_paused = True
+            self.protocol.pause_writing()
+
+    # -- receiving ------------------------------------------------------------------
+
+    def _receive(self, seg: _Segment) -> None:
+        seq = seg.seq
+        if seq < self.rcv_next or (seg.kind == FIN and self.rx_eof):
+            return  # a duplicate
+        if seq > self.rcv_next:
+            self.ooo.setdefault(seq, seg)
+            return
+        self._accept_segment(seg)
+        while self.rcv_next in self.ooo:
+            self._accept_segment(self.ooo.pop(self.rcv_next))
+
+    def _accept_segment(self, seg: _Segment) -> None:
+        if seg.kind == FIN:
+            self.rx_eof = True
+        else:
+            self.rcv_next += len(seg.data)
+            if self.closing and self.conn_lost:
+                # The socket is closed: data has nobody to read it.
+                self.stack._reset_back(seg)
+                self._lose(None)
+                return
+            self.rx.append(seg.data)
+        if self.reading and not self.rx_scheduled:
+            self.rx_scheduled = True
+            self.loop.call_soon(self._deliver_rx, context=self.ctx)
+
+    def _deliver_rx(self) -> None:
+        """What a readable socket gives the protocol: all that has arrived
+        (up to the buffer a BufferedProtocol offers)."""
+        self.rx_scheduled = False
+        if self.protocol is None or self.conn_lost or not self.reading:
+            return
+        if self.rx:
+            if isinstance(self.protocol, asyncio.BufferedProtocol):
+                n = self._fill_buffer()
+                if self.conn_lost:
+                    return
+            else:
+                rx = self.rx
+                data = rx[0] if len(rx) == 1 else b"".join(rx)
+                rx.clear()
+                n = len(data)
+                self._consumed(n)
+                if not self._call(
+                    "Fatal error: protocol.data_received() call failed.",
+                    True,
+                    self.protocol.data_received,
+                    data,
+                )[0]:
+                    return
+            if n and self.rx and self.reading and not self.rx_scheduled:
+                self.rx_scheduled = True
+                self.loop.call_soon(self._deliver_rx, context=self.ctx)
+                return
+        if self.rx_eof and not self.rx and not self.eof_delivered and self.reading:
+            self.eof_delivered = True
+            ok, keep_open = self._call(
+                "Fatal error: protocol.eof_received() call failed.",
+                True,
+                self.protocol.eof_received,
+            )
+            if not ok:
+                return
+            if not keep_open:
+                self.close()
+
+    def _fill_buffer(self) -> int:
+        ok, buf = self._call(
+            "Fatal error: protocol.get_buffer() call failed.", True, _buffer_of, self.protocol
+        )
+        if not ok:
+            return 0
+        data = b"".join(self.rx)
+        n = min(len(buf), len(data))
+        memoryview(buf)[:n] = data[:n]
+        self.rx[:] = [data[n:]] if n < len(data) else []
+        self._consumed(n)
+        self._call(
+            "Fatal error: protocol.buffer_updated() call failed.",
+            True,
+            self.protocol.buffer_updated,
+            n,
+        )
+        return n
+
+    def _consumed(self, n: int) -> None:
+        """The reader took n bytes: the sender's window opens by as much."""
+        peer = self.peer
+        if peer is not None and not peer.dead:
+            peer.inflight -= n
+            if peer.buf:
+                peer._pump()
+
+    def _fatal(self, exc: BaseException, message: str) -> None:
+        self._protocol_error(exc, message)
+        self.abort()
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        if self.reading or self.closing:
+            return
+        self.reading = True
+        if (self.rx or self.rx_eof) and not self.rx_scheduled:
+            self.rx_scheduled = True
+            self.loop.call_soon(self._deliver_rx, context=self.ctx)
+
+    def is_reading(self) -> bool:
+        return self.reading and not self.closing
+
+    # -- closing -------------------------------------------------------------------
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        self.reading = False
+        self.stack.stats["tcp_closes"] += 1
+        self.stack.log(_KIND_CLOSE, self.node, f"close {_ep(self.local)} -> {_ep(self.remote)}")
+        if not self.buf:
+            if not self.fin_sent and not self.dead:
+                self._send_fin()
+            self.conn_lost += 1
+            self.loop.call_soon(self._call_connection_lost, None, context=self.ctx)
+        else:
+            self.eof_wanted = True
+
+    def abort(self) -> None:
+        if self.conn_lost:
+            return  # closed already: asyncio's _force_close does nothing then
+        already_lost = self.conn_lost
+        self.closing = True
+        self.reading = False
+        if not self.dead and self.peer is not None and self.state == "open":
+            self.stack.stats["tcp_segments"] += 1
+            self.stack.wire.send_segment(
+                self.token, self.remote_node, _Segment(RST, self, self.peer, 0, b"")
+            )
+        self.stack.log(_KIND_RESET, self.node, f"abort {_ep(self.local)} -> {_ep(self.remote)}")
+        self.dead = True
+        self.state = "closed"
+        self.buf.clear()
+        if not already_lost:
+            self.conn_lost += 1
+            self.loop.call_soon(self._call_connection_lost, None, context=self.ctx)
+
+    def _call_connection_lost(self, exc: BaseException | None) -> None:
+        protocol = self.protocol
+        try:
+            if protocol is not None:
+                protocol.connection_lost(exc)
+        finally:
+            self._release()
+            server = self.server
+            if server is not None:
+                self.server = None
+                server._detach()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.extra.get(name, default)
+
+    def set_protocol(self, protocol: Any) -> None:
+        self.protocol = protocol
+
+    def get_protocol(self) -> Any:
+        return self.protocol
+
+
+def _buffer_of(protocol: Any) -> Any:
+    buf = protocol.get_buffer(-1)
+    if not len(buf):
+        raise RuntimeError("get_buffer() returned an empty buffer")
+    return buf
+
+
+def _start(ep: Endpoint, protocol_factory: Any) -> None:
+    """An accepted connection gets its protocol."""
+    protocol = protocol_factory()
+    ep.protocol = protocol
+    protocol.connection_made(ep)
+
+
+# Python 3.11's StreamReaderProtocol reads task.exception() of a cancelled
+# handler task in its done callback, which raises CancelledError into the
+# loop's exception handler (3.12 checks task.cancelled() first). asyncio.run
+# logs it at shutdown; askew fails a run on it, and a run's end cancels
+# every pending handler. The callback is replaced by 3.12's behaviour.
+_STREAMS_CALLBACK_RAISES_ON_CANCEL = sys.version_info < (3, 12)
+_STREAMS_CALLBACK = "StreamReaderProtocol.connection_made.<locals>.callback"
+
+
+def _mend_streams_callback(ep: Endpoint) -> None:
+    task = getattr(ep.protocol, "_task", None)
+    if not isinstance(task, asyncio.Task):
+        return
+    for cb, _ctx in list(getattr(task, "_callbacks", None) or ()):
+        if getattr(cb, "__qualname__", "") == _STREAMS_CALLBACK:
+            task.remove_done_callback(cb)
+            task.add_done_callback(functools.partial(_streams_callback, cb, ep))
+
+
+def _streams_callback(original: Any, ep: Endpoint, task: asyncio.Task[Any]) -> None:
+    if task.cancelled():
+        ep.close()
+        return
+    original(task)
+
+
+def _set_result(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def _set_exception(fut: asyncio.Future[None], exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)
+
+
+# ---- servers -----------------------------------------------------------------------
+
+
+class Listener(_Owned):
+    """A listening socket: one node, one address (or all), one port."""
+
+    def __init__(self, server: Server, token: int, ctx: Any, host: str, port: int) -> None:
+        self.server = server
+        _Owned.__init__(self, server.stack, token, ctx)
+        self.host = host
+        self.port = port
+        self.backlog = server.backlog
+        self.pending: list[Endpoint] = []
+        self.open = True
+        self.kicked = False
+        self.sock = SimSocket((host, port), None)
+
+    def kick(self) -> None:
+        if self.server.serving and not self.kicked and self.pending:
+            self.kicked = True
+            self.stack.loop.call_soon(self.accept, context=self.ctx)
+
+    def accept(self) -> None:
+        """The accept loop: each pending connection gets its protocol."""
+        self.kicked = False
+        server = self.server
+        while self.pending and server.serving:
+            ep = self.pending.pop(0)
+            if ep.dead:
+                continue
+            self.stack.stats["tcp_accepts"] += 1
+            self.stack.log(_KIND_ACCEPT, self.node, f"accept {_ep(ep.local)} <- {_ep(ep.remote)}")
+            server._attach()
+            ep.server = server
+            if not ep._call(
+                "Error on transport creation for incoming connection",
+                True,
+                _start,
+                ep,
+                server.protocol_factory,
+            )[0]:
+                continue
+            if _STREAMS_CALLBACK_RAISES_ON_CANCEL:
+                _mend_streams_callback(ep)
+            if ep.rx or ep.rx_eof:
+                ep.rx_scheduled = True
+                self.stack.loop.call_soon(ep._deliver_rx, context=self.ctx)
+
+    def close(self) -> None:
+        self.open = False
+        stack = self.stack
+        found = stack.listeners.get((self.node, self.port))
+        if found and self in found:
+            found.remove(self)
+        stack.free_port(self.token, self.port)
+        # Connections the kernel took but nobody accepted are reset.
+        for ep in self.pending:
+            if not ep.dead and ep.peer is not None:
+                stack.wire.send_segment(
+                    ep.token, ep.remote_node, _Segment(RST, ep, ep.peer, 0, b"")
+                )
+                ep.dead = True
+        self.pending.clear()
+
+
+_WAIT_CLOSED_WAITS_FOR_CONNECTIONS = sys.version_info >= (3, 12, 1)
+
+
+class Server(asyncio.AbstractServer):
+    """asyncio.Server's behaviour over listeners, for this Python version:
+    close() stops listening and leaves live connections alone;
+    wait_closed() waits for them on 3.12.1+ and returns at once after close()
+    on older versions, as asyncio does there."""
+
+    def __init__(self, stack: Stack, loop: Any, protocol_factory: Any, backlog: int) -> None:
+        self.stack = stack
+        self._loop = loop
+        self.protocol_factory = protocol_factory
+        self.backlog = backlog
+        self.listeners: list[Listener] | None = []
+        self.serving = False
+        self._active = 0
+        self._waiters: list[asyncio.Future[Any]] | None = []
+        self._forever: asyncio.Future[Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Server sockets={self.sockets!r}>"
+
+    def _attach(self) -> None:
+        self._active += 1
+
+    def _detach(self) -> None:
+        self._active -= 1
+        if self._active == 0 and self.listeners is None:
+            self._wakeup()
+
+    def _wakeup(self) -> None:
+        waiters, self._waiters = self._waiters, None
+        for w in waiters or ():
+            if not w.done():
+                w.set_result(w)
+
+    def _start_serving(self) -> None:
+        if self.serving or self.listeners is None:
+            return
+        self.serving = True
+        for ls in self.listeners:
+            ls.kick()
+
+    def get_loop(self) -> Any:
+        return self._loop
+
+    def is_serving(self) -> bool:
+        return self.serving
+
+    @property
+    def sockets(self) -> tuple[SimSocket, ...]:
+        if self.listeners is None:
+            return ()
+        return tuple(ls.sock for ls in self.listeners)
+
+    def close(self) -> None:
+        listeners = self.listeners
+        if listeners is None:
+            return
+        self.listeners = None
+        for ls in listeners:
+            ls.close()
+        self.serving = False
+        if self._forever is not None and not self._forever.done():
+            self._forever.cancel()
+            self._forever = None
+        if self._active == 0:
+            self._wakeup()
+
+    async def start_serving(self) -> None:
+        self._start_serving()
+        await asyncio.sleep(0)
+
+    async def serve_forever(self) -> None:
+        if self._forever is not None:
+            raise RuntimeError(f"server {self!r} is already being awaited on serve_forever()")
+        if self.listeners is None:
+            raise RuntimeError(f"server {self!r} is closed")
+        self._start_serving()
+        self._forever = self._loop.create_future()
+        try:
+            await self._forever
+        except asyncio.CancelledError:
+            try:
+                self.close()
+                await self.wait_closed()
+            finally:
+                raise
+        finally:
+            self._forever = None
+
+    async def wait_closed(self) -> None:
+        if self._waiters is None:
+            return
+        if self.listeners is None and not _WAIT_CLOSED_WAITS_FOR_CONNECTIONS:
+            return
+        waiter = self._loop.create_future()
+        self._waiters.append(waiter)
+        await waiter
+
+    async def __aenter__(self) -> Server:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+        await self.wait_closed()
+
+
+# ---- the loop's methods --------------------------------------------------------------
+
+
+def begin(world: Any) -> None:
+    """A world's run starts: its names resolve from now on."""
+    global _world
+    _world = world
+
+
+def end(world: Any) -> None:
+    """A world's run ended: its stack lets go of the loop's network."""
+    global _world
+    stack = world._tcp
+    if stack is not None:
+        world._tcp = None
+        stack.close()
+    if _world is world:
+        _world = None
+
+
+def stack_of(world: Any) -> Stack:
+    stack: Stack | None = world._tcp
+    if stack is None:
+        stack = world._tcp = Stack(world)
+    return stack
+
+
+def active(loop: Any) -> Stack | None:
+    """The stack of the world running on loop, or None (no world: a bare
+    loop or wrap mode, where sockets stay refused)."""
+    world = _world
+    if world is None or world._ended or world._loop is not loop:
+        return None
+    return stack_of(world)
+
+
+def _local_addr(stack: Stack, node: int, remote_addr: str) -> str:
+    return "127.0.0.1" if _is_loopback(remote_addr) else address_of(node)
+
+
+async def create_connection(
+    stack: Stack, protocol_factory: Any, host: Any, port: Any, local_addr: Any
+) -> tuple[Any, Any]:
+    token = stack.caller(f"create_connection({host!r}, {port!r})")
+    node = token >> _core.NODE_TOKEN_SHIFT
+    if host is None or port is None:
+        raise ValueError("host and port was not specified and no sock specified")
+    infos = stack.names.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    addr, p = infos[0][4]
+    if _is_loopback(addr):
+        dst = node
+    else:
+        found = _node_of_address(addr)
+        if found is None or found >= len(stack.world._slots):
+            # No host has that address: the SYN goes nowhere.
+            raise OSError(errno.ENETUNREACH, f"Connect call failed {(addr, p)!r}")
+        dst = found
+    if addr == "0.0.0.0":
+        addr = "127.0.0.1"
+        dst = node
+    if local_addr is not None:
+        want = local_addr[0] if isinstance(local_addr, tuple) else None
+        if want not in (None, "", "0.0.0.0", address_of(node), "127.0.0.1"):
+            raise OSError(
+                errno.EADDRNOTAVAIL,
+                f"error while attempting to bind on address {tuple(local_addr)!r}: "
+                "cannot assign requested address",
+            )
+    lport = stack.ephemeral(token)
+    if local_addr is not None and local_addr[1]:
+        lport = int(local_addr[1])
+    stack.take_port(token, lport)
+    loop = stack.loop
+    ctx = contextvars.copy_context()
+    ep = Endpoint(stack, token, ctx, (_local_addr(stack, node, addr), lport), (addr, p), dst)
+    ep.port_held = True
+    ep.waiter = loop.create_future()
+    stack.stats["tcp_connects"] += 1
+    stack.log(_KIND_CONNECT, node, f"connect {_ep(ep.local)} -> {_ep(ep.remote)}")
+    stack.send(_Segment(SYN, ep, None, 0, b""), dst)
+    try:
+        await ep.waiter
+    except BaseException:
+        if ep.state == "syn":
+            ep.state = "closed"
+            ep.dead = True
+            ep._release()
+        raise
+    protocol = protocol_factory()
+    ep.protocol = protocol
+    protocol.connection_made(ep)
+    if ep.rx or ep.rx_eof:
+        ep.rx_scheduled = True
+        loop.call_soon(ep._deliver_rx, context=ctx)
+    return ep, protocol
+
+
+async def create_server(
+    stack: Stack, protocol_factory: Any, host: Any, port: Any, backlog: int, start_serving: bool
+) -> Server:
+    token = stack.caller(f"create_server({host!r}, {port!r})")
+    node = token >> _core.NODE_TOKEN_SHIFT
+    if isinstance(backlog, bool) or not isinstance(backlog, int):
+        raise TypeError(f"backlog must be an int, got {backlog!r}")
+    if isinstance(host, str) or host is None:
+        hosts = [host]
+    else:
+        hosts = list(host)
+    p = _port_of(port)
+    addrs: list[str] = []
+    for h in hosts:
+        if h in (None, "", "0.0.0.0"):
+            a = "0.0.0.0"
+        else:
+            a = stack.names.getaddrinfo(h, p, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)[0][4][0]
+            if a not in (address_of(node), "0.0.0.0") and not _is_loopback(a):
+                raise OSError(
+                    errno.EADDRNOTAVAIL,
+                    f"error while attempting to bind on address {(a, p)!r}: "
+                    "cannot assign requested address",
+                )
+        if a not in addrs:
+            addrs.append(a)
+    if p == 0:
+        p = stack.ephemeral(token)
+    # Every address binds or none does (asyncio closes what it opened).
+    found = stack.listeners.get((node, p), [])
+    found[:] = [ls for ls in found if ls.token == token and ls.open]
+    for a in addrs:
+        for ls in found:
+            if a == "0.0.0.0" or ls.host in ("0.0.0.0", a):
+                raise OSError(
+                    errno.EADDRINUSE,
+                    f"error while attempting to bind on address {(a, p)!r}: address already in use",
+                )
+    loop = stack.loop
+    ctx = contextvars.copy_context()
+    server = Server(stack, loop, protocol_factory, max(1, min(backlog, 4096)))
+    assert server.listeners is not None
+    for a in addrs:
+        ls = Listener(server, token, ctx, a, p)
+        server.listeners.append(ls)
+        found.append(ls)
+        stack.take_port(token, p)
+    stack.listeners[(node, p)] = found
+    if start_serving:
+        server._start_serving()
+        await asyncio.sleep(0)
+    return server
