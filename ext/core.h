@@ -28,7 +28,10 @@ struct askew_state {
     PyTypeObject *handle_type;
     PyTypeObject *timer_handle_type;
     PyTypeObject *task_type;
-    PyObject *future_type; /* _asyncio.Future itself */
+    PyTypeObject *network_type;
+    PyTypeObject *message_type; /* askew.Message, a struct sequence */
+    PyObject *recv_expire_fn;   /* the callback of a recv()'s timeout */
+    PyObject *future_type;      /* _asyncio.Future itself */
     /* Future's methods through their descriptors: no attribute lookup per
      * call on the hot paths (a message delivered, a sleep's timer firing). */
     PyObject *future_done;

@@ -955,7 +955,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .new_future = host_new_future,
         .call_later = host_call_later,
     };
-    self->net = askew__network_new(&host);
+    self->net = askew__network_new(self->state, &host);
     if (self->net == NULL) {
         Py_DECREF(self);
         return NULL;

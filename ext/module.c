@@ -84,6 +84,9 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->handle_type);
     Py_VISIT(st->timer_handle_type);
     Py_VISIT(st->task_type);
+    Py_VISIT(st->network_type);
+    Py_VISIT(st->message_type);
+    Py_VISIT(st->recv_expire_fn);
     Py_VISIT(st->future_type);
     Py_VISIT(st->future_done);
     Py_VISIT(st->future_cancelled);
@@ -103,6 +106,9 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->handle_type);
     Py_CLEAR(st->timer_handle_type);
     Py_CLEAR(st->task_type);
+    Py_CLEAR(st->network_type);
+    Py_CLEAR(st->message_type);
+    Py_CLEAR(st->recv_expire_fn);
     Py_CLEAR(st->future_type);
     Py_CLEAR(st->future_done);
     Py_CLEAR(st->future_cancelled);

@@ -6,6 +6,7 @@
  * itself and never reads a clock but its loop's scheduler. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handle.h"
@@ -21,11 +22,8 @@ struct askew_node_inbox {
     PyObject *timeout; /* that recv's timeout handle, or NULL */
 };
 
-static PyTypeObject *NetworkType;
-static PyTypeObject *MessageType;
 static PyObject *recv_expire(PyObject *module, PyObject *fut);
 static PyMethodDef recv_expire_def = {"_recv_expire", recv_expire, METH_O, NULL};
-static PyObject *recv_expire_fn; /* the callback of a recv's timeout */
 static PyStructSequence_Field message_fields[] = {
     {"src", "the sending node's id"},
     {"dst", "the receiving node's id"},
@@ -91,11 +89,13 @@ void askew__network_clear(askew_network *n)
         inbox_clear(&n->nodes[i]);
 }
 
-askew_network *askew__network_new(const struct askew_net_host *host)
+askew_network *askew__network_new(struct askew_state *st,
+                                  const struct askew_net_host *host)
 {
-    askew_network *n = (askew_network *)NetworkType->tp_alloc(NetworkType, 0);
+    askew_network *n = (askew_network *)st->network_type->tp_alloc(st->network_type, 0);
     if (n == NULL)
         return NULL;
+    n->state = st;
     if (askew_net_init(&n->net, host->sched) < 0) {
         Py_DECREF(n);
         PyErr_NoMemory();
@@ -129,7 +129,7 @@ void askew__network_reset(askew_network *n, uint64_t seed)
 static int deliver(askew_network *n, const struct askew_net_delivery *d)
 {
     struct askew_node_inbox *b = &n->nodes[d->dst];
-    PyObject *msg = PyStructSequence_New(MessageType); // new reference
+    PyObject *msg = PyStructSequence_New(n->state->message_type); // new reference
     if (msg == NULL)
         return -1;
     PyStructSequence_SetItem(msg, 0, PyLong_FromUnsignedLong(d->src));
@@ -239,15 +239,10 @@ static PyObject *net_node_add(askew_network *n, PyObject *Py_UNUSED(ignored))
 {
     if (gone(n))
         return NULL;
-    if (n->nodes_len == n->nodes_cap) {
-        const size_t cap = n->nodes_cap ? n->nodes_cap * 2 : 16;
-        struct askew_node_inbox *nodes = PyMem_Realloc(n->nodes, cap * sizeof *nodes);
-        if (nodes == NULL)
-            return PyErr_NoMemory();
-        memset(nodes + n->nodes_cap, 0, (cap - n->nodes_cap) * sizeof *nodes);
-        n->nodes = nodes;
-        n->nodes_cap = cap;
-    }
+    const int grown = askew__grow((void **)&n->nodes, &n->nodes_cap, n->nodes_len + 1,
+                                  sizeof *n->nodes);
+    if (grown < 0)
+        return askew__raise_engine(grown, "adding a node");
     uint32_t id;
     const int rc = askew_net_node_add(&n->net, &id);
     if (rc < 0)
@@ -492,7 +487,8 @@ static PyObject *net_recv(askew_network *n, PyObject *const *args, Py_ssize_t na
         Py_CLEAR(b->timeout);
     }
     if (timeout >= 0) {
-        b->timeout = n->host.call_later(n->host.ctx, timeout, recv_expire_fn, fut);
+        b->timeout =
+            n->host.call_later(n->host.ctx, timeout, n->state->recv_expire_fn, fut);
         if (b->timeout == NULL)
             goto fail;
     }
@@ -784,7 +780,7 @@ static void network_dealloc(askew_network *n)
     (void)network_clear_refs(n);
     for (size_t i = 0; i < n->nodes_len; i++)
         PyMem_Free(n->nodes[i].ring);
-    PyMem_Free(n->nodes);
+    free(n->nodes);
     tp->tp_free((PyObject *)n);
     Py_DECREF(tp);
 }
@@ -825,12 +821,15 @@ static PyObject *outcome_names(void)
 
 int askew__network_setup(PyObject *module)
 {
-    MessageType = PyStructSequence_NewType(&message_desc);
-    recv_expire_fn = PyCFunction_New(&recv_expire_def, NULL);
-    NetworkType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &network_spec, NULL);
-    if (MessageType == NULL || recv_expire_fn == NULL || NetworkType == NULL ||
-        PyModule_AddObjectRef(module, "Message", (PyObject *)MessageType) < 0 ||
-        PyModule_AddObjectRef(module, "Network", (PyObject *)NetworkType) < 0)
+    struct askew_state *st = PyModule_GetState(module);
+    st->message_type = PyStructSequence_NewType(&message_desc);
+    st->recv_expire_fn = PyCFunction_New(&recv_expire_def, NULL);
+    st->network_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &network_spec, NULL);
+    if (st->message_type == NULL || st->recv_expire_fn == NULL ||
+        st->network_type == NULL ||
+        PyModule_AddObjectRef(module, "Message", (PyObject *)st->message_type) < 0 ||
+        PyModule_AddObjectRef(module, "Network", (PyObject *)st->network_type) < 0)
         return -1;
     PyObject *names = outcome_names();
     if (names == NULL)

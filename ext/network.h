@@ -32,6 +32,7 @@ struct askew_node_inbox;
 
 typedef struct askew_network {
     PyObject_HEAD struct askew_net net; /* valid while host.ctx != NULL */
+    struct askew_state *state;          /* its module's; borrowed (the type holds it) */
     struct askew_net_host host;
     struct askew_node_inbox *nodes;
     size_t nodes_len;
@@ -47,7 +48,8 @@ typedef struct askew_network {
 /* Module init: the Network and Message types, NET_OUTCOME_NAMES. */
 int askew__network_setup(PyObject *module);
 /* A network on host->sched. New reference, or NULL with an exception. */
-askew_network *askew__network_new(const struct askew_net_host *host);
+askew_network *askew__network_new(struct askew_state *st,
+                                  const struct askew_net_host *host);
 /* The loop goes: drop everything in flight and free the engine's network. */
 void askew__network_detach(askew_network *n);
 /* Start a run: no nodes, nothing in flight, the NET stream from seed. */
