@@ -5,7 +5,7 @@ and a record of which rare branches a sweep reached.
 FoundationDB's rule: each named point is *active* or not for a whole run,
 decided on its first reach (with probability ACTIVATION), and an active point
 fires with its `probability` on each reach. Every decision is drawn from the
-run's buggify stream (stream 7, docs/design.md §2) mixed with the point's
+run's buggify stream (stream 8, docs/design.md §2) mixed with the point's
 name, so a point's decisions depend on the seed, its name and how often it
 was reached, never on other points or on the scheduling, network or user
 streams. Outside a simulated run everything here is off: buggify() is False.
@@ -29,7 +29,6 @@ from typing import Any
 from . import _core
 from ._world import _KIND_FAULT, World, _node_var
 
-STREAM_BUGGIFY = 7  # docs/design.md §2; never renumber
 ACTIVATION = 0.25  # the chance a point is active in a run, as FoundationDB's
 _MASK = (1 << 64) - 1
 _TWO64 = 1 << 64
@@ -96,7 +95,7 @@ class _Run:
     @property
     def stream(self) -> int:
         if self._stream is None:
-            self._stream = int(_core.seed_stream(self.seed, STREAM_BUGGIFY))
+            self._stream = int(_core.seed_stream(self.seed, _core.STREAM_BUGGIFY))
         return self._stream
 
 

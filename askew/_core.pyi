@@ -13,6 +13,7 @@ _T = TypeVar("_T")
 # ---- constants: the C-Python contract, defined once, in C ----
 STREAM_USER: int
 STREAM_PYRANDOM: int
+STREAM_BUGGIFY: int
 WALL_EPOCH: int
 # Loop._run's status codes (ext/loop.h).
 RUN_STOPPED: int

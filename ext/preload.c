@@ -35,9 +35,8 @@ static PyObject *pending_exc;
  * its own, so that whether an iteration is the first to import a module
  * (and so runs its initialisation, which may draw: cryptography draws 16
  * bytes) does not shift os.urandom and the trace for the rest of the run.
- * A sweep's iteration then replays alone under its reported seed. Stream
- * number 7 extends engine.h's list (never renumber); GIL-protected. */
-#define IMPORT_STREAM 7
+ * A sweep's iteration then replays alone under its reported seed.
+ * GIL-protected. */
 static struct askew_rng import_rng;
 /* importlib._bootstrap._call_with_frames_removed's code: every module body
  * and every extension module's creation and init runs under it. */
@@ -416,7 +415,7 @@ static void import_stream_setup(const struct askew_loop_state *loop)
     uint64_t seed = 0;
     for (int i = 0; i < 4; i++)
         seed = seed * 0x9E3779B97F4A7C15ull ^ loop->entropy.s[i];
-    askew_rng_seed(&import_rng, askew_seed_stream(seed, IMPORT_STREAM));
+    askew_rng_seed(&import_rng, askew_seed_stream(seed, ASKEW_STREAM_IMPORT));
     if (import_code != NULL)
         return;
     PyObject *bootstrap = PyImport_ImportModule("_frozen_importlib"); // new reference

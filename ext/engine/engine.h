@@ -54,6 +54,11 @@ enum askew_stream {
     ASKEW_STREAM_USER = 4,
     ASKEW_STREAM_ENTROPY = 5,
     ASKEW_STREAM_PYRANDOM = 6,
+    /* Entropy drawn while a module is imported (ext/preload.c). */
+    ASKEW_STREAM_IMPORT = 7,
+    /* askew.buggify's decisions (askew/_buggify.py), each point's name mixed
+     * in. */
+    ASKEW_STREAM_BUGGIFY = 8,
 };
 
 uint64_t askew_splitmix64_next(uint64_t *state);
