@@ -959,12 +959,22 @@ def _start(ep: Endpoint, protocol_factory: Any) -> None:
     protocol.connection_made(ep)
 
 
-# Python 3.11's StreamReaderProtocol reads task.exception() of a cancelled
-# handler task in its done callback, which raises CancelledError into the
-# loop's exception handler (3.12 checks task.cancelled() first). asyncio.run
-# logs it at shutdown; askew fails a run on it, and a run's end cancels
-# every pending handler. The callback is replaced by 3.12's behaviour.
-_STREAMS_CALLBACK_RAISES_ON_CANCEL = sys.version_info < (3, 12)
+# Before CPython 3.12.2 (and in 3.11), StreamReaderProtocol reads
+# task.exception() of a cancelled handler task in its done callback, which
+# raises CancelledError into the loop's exception handler (later versions
+# check task.cancelled() first). asyncio.run logs it at shutdown; askew fails
+# a run on it, and a run's end cancels every pending handler. Where the
+# callback lacks the check, it is replaced by the later behaviour: found by
+# reading the callback's code, not the version number.
+def _streams_callback_checks_cancelled() -> bool:
+    made = asyncio.StreamReaderProtocol.connection_made.__code__
+    for const in made.co_consts:
+        if getattr(const, "co_name", None) == "callback":
+            return "cancelled" in const.co_names
+    return True  # no such callback: nothing to mend
+
+
+_STREAMS_CALLBACK_RAISES_ON_CANCEL = not _streams_callback_checks_cancelled()
 _STREAMS_CALLBACK = "StreamReaderProtocol.connection_made.<locals>.callback"
 
 
