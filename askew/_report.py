@@ -90,7 +90,7 @@ def node_states(world: World) -> list[str]:
         target = slot.instance if slot.instance is not None else slot.node
         attrs = vars(target) if hasattr(target, "__dict__") else {}
         shown = ", ".join(
-            f"{name}={_short_repr(value, 32)}"
+            f"{name}={_short_repr(value)}"
             for name, value in attrs.items()
             if not name.startswith("_")
         )
