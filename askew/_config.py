@@ -202,10 +202,12 @@ def parse_seed(text: str, what: str) -> int:
     """A seed written as text: ASKEW_SEED, --askew-seed and askew-exec --seed
     all come here, so 0x10 means 16 in each and -1 is refused by each."""
     value = _int_text(text)
-    if value is None or not 0 <= value < SEED_LIMIT:
+    if value is None:
         raise ValueError(
             f"{what} must be an integer in [0, 2**64) (decimal or 0x...), got {text!r}"
         )
+    if not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"{what} must be in [0, 2**64), got {text.strip()!r}")
     return value
 
 

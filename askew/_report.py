@@ -133,7 +133,7 @@ def _headline(exc: BaseException, node: int | None, spinning: Sequence[str] = ()
             source = f"AssertionError: {source}"
         return f"node {node} raised {source}" if node is not None else source
     text = _safe_str(exc).strip().splitlines()
-    if isinstance(exc, SimulationFailure):
+    if isinstance(exc, (DeadlockError, BudgetExceeded)):
         line = text[0] if text else type(exc).__name__
     else:
         line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
