@@ -9,7 +9,10 @@ this file decides per test and per phase when askew._wrap's patches are in
 place (never outside a test's setup, call or teardown), runs a test that
 made a SimLoop under --askew-seeds N base seeds, and ends every wrapped
 failure with the command that replays it. Every option and ASKEW_* value is
-parsed by askew._config; a bad one is a usage error naming it.
+parsed by askew._config; a bad one is a usage error naming it, and an
+ASKEW_* name askew does not read is warned about. SimulatedReports adds a
+simulated test's sweep to -v, keeps its failing seed for --lf, and ends an
+askew failure's traceback at the user's line.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import types
 from collections.abc import Callable, Generator
 from typing import Any
 
+import _pytest
 import pluggy
 import pytest
 
@@ -251,7 +255,7 @@ class SimulatedReports:
 
 _NOT_USER = tuple(
     os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep
-    for module in (_wrap, asyncio, pytest, pluggy)
+    for module in (_wrap, asyncio, pytest, _pytest, pluggy)
 )
 
 

@@ -2,12 +2,14 @@
 """Failure reports: what a failed run prints, and the command that replays it.
 
 This file owns every piece of text a failure shows a user: the headline of
-a simulated test's report and the event the log keeps for it, the tail of
-recent events, the replay command of both modes (@askew.simulate and wrap),
-the notes on strategy and PYTHONHASHSEED, and the divergence a determinism
-check found. It formats what the runner and the plugin hand it and never
-changes a run: it reads the loop's kept log and nothing else of it. The
-runner (askew._runner) and the plugin (askew._pytest_plugin) call it.
+a simulated test's report and the event the log keeps for it, the faults of
+the run, each node's state at the failure, the tail of recent events, the
+replay command of both modes (@askew.simulate and wrap), where a Ctrl-C
+stopped a sweep, the notes on strategy and PYTHONHASHSEED, and the
+divergence a determinism check found. It formats what the runner and the
+plugin hand it and never changes a run: it reads the loop's kept log, the
+world's fault list and its nodes' state, nothing else. The runner
+(askew._runner) and the plugin (askew._pytest_plugin) call it.
 """
 
 from __future__ import annotations

@@ -574,6 +574,8 @@ def test_after_a_deadlock_no_unraisable_warning_reaches_the_next_test(tmp_path: 
         @askew.simulate(seed=1, iterations=1)
         async def test_deadlock(world):
             world.spawn(stuck)
+            held = agen()  # suspended at a yield, kept by the failing frame
+            await held.__anext__()
             await asyncio.Queue().get()
 
         def test_wrapped_deadlock():
