@@ -83,8 +83,8 @@ def node_states(world: World) -> list[str]:
         elif node_id in paused:
             state = "paused"
         elif task is not None and task.done():
-            raised = not task.cancelled() and task.exception() is not None
-            state = "raised" if raised else "done"
+            error = None if task.cancelled() else task.exception()
+            state = "done" if error is None else f"raised {type(error).__name__}"
         else:
             state = "alive"
         if incarnation:

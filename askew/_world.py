@@ -604,12 +604,16 @@ class Log:
         "fault"...), oldest first; with neither, all of them."""
         kinds = {kind} if isinstance(kind, str) else None if kind is None else set(kind)
         want = None if node is None else self._world._node_id(node, "log.events")
-        return [
-            e
-            for e in self.recent()
-            if (want is None or e.node == want or (e.kind == "net" and _net_peer(e, want)))
-            and (kinds is None or e.kind in kinds)
-        ]
+        self._world._check_live()
+        events = []
+        for entry in self._world._loop._log_recent(LOG_KEPT):
+            # A message is the event of both its ends: node and peer.
+            ends = (entry[2], entry[3]) if entry[1] in (_NET_SEND, _NET_DELIVERY) else (entry[2],)
+            if want is None or want in ends:
+                event = event_from_entry(entry)
+                if kinds is None or event.kind in kinds:
+                    events.append(event)
+        return events
 
     def faults(self) -> list[Event]:
         """The run's fault events (partitions, heals, cuts, link changes,
@@ -628,12 +632,6 @@ class Log:
             del self._faults[0]
         t = float(self._world._loop._now_ns) / 1e9
         self._faults.append(Event(t, _KIND_NAMES[kind], None if node < 0 else node, text))
-
-
-def _net_peer(event: Event, node: int) -> bool:
-    """Whether a network event's text names `node` as its sender or receiver."""
-    ends = event.text.split("  ", 1)[0].split(" -> ")
-    return len(ends) == 2 and str(node) in ends
 
 
 def _outcome_name(outcome: int) -> str:

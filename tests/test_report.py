@@ -321,8 +321,11 @@ def test_an_assertion_in_a_node_is_headlined_node_n_raised() -> None:
         world.spawn(checker)
         await world.clock.advance(1)
 
-    headline = _failure(body).report.splitlines()[0]
-    assert headline == 'node 1 raised AssertionError: assert node.id == 5, "wrong node"'
+    report = _failure(body).report
+    assert report.splitlines()[0] == (
+        'node 1 raised AssertionError: assert node.id == 5, "wrong node"'
+    )
+    assert _section(report, "nodes")[1] == "     1  raised AssertionError"
 
 
 def test_budget_exceeded_names_the_spinning_task_and_not_its_own_type() -> None:
