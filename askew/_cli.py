@@ -69,13 +69,9 @@ class UsageError(Exception):
 
 
 def _parse_seed(text: str, what: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise ValueError(f"{what} needs an integer, got {text!r}") from None
-    if not 0 <= value < 2**64:
-        raise ValueError(f"{what} must be 0 <= value < 2**64, got {text!r}")
-    return value
+    from ._config import parse_seed  # the one seed parser: ASKEW_SEED, --askew-seed, --seed
+
+    return parse_seed(text, what)
 
 
 def _knob_text(value: object) -> str:

@@ -187,26 +187,60 @@ class RunConfig:
         return round(self.max_time * 1e9)
 
 
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        return int(raw.strip(), 0)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+def _int_text(text: str) -> int | None:
+    """An integer as a user writes one: decimal (leading zeros too), or
+    0x/0o/0b with a prefix, underscores allowed; None if it is not one."""
+    for base in (10, 0):
+        try:
+            return int(text.strip(), base)
+        except ValueError:
+            pass
+    return None
+
+
+def parse_seed(text: str, what: str) -> int:
+    """A seed written as text: ASKEW_SEED, --askew-seed and askew-exec --seed
+    all come here, so 0x10 means 16 in each and -1 is refused by each."""
+    value = _int_text(text)
+    if value is None:
+        raise ValueError(
+            f"{what} must be an integer in [0, 2**64) (decimal or 0x...), got {text!r}"
+        )
+    if not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"{what} must be in [0, 2**64), got {text.strip()!r}")
+    return value
 
 
 def env_seed() -> int | None:
     """ASKEW_SEED, validated, or None."""
-    seed = _env_int("ASKEW_SEED")
-    return None if seed is None else check_seed(seed, "ASKEW_SEED")
+    raw = os.environ.get("ASKEW_SEED", "")
+    return parse_seed(raw, "ASKEW_SEED") if raw.strip() else None
 
 
 def env_iterations() -> int | None:
     """ASKEW_ITERATIONS, validated, or None."""
-    n = _env_int("ASKEW_ITERATIONS")
-    return None if n is None else check_iterations(n, "ASKEW_ITERATIONS")
+    raw = os.environ.get("ASKEW_ITERATIONS", "")
+    return parse_positive_int(raw, "ASKEW_ITERATIONS") if raw.strip() else None
+
+
+TRACE_DEFAULT = 12  # recent events a failure report shows
+
+
+def parse_trace(text: str, what: str) -> int | None:
+    """How much of the trace a failure report shows: N events, or "all"
+    (None: every event the log keeps)."""
+    if text.strip().lower() == "all":
+        return None
+    value = _int_text(text)
+    if value is None or value < 0:
+        raise ValueError(f"{what} must be 'all' or a number of events >= 0, got {text!r}")
+    return value
+
+
+def env_trace() -> int | None:
+    """ASKEW_TRACE: the recent events a report shows (None: all of them)."""
+    raw = os.environ.get("ASKEW_TRACE", "")
+    return parse_trace(raw, "ASKEW_TRACE") if raw.strip() else TRACE_DEFAULT
 
 
 def env_flag(name: str) -> bool:
@@ -227,10 +261,9 @@ def env_flag(name: str) -> bool:
 
 
 def parse_positive_int(text: str, what: str) -> int:
-    try:
-        value = int(text.strip(), 10)
-    except ValueError:
-        raise ValueError(f"{what} must be a positive integer, got {text!r}") from None
+    value = _int_text(text)
+    if value is None:
+        raise ValueError(f"{what} must be a positive integer, got {text!r}")
     if value < 1:
         raise ValueError(f"{what} must be >= 1, got {text!r}")
     return value
@@ -335,3 +368,45 @@ def knob_text(value: object) -> str:
     if isinstance(value, tuple):
         return ",".join(map(repr, value))
     return str(value)
+
+
+# Every ASKEW_* variable askew reads (the package, the preload, askew-exec)
+# and the developer's build and test switches: any other ASKEW_* name in the
+# environment is likely a typo, and the plugin warns naming the closest.
+ENV_VARIABLES = frozenset(
+    {
+        "ASKEW_SEED",
+        "ASKEW_ITERATIONS",
+        "ASKEW_SEEDS",
+        "ASKEW_WRAP",
+        "ASKEW_TRACE",
+        "ASKEW_CHECK_DETERMINISM",
+        "ASKEW_DEBUG",
+        "ASKEW_PRELOAD_UNRESOLVED",
+        *(variable for variable, _parse in KNOBS.values()),
+        # the Makefile's and the test suite's own
+        "ASKEW_ASAN",
+        "ASKEW_SANITIZE",
+        "ASKEW_DEBUG_BUILD",
+        "ASKEW_FUZZ_PROGRAMS",
+        "ASKEW_RECORD_PINS",
+        "ASKEW_TEST_INSTALLED",
+    }
+)
+
+
+def unknown_env_variables() -> list[str]:
+    """One warning per ASKEW_* variable in the environment that askew does
+    not read, naming the closest one it does."""
+    import difflib
+
+    warnings = []
+    for name in sorted(os.environ):
+        if not name.startswith("ASKEW_") or name in ENV_VARIABLES:
+            continue
+        # Compared without the common prefix, which would make any two close.
+        names = {known[6:]: known for known in ENV_VARIABLES}
+        close = difflib.get_close_matches(name[6:], sorted(names), n=1, cutoff=0.6)
+        hint = f"did you mean {names[close[0]]}?" if close else "askew ignores it"
+        warnings.append(f"askew does not read the environment variable {name}: {hint}")
+    return warnings

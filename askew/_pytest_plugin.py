@@ -9,38 +9,49 @@ this file decides per test and per phase when askew._wrap's patches are in
 place (never outside a test's setup, call or teardown), runs a test that
 made a SimLoop under --askew-seeds N base seeds, and ends every wrapped
 failure with the command that replays it. Every option and ASKEW_* value is
-parsed by askew._config; a bad one is a usage error naming it.
+parsed by askew._config; a bad one is a usage error naming it, and an
+ASKEW_* name askew does not read is warned about. SimulatedReports adds a
+simulated test's sweep to -v, keeps its failing seed for --lf, and ends an
+askew failure's traceback at the user's line.
 """
 
 from __future__ import annotations
 
 import ast
+import asyncio
 import inspect
 import os
 import time
+import types
 from collections.abc import Callable, Generator
 from typing import Any
 
+import _pytest
+import pluggy
 import pytest
 
-from . import _runner, _wrap
+from . import _report, _runner, _wrap
 from ._config import (
     KNOBS,
     RunConfig,
-    check_iterations,
     check_seed,
     env_flag,
     env_iterations,
     env_knobs,
     env_seed,
     env_seeds,
+    env_trace,
     knob_text,
     parse_positive_int,
+    parse_seed,
+    parse_trace,
+    unknown_env_variables,
     wrap_config,
 )
 from ._determinism import NameSwap
 from ._report import wrapped_replay
 from ._wrap import WrappedRun
+from .errors import SimulationFailure
 
 _PLUGIN_NAME = "askew-wrap"
 # The host's clock, taken before any simulation can make `time` virtual:
@@ -63,16 +74,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("askew", "askew deterministic simulation")
     group.addoption(
         "--askew-seed",
-        type=int,
         default=None,
-        help="base seed for @askew.simulate tests and for --askew-wrap (as ASKEW_SEED)",
+        metavar="SEED",
+        help="base seed for @askew.simulate tests and for --askew-wrap, 0 <= SEED < 2**64, "
+        "decimal or 0x... (as ASKEW_SEED)",
     )
     group.addoption(
         "--askew-iterations",
-        type=int,
         default=None,
+        metavar="N",
         help="iterations per @askew.simulate test (as ASKEW_ITERATIONS); with --askew-wrap "
         "also the seeds per wrapped test unless --askew-seeds is given",
+    )
+    group.addoption(
+        "--askew-trace",
+        default=None,
+        metavar="N|all",
+        help="recent events a failure report shows: N (default 12) or all the log keeps "
+        "(as ASKEW_TRACE)",
     )
     group.addoption(
         "--askew-wrap",
@@ -110,12 +129,18 @@ def _configure(config: pytest.Config) -> None:
     progress = SweepProgress(config, _runner.observer)
     config.pluginmanager.register(progress, _PLUGIN_NAME + "-progress")
     _runner.observer = progress
+    _configure_report(config)
     seed = config.getoption("askew_seed", None)
     iterations = config.getoption("askew_iterations", None)
     if seed is not None:
-        os.environ["ASKEW_SEED"] = str(check_seed(seed, "--askew-seed"))
+        os.environ["ASKEW_SEED"] = str(parse_seed(str(seed), "--askew-seed"))
     if iterations is not None:
-        os.environ["ASKEW_ITERATIONS"] = str(check_iterations(iterations, "--askew-iterations"))
+        os.environ["ASKEW_ITERATIONS"] = str(
+            parse_positive_int(str(iterations), "--askew-iterations")
+        )
+    # A bad ASKEW_* value is one usage error now, not one failure per test.
+    env_seed()
+    env_iterations()
     given = {name: config.getoption("askew_" + name, None) for name in KNOBS}
     given = {name: text for name, text in given.items() if text is not None}
     seeds_text = config.getoption("askew_seeds", None)
@@ -290,6 +315,116 @@ class SweepProgress:
                 terminalreporter.write_line(f"{nodeid}: {row}")
 
 
+# ---- reports: ASKEW_* checks, --askew-trace, -v, --lf ------------------------------
+
+
+def _configure_report(config: pytest.Config) -> None:
+    """The report's settings and the environment's checks, once per session."""
+    _report.pytest_dirs = (str(config.rootpath), str(config.invocation_params.dir))
+    trace = config.getoption("askew_trace", None)
+    if trace is not None:
+        parsed = parse_trace(str(trace), "--askew-trace")
+        os.environ["ASKEW_TRACE"] = "all" if parsed is None else str(parsed)
+    env_trace()
+    for text in unknown_env_variables():
+        config.issue_config_time_warning(pytest.PytestConfigWarning(text), stacklevel=2)
+    if not config.pluginmanager.has_plugin(_PLUGIN_NAME + "-report"):
+        config.pluginmanager.register(SimulatedReports(config), _PLUGIN_NAME + "-report")
+
+
+_LF_KEY = "askew/lastfailed"  # pytest's cache: nodeid -> the seed that failed it
+
+
+class SimulatedReports:
+    """What the plugin adds to an @askew.simulate test's pytest report: its
+    base seed and seeds run (shown with -v), and the seed that failed it
+    (kept in pytest's cache, so `pytest --lf` replays that seed first)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        cache = getattr(config, "cache", None)
+        self.cache = cache
+        self.failed: dict[str, int] = dict(cache.get(_LF_KEY, {})) if cache is not None else {}
+        self.replay_first = bool(config.getoption("lf", False)) and cache is not None
+        self.changed = False
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        __tracebackhide__ = True
+        simulated = getattr(getattr(item, "obj", None), "_askew_test", None) is not None
+        first = self.failed.get(item.nodeid) if self.replay_first and simulated else None
+        _runner.sweeps.begin(first)
+        try:
+            return (yield)
+        finally:
+            _runner.sweeps.end()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        if call.excinfo is not None and call.excinfo.errisinstance(SimulationFailure):
+            _trim_to_user_frames(call.excinfo)
+        report = yield
+        if call.when != "call" or getattr(getattr(item, "obj", None), "_askew_test", None) is None:
+            return report
+        ran = _runner.sweeps.last
+        if ran is not None:
+            report.user_properties.append(("askew_sweep_seeds", ran))
+        failure = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(failure, SimulationFailure) and failure.seed is not None:
+            report.user_properties.append(("askew_failed_seed", failure.seed))
+        return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        if report.when != "call" or not report.passed:
+            return None
+        ran: Any = dict(report.user_properties).get("askew_sweep_seeds")
+        if ran is None:
+            return None
+        base, n = ran
+        word = f"PASSED ({n} seed{'s' if n != 1 else ''} from base seed {base})"
+        return "passed", ".", (word, {"green": True})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" or self.cache is None:
+            return
+        seed = dict(report.user_properties).get("askew_failed_seed")
+        if seed is not None:
+            self.failed[report.nodeid] = int(seed)  # type: ignore[call-overload]
+            self.changed = True
+        elif report.passed and self.failed.pop(report.nodeid, None) is not None:
+            self.changed = True
+
+    def pytest_sessionfinish(self) -> None:
+        if self.changed and self.cache is not None and not hasattr(self.config, "workerinput"):
+            self.cache.set(_LF_KEY, self.failed)
+
+
+_NOT_USER = tuple(
+    os.path.dirname(os.path.abspath(module.__file__ or "")) + os.sep
+    for module in (_wrap, asyncio, pytest, _pytest, pluggy)
+)
+
+
+def _trim_to_user_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """End a failure askew raised (a deadlock, a spent budget, a refusal in
+    a wrapped test) at the user's innermost frame, so pytest's last frame is
+    the line that ran the loop, not asyncio's runner and askew's loop. The
+    exception's own traceback is cut (pytest re-reads the raw chain)."""
+    last_user = None
+    tb: types.TracebackType | None = excinfo.tb
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_NOT_USER):
+            last_user = tb
+        tb = tb.tb_next
+    if last_user is not None and last_user.tb_next is not None:
+        last_user.tb_next = None
+        excinfo.traceback = excinfo.traceback.__class__(excinfo.tb)
+
+
 def _session_base(config: pytest.Config) -> int:
     # An xdist worker takes the controller's base, so the whole session
     # shares one seed; otherwise ASKEW_SEED, else a fresh one for this run.
@@ -350,9 +485,16 @@ class WrapPlugin:
         if not self.failures:
             return
         terminalreporter.write_sep("=", "askew: replay wrapped failures")
+        # One line per test: a test swept under --askew-seeds lists all its
+        # failing seeds in its own report ("askew seeds") already.
+        by_test: dict[str, list[tuple[int, int]]] = {}
         for nodeid, base, seed in dict.fromkeys(self.failures):
+            by_test.setdefault(nodeid, []).append((base, seed))
+        for nodeid, runs in by_test.items():
+            base, seed = runs[0]
+            more = f" ({len(runs)} failing seeds, all in its report)" if len(runs) > 1 else ""
             terminalreporter.write_line(
-                f"{nodeid} (seed={seed}): {WrappedRun(nodeid, base, self.config).replay}"
+                f"{nodeid} (seed={seed}){more}: {WrappedRun(nodeid, base, self.config).replay}"
             )
 
     # ---- one test ---------------------------------------------------------

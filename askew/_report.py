@@ -2,16 +2,19 @@
 """Failure reports: what a failed run prints, and the command that replays it.
 
 This file owns every piece of text a failure shows a user: the headline of
-a simulated test's report and the event the log keeps for it, the tail of
-recent events, the replay command of both modes (@askew.simulate and wrap),
-the notes on strategy and PYTHONHASHSEED, and the divergence a determinism
-check found. It formats what the runner and the plugin hand it and never
-changes a run: it reads the loop's kept log and nothing else of it. The
-runner (askew._runner) and the plugin (askew._pytest_plugin) call it.
+a simulated test's report and the event the log keeps for it, the faults of
+the run, each node's state at the failure, the tail of recent events, the
+replay command of both modes (@askew.simulate and wrap), where a Ctrl-C
+stopped a sweep, the notes on strategy and PYTHONHASHSEED, and the
+divergence a determinism check found. It formats what the runner and the
+plugin hand it and never changes a run: it reads the loop's kept log, the
+world's fault list and its nodes' state, nothing else. The runner
+(askew._runner) and the plugin (askew._pytest_plugin) call it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import os
 import shlex
@@ -21,16 +24,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._config import RunConfig, env_knob_assignments, strategy_note
-from ._world import LOG_KEPT, Event, event_from_entry, safe_repr
-from .errors import DeadlockError, SimulationFailure
+from ._config import RunConfig, env_knob_assignments, env_trace, strategy_note
+from ._world import LOG_KEPT, Event, _short_repr, event_from_entry, safe_repr
+from .errors import BudgetExceeded, DeadlockError, SimulationFailure
 
 if TYPE_CHECKING:
     from ._loop import SimLoop
+    from ._world import World
     from ._wrap import WrappedRun
 
-_REPORT_EVENTS = 12
-_REPORT_SCAN = 256  # log entries read for a report: enough after filtering
+_REPORT_SCAN = 256  # log entries read for a default report: enough after filtering
+_FAULTS_SHOWN = 12  # the newest faults a report lists
+_NODES_SHOWN = 12  # the nodes a report lists, lowest ids first
+_NODE_LINE = 100  # characters of one node's attributes
 
 
 @dataclass
@@ -43,13 +49,71 @@ class Outcome:
     steps: int
     trace_hash: int
     events: list[Event]
+    # The run's fault events, however old, and how many older ones the world
+    # no longer kept; each node's state at the failure (None: not taken);
+    # the tasks still ready when a step budget ran out.
+    faults: list[Event] = dataclasses.field(default_factory=list)
+    faults_dropped: int = 0
+    nodes: list[str] | None = None
+    spinning: list[str] = dataclasses.field(default_factory=list)
 
 
 def recent_events(loop: SimLoop, everything: bool) -> list[Event]:
-    """The loop's newest logged events: enough for a report's tail, or all it
-    keeps (`everything`, for comparing two runs)."""
-    entries = loop._log_recent(LOG_KEPT if everything else _REPORT_SCAN)
-    return [event_from_entry(e) for e in entries]
+    """The loop's newest logged events: enough for a report's tail (as many
+    as ASKEW_TRACE asks), or all it keeps (`everything`, for comparing runs)."""
+    shown = env_trace()
+    scan = LOG_KEPT if everything or shown is None else min(LOG_KEPT, max(_REPORT_SCAN, 4 * shown))
+    return [event_from_entry(e) for e in loop._log_recent(scan)]
+
+
+def node_states(world: World) -> list[str]:
+    """Each node's state as a report line: its id, whether it is alive,
+    crashed, paused or done, and its handle's public attributes in short
+    reprs. Read at the failure, before the run is torn down."""
+    paused = {p._node_id for p in world._pauses if p.active}
+    lines = []
+    for node_id, slot in enumerate(world._slots):
+        try:
+            alive, incarnation = world._wire.alive(node_id)
+        except Exception:  # the loop is gone: the state is what the node holds
+            alive, incarnation = True, 0
+        task = slot.task
+        if not alive:
+            state = "crashed"
+        elif node_id in paused:
+            state = "paused"
+        elif task is not None and task.done():
+            error = None if task.cancelled() else task.exception()
+            state = "done" if error is None else f"raised {type(error).__name__}"
+        else:
+            state = "alive"
+        if incarnation:
+            state += f" (incarnation {incarnation})"
+        target = slot.instance if slot.instance is not None else slot.node
+        attrs = vars(target) if hasattr(target, "__dict__") else {}
+        shown = ", ".join(
+            f"{name}={_short_repr(value)}"
+            for name, value in attrs.items()
+            if not name.startswith("_")
+        )
+        if len(shown) > _NODE_LINE:
+            shown = shown[: _NODE_LINE - 4] + " ..."
+        lines.append(f"{node_id:>4}  {state:<8} {shown}".rstrip())
+    return lines
+
+
+def spinning_tasks(loop: SimLoop) -> list[str]:
+    """The tasks still ready to run when a step budget ran out (the ones
+    that kept each other busy), each with the line it is at."""
+    from asyncio import tasks
+
+    from ._loop import describe_wait
+
+    ready = [
+        t for t in tasks.all_tasks(loop) if not t.done() and getattr(t, "_fut_waiter", None) is None
+    ]
+    ready.sort(key=lambda t: getattr(t, "_askew_seq", 0))
+    return [f"{t.get_name()} at {describe_wait(t)}" for t in ready]
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -58,15 +122,26 @@ def _safe_str(exc: BaseException) -> str:
     return safe_repr(exc, str)
 
 
-def _headline(exc: BaseException, node: int | None) -> str:
+def _headline(exc: BaseException, node: int | None, spinning: Sequence[str] = ()) -> str:
+    """The report's first line. askew's own failures (a deadlock, a budget)
+    are the report's exception type already, so their line is their message
+    alone; anything a node raised, an assert too, says which node."""
     if isinstance(exc, AssertionError) and not isinstance(exc, SimulationFailure):
         source = _assert_source(exc)
-        if source:
-            return source
-        msg = _safe_str(exc).strip().splitlines()
-        return f"AssertionError: {msg[0]}" if msg else "AssertionError"
+        if not source:
+            msg = _safe_str(exc).strip().splitlines()
+            source = f"AssertionError: {msg[0]}" if msg else "AssertionError"
+        elif node is not None:
+            source = f"AssertionError: {source}"
+        return f"node {node} raised {source}" if node is not None else source
     text = _safe_str(exc).strip().splitlines()
-    line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    if isinstance(exc, (DeadlockError, BudgetExceeded)):
+        line = text[0] if text else type(exc).__name__
+    else:
+        line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    if isinstance(exc, BudgetExceeded) and spinning:
+        more = f" and {len(spinning) - 1} more" if len(spinning) > 1 else ""
+        line += f"; still ready: {spinning[0]}{more}"
     return f"node {node} raised {line}" if node is not None else line
 
 
@@ -108,10 +183,27 @@ def replay_command(seed: int, nodeid: str, *, wrap_options: Sequence[str] | None
     return f"ASKEW_SEED={seed} " + " ".join(map(shlex.quote, words))
 
 
+# (pytest's rootdir, the directory pytest was started in), set by the plugin:
+# a node id is relative to the rootdir, a command line to where it is typed.
+pytest_dirs: tuple[str, str] | None = None
+
+
+def _from_invocation_dir(nodeid: str) -> str:
+    """`nodeid` with its path made relative to the directory pytest was run
+    from, so the replay command selects the test typed where the run was."""
+    if pytest_dirs is None:
+        return nodeid
+    root, here = pytest_dirs
+    path, sep, rest = nodeid.partition("::")
+    if root == here or not path:
+        return nodeid
+    return os.path.relpath(os.path.join(root, path), here) + sep + rest
+
+
 def _simulated_replay(qualname: str, seed: int) -> str:
     nodeid = os.environ.get("PYTEST_CURRENT_TEST", "")
     if nodeid:
-        return replay_command(seed, nodeid.rsplit(" (", 1)[0])
+        return replay_command(seed, _from_invocation_dir(nodeid.rsplit(" (", 1)[0]))
     return f"askew.Replay.run({qualname}, seed={seed})"
 
 
@@ -129,6 +221,39 @@ def _notes(config: RunConfig) -> list[str]:
     return notes
 
 
+def _faults_section(outcome: Outcome) -> list[str]:
+    faults = outcome.faults
+    earlier = outcome.faults_dropped + max(0, len(faults) - _FAULTS_SHOWN)
+    lines = ["", "  faults"]
+    if earlier:
+        lines.append(f"    ... {earlier} earlier")
+    lines += [f"  {e}" for e in faults[-_FAULTS_SHOWN:]] or ["    (none)"]
+    return lines
+
+
+def _nodes_section(outcome: Outcome) -> list[str]:
+    nodes = outcome.nodes
+    if nodes is None:
+        return ["", "  nodes", "    (their state was gone when the failure surfaced)"]
+    if not nodes:
+        return []
+    lines = ["", "  nodes", *(f"  {line}" for line in nodes[:_NODES_SHOWN])]
+    if len(nodes) > _NODES_SHOWN:
+        lines.append(f"    ... {len(nodes) - _NODES_SHOWN} more")
+    return lines
+
+
+def _events_section(outcome: Outcome) -> list[str]:
+    # A message delivered shows once, as its delivery.
+    shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
+    wanted = env_trace()
+    tail = shown if wanted is None else shown[-wanted:] if wanted else []
+    lines = ["", "  recent events"]
+    if len(tail) < len(shown):
+        lines.append("    ... earlier ones: --askew-trace=N or --askew-trace=all")
+    return lines + ([f"  {e}" for e in tail] or ["    (none)"])
+
+
 def simulation_failure(
     fn: Callable[..., Any], seed: int, iteration: int, outcome: Outcome, config: RunConfig
 ) -> SimulationFailure:
@@ -136,16 +261,18 @@ def simulation_failure(
     exc = outcome.failure
     assert exc is not None
     lines = [
-        _headline(exc, outcome.failed_node),
+        _headline(exc, outcome.failed_node, outcome.spinning),
         f"  (seed={seed}, iteration={iteration}, t={outcome.time:.6f}s, steps={outcome.steps})",
     ]
     if isinstance(exc, DeadlockError) or (
         isinstance(exc, SimulationFailure) and "\n" in _safe_str(exc)
     ):
         lines += ["", *("  " + line for line in _safe_str(exc).splitlines()[1:])]
-    shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
-    lines += ["", "  recent events"]
-    lines += [f"  {e}" for e in shown[-_REPORT_EVENTS:]] or ["    (none)"]
+    if len(outcome.spinning) > 1:
+        lines += ["", "  still ready", *(f"    {t}" for t in outcome.spinning[:_NODES_SHOWN])]
+    lines += _faults_section(outcome)
+    lines += _nodes_section(outcome)
+    lines += _events_section(outcome)
     replay = _simulated_replay(fn.__qualname__, seed)
     lines += ["", f"  replay: {replay}"]
     lines += [f"  note: {note}" for note in _notes(config)]
@@ -159,6 +286,27 @@ def simulation_failure(
     report.trace_hash = outcome.trace_hash
     report.replay = replay
     return report
+
+
+def interrupted(
+    fn: Callable[..., Any], base: int, iteration: int, n: int, seed: int, exc: BaseException
+) -> str:
+    """What a KeyboardInterrupt in a sweep says: where the sweep stopped."""
+    own = _safe_str(exc).strip()
+    return (
+        f"{own + '; ' if own else ''}askew: {fn.__qualname__} stopped at iteration "
+        f"{iteration} of {n}, seed={seed} (base seed {base}); this seed alone: "
+        f"{_simulated_replay(fn.__qualname__, seed)}"
+    )
+
+
+def own_cause(failure: BaseException) -> BaseException:
+    """What a report is chained to: the failure itself; a deadlock or a
+    spent budget without its traceback, which is askew's loop alone (no
+    user frame) and all of whose news the report already has."""
+    if isinstance(failure, (DeadlockError, BudgetExceeded)):
+        failure.__traceback__ = None
+    return failure
 
 
 def wrapped_replay(run: WrappedRun) -> str:

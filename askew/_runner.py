@@ -43,9 +43,19 @@ from ._config import (
 )
 from ._determinism import scope
 from ._loop import SimLoop
-from ._report import Outcome, divergence, event_text, recent_events, simulation_failure
+from ._report import (
+    Outcome,
+    divergence,
+    event_text,
+    interrupted,
+    node_states,
+    own_cause,
+    recent_events,
+    simulation_failure,
+    spinning_tasks,
+)
 from ._world import _KIND_ASSERT, _KIND_ERROR, World
-from .errors import NondeterminismError, SimulationFailure
+from .errors import BudgetExceeded, NondeterminismError, SimulationFailure
 
 TestFn = Callable[..., Coroutine[Any, Any, Any]]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -130,12 +140,15 @@ def simulate(
 
         def test(*args: Any, **kwargs: Any) -> None:
             __tracebackhide__ = True  # pytest shows the user's frames, not askew's
+            target: TestFn = fn
             if method:
                 if not args:
                     raise TypeError(f"{fn.__qualname__} is a test method: call it on an instance")
-                _sweep(types.MethodType(fn, args[0]), spec, args[1:], kwargs, base=None)
-            else:
-                _sweep(fn, spec, args, kwargs, base=None)
+                target, args = types.MethodType(fn, args[0]), args[1:]
+            if sweeps.first is not None and env_seed() is None:
+                # pytest --lf: the seed that failed last time, alone, first.
+                _sweep(target, spec, args, kwargs, base=sweeps.first, iterations=1)
+            _sweep(target, spec, args, kwargs, base=None)
 
         # Copy the names by hand: functools.wraps would set __wrapped__, and
         # pytest would then read the async signature, world included.
@@ -154,6 +167,26 @@ def simulate(
         return test  # type: ignore[return-value]
 
     return decorate
+
+
+class SweepRecord:
+    """What the pytest plugin and a simulated test tell each other of the
+    test's sweep: a seed to run alone first (pytest --lf, the seed that
+    failed last time), and the (base seed, seeds run) of its last sweep that
+    passed, for its -v line. Outside pytest both stay None."""
+
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.last: tuple[int, int] | None = None
+
+    def begin(self, first: int | None) -> None:
+        self.first, self.last = first, None
+
+    def end(self) -> None:
+        self.first = None
+
+
+sweeps = SweepRecord()
 
 
 class Replay:
@@ -284,7 +317,7 @@ def _iteration(
     if outcome.failure is None:
         return None
     failure = simulation_failure(fn, seed, i, outcome, config)
-    failure.__cause__ = outcome.failure
+    failure.__cause__ = own_cause(outcome.failure)
     return failure
 
 
@@ -312,6 +345,7 @@ def _sweep(
     config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
     watch = observer
     coverage: list[_buggify.Summary] = []
+    i, seed = 0, base
     try:
         with _sweeping(fn, config, base, coverage) as loop:
             if watch is not None:
@@ -323,6 +357,11 @@ def _sweep(
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
                     raise failure from failure.__cause__
+        sweeps.last = (base, n)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: say where the sweep stopped, and stop.
+        exc.args = (interrupted(fn, base, i, n, seed, exc),)
+        raise
     finally:
         # Also after a failure or Ctrl-C: the progress line must go.
         if watch is not None:
@@ -397,17 +436,26 @@ def _run_once(
     if world._failure is not None:
         failure = world._failure
     time, steps = world.now, loop.steps
+    nodes: list[str] | None = None
+    spinning: list[str] = []
     if failure is not None:
         # A refusal is a SimulationFailure (an AssertionError) but no assert failed.
         refused = isinstance(failure, NondeterminismError)
         kind = _KIND_ASSERT if isinstance(failure, AssertionError) and not refused else _KIND_ERROR
         world.log._emit(kind, -1, event_text(failure, world._failed_node))
+        # The state at the failure, before teardown cancels and unwinds.
+        nodes = node_states(world)
+        if isinstance(failure, BudgetExceeded):
+            spinning = spinning_tasks(loop)
     # Formatting the log costs more than a small run: only for a report or a
     # comparison. The log stays in the loop until its next reset.
     events = recent_events(loop, want_events) if failure is not None or want_events else None
     trace_hash = loop.trace_hash
+    faults, faults_dropped = world.log._faults, world.log.faults_dropped
     teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
+    if nodes is None and (teardown_error is not None or errors):
+        nodes = node_states(world)  # a failure found at teardown: the state after it
     # Collect this run's garbage now, while its exception handler is set: the
     # world is cyclic (nodes point back at it), so an unretrieved task
     # exception in node state would otherwise surface in a later iteration,
@@ -421,7 +469,18 @@ def _run_once(
     loop.set_exception_handler(None)
     if events is None:
         events = recent_events(loop, False) if failure is not None else []
-    return Outcome(failure, failed_node, time, steps, trace_hash, events)
+    return Outcome(
+        failure,
+        failed_node,
+        time,
+        steps,
+        trace_hash,
+        events,
+        faults=faults,
+        faults_dropped=faults_dropped,
+        nodes=nodes,
+        spinning=spinning,
+    )
 
 
 def _teardown(loop: SimLoop, world: World) -> BaseException | None:

@@ -75,6 +75,12 @@ _KIND_NAMES = {
 _OUTCOMES = _core.NET_OUTCOME_NAMES
 _PPM = 1_000_000
 LOG_KEPT = _core.LOG_KEPT  # entries the log ring keeps (ext/log.h)
+# The kinds that are faults: world.log.faults() keeps them apart from the
+# ring, so a report shows them however long ago they were (askew/_report.py).
+_FAULT_KINDS = frozenset(
+    (_KIND_CRASH, _KIND_RESTART, _KIND_PARTITION, _KIND_HEAL, _KIND_FAULT, _KIND_CONFIG)
+)
+FAULTS_KEPT = 1000  # the newest fault events world.log.faults() keeps
 
 Message = _core.Message
 
@@ -565,6 +571,8 @@ class Log:
 
     def __init__(self, world: World) -> None:
         self._world = world
+        self._faults: list[Event] = []
+        self._faults_seen = 0
 
     def emit(self, text: str) -> None:
         """Record a user event, attributed to the running node if any."""
@@ -580,6 +588,8 @@ class Log:
     def _emit(self, kind: int, node: int, text: str) -> None:
         self._world._check_live()
         self._world._loop._log_emit(kind, node, text, _digest(text))
+        if kind in _FAULT_KINDS:
+            self._keep_fault(kind, node, text)
 
     def recent(self, n: int = LOG_KEPT) -> list[Event]:
         """The newest n events, oldest first."""
@@ -599,6 +609,44 @@ class Log:
         """The run's trace hash so far."""
         self._world._check_live()
         return int(self._world._loop._trace_hash)
+
+    # ---- filtering, and the faults kept apart (askew/_report.py reads them) ----
+
+    def events(
+        self, *, node: int | NodeHandle | None = None, kind: str | Iterable[str] | None = None
+    ) -> list[Event]:
+        """The kept events of one node and/or of some kinds ("net", "crash",
+        "fault"...), oldest first; with neither, all of them."""
+        kinds = {kind} if isinstance(kind, str) else None if kind is None else set(kind)
+        want = None if node is None else self._world._node_id(node, "log.events")
+        self._world._check_live()
+        events = []
+        for entry in self._world._loop._log_recent(LOG_KEPT):
+            # A message is the event of both its ends: node and peer.
+            ends = (entry[2], entry[3]) if entry[1] in (_NET_SEND, _NET_DELIVERY) else (entry[2],)
+            if want is None or want in ends:
+                event = event_from_entry(entry)
+                if kinds is None or event.kind in kinds:
+                    events.append(event)
+        return events
+
+    def faults(self) -> list[Event]:
+        """The run's fault events (partitions, heals, cuts, link changes,
+        crashes, restarts, pauses, skews, buggify firings), oldest first,
+        however old: the newest FAULTS_KEPT of them."""
+        return list(self._faults)
+
+    @property
+    def faults_dropped(self) -> int:
+        """How many older fault events faults() no longer holds."""
+        return self._faults_seen - len(self._faults)
+
+    def _keep_fault(self, kind: int, node: int, text: str) -> None:
+        self._faults_seen += 1
+        if len(self._faults) >= FAULTS_KEPT:
+            del self._faults[0]
+        t = float(self._world._loop._now_ns) / 1e9
+        self._faults.append(Event(t, _KIND_NAMES[kind], None if node < 0 else node, text))
 
 
 def _outcome_name(outcome: int) -> str:

@@ -292,8 +292,14 @@ _REPORT = re.compile(
     r"""assert len\(\{n\.leader for n in nodes\}\) == 1
   \(seed=8, iteration=0, t=12\.0000\d\ds, steps=\d+\)
 
+  faults
+     0\.000s  net     partition \{0, 1\} \| \{2, 3\}
+    12\.000s  net     heal
+
+  nodes
+(?P<nodes>(  +\d  alive    leader=\d\n){4})
   recent events
-(?P<events>(    {0,4}\d+\.\d{3}s  \S+\s+.*\n)+)
+(    \.\.\. earlier ones: .*\n)?(?P<events>(    {0,4}\d+\.\d{3}s  \S+\s+.*\n)+)
   replay: ASKEW_SEED=8 ASKEW_ITERATIONS=1 pytest '(?P<nodeid>[^']+)'(
   note: PYTHONHASHSEED is random .*)?$"""
 )

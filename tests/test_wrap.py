@@ -436,11 +436,11 @@ def test_failures_under_interleave_or_shuffle_say_asyncio_may_not_produce_the_or
         (("--askew-max-time=never",), {}, "--askew-max-time must be a number of seconds > 0"),
         (("--askew-executor=thread",), {}, "--askew-executor must be one of refuse, inline"),
         (("--askew-seeds=0",), {}, "--askew-seeds must be >= 1, got '0'"),
-        (("--askew-seed=-1",), {}, "--askew-seed must be in [0, 2**64), got -1"),
+        (("--askew-seed=-1",), {}, "--askew-seed must be in [0, 2**64), got '-1'"),
         ((), {"ASKEW_STRATEGY": "random"}, "ASKEW_STRATEGY must be one of faithful"),
         ((), {"ASKEW_CPU": "1e-5"}, "ASKEW_CPU must be LO,HI in seconds"),
         ((), {"ASKEW_SEEDS": "many"}, "ASKEW_SEEDS must be a positive integer, got 'many'"),
-        ((), {"ASKEW_SEED": "-1"}, "ASKEW_SEED must be in [0, 2**64), got -1"),
+        ((), {"ASKEW_SEED": "-1"}, "ASKEW_SEED must be in [0, 2**64), got '-1'"),
         ((), {"ASKEW_WRAP": "yes please"}, "ASKEW_WRAP must be 0 or 1, got 'yes please'"),
     ],
 )
