@@ -155,6 +155,8 @@ class Loop:
         gc_every: int,
         cpu_ns: tuple[int, int],
         overshoot_ns: tuple[int, int],
+        pct_depth: int = 1,
+        pct_steps: int = 1,
         /,
     ) -> None: ...
     def _enter(self) -> None: ...

@@ -27,6 +27,8 @@ from ._config import (
     DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TIME,
     DEFAULT_OVERSHOOT,
+    DEFAULT_PCT_DEPTH,
+    DEFAULT_PCT_STEPS,
     RunConfig,
     check_iterations,
     check_seed,
@@ -64,6 +66,9 @@ def simulate(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_time: float = DEFAULT_MAX_TIME,
     executor: str = "refuse",
+    pct_depth: int = DEFAULT_PCT_DEPTH,
+    pct_steps: int = DEFAULT_PCT_STEPS,
+    swarm: bool = False,
     check_determinism: bool = False,
 ) -> Any:
     """Run `async def test(world, ...)` under `iterations` seeds.
@@ -71,7 +76,11 @@ def simulate(
     seed: the base seed (0 <= seed < 2**64); None draws a fresh one per run
     of the test, printed on failure. ASKEW_SEED and ASKEW_ITERATIONS in the
     environment override both. strategy: "faithful" (default: only
-    schedules asyncio could produce), "fifo", "interleave" or "shuffle".
+    schedules asyncio could produce), "fifo", "pct" (faithful too: PCT's
+    random loop priorities aiming at bugs of depth pct_depth, with change
+    points spread over pct_steps steps), "interleave" or "shuffle".
+    swarm: each seed also switches on a seeded subset of the fault knobs
+    (docs/exploration.md, "Swarm"); the report names it.
     cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
     and of timer lateness under "faithful". max_steps / max_time: per-run
     budgets (callbacks, virtual seconds). executor="inline" runs
@@ -97,6 +106,9 @@ def simulate(
             max_steps=max_steps,
             max_time=max_time,
             executor=executor,
+            pct_depth=pct_depth,
+            pct_steps=pct_steps,
+            swarm=swarm,
         ),
         check_determinism,
     )

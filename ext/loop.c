@@ -819,7 +819,7 @@ static PyObject *loop_mark_closed(struct askew_loop_state *self,
 
 /* Indexed by enum askew_strategy; exported as _core.STRATEGIES. */
 static const char *const strategy_names[] = {"faithful", "fifo", "interleave",
-                                             "shuffle"};
+                                             "shuffle", "pct"};
 #define STRATEGIES_LEN (sizeof strategy_names / sizeof strategy_names[0])
 
 static int strategy_from_name(PyObject *name, enum askew_strategy *out)
@@ -834,21 +834,33 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
     }
     PyErr_Format(
         PyExc_ValueError,
-        "strategy must be 'faithful', 'fifo', 'interleave' or 'shuffle', not %R", name);
+        "strategy must be 'faithful', 'fifo', 'interleave', 'shuffle' or 'pct', not %R",
+        name);
     return -1;
 }
 
-/* _configure(strategy, steps_max, time_max_ns, gc_every, cpu_ns, overshoot_ns),
- * the last two (lo, hi) pairs: validated in _config.py; only the strategy
- * name is checked again here. */
+/* _configure(strategy, steps_max, time_max_ns, gc_every, cpu_ns, overshoot_ns,
+ * [pct_depth, pct_steps]), cpu_ns and overshoot_ns (lo, hi) pairs: validated
+ * in _config.py; the strategy name and PCT's bounds are checked again here.
+ * PCT's change points are drawn at the next reset. */
 static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 {
     PyObject *strategy, *steps_obj;
     unsigned long long gc_every;
-    long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi;
-    if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)", &strategy, &PyLong_Type, &steps_obj,
-                          &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi))
+    long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi, pct_depth = 1, pct_steps = 1;
+    if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)|LL", &strategy, &PyLong_Type, &steps_obj,
+                          &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi,
+                          &pct_depth, &pct_steps))
         return NULL;
+    if (pct_depth < 1 || pct_depth > ASKEW_PCT_DEPTH_MAX) {
+        PyErr_Format(PyExc_ValueError, "pct_depth must be in [1, %d], got %lld",
+                     ASKEW_PCT_DEPTH_MAX, pct_depth);
+        return NULL;
+    }
+    if (pct_steps < 1) {
+        PyErr_Format(PyExc_ValueError, "pct_steps must be >= 1, got %lld", pct_steps);
+        return NULL;
+    }
     /* Not the "K" unit: it keeps the low 64 bits, so 2**64 + 3 would become a
      * 3-step budget. Out of range is an error here, whatever Python checked. */
     const unsigned long long steps_max = PyLong_AsUnsignedLongLong(steps_obj);
@@ -875,6 +887,8 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
     self->sched.cpu_ns_hi = cpu_hi;
     self->sched.overshoot_ns_lo = os_lo;
     self->sched.overshoot_ns_hi = os_hi;
+    self->sched.pct_depth = (uint32_t)pct_depth;
+    self->sched.pct_steps = (uint64_t)pct_steps;
     self->sched.steps_max = steps_max;
     self->sched.time_max_ns = time_max_ns;
     self->gc_every = gc_every;
