@@ -687,6 +687,31 @@ static int collect_garbage(struct askew_loop_state *self)
     return 0;
 }
 
+/* The step hook, as the world: an exception it raises ends _run with it,
+ * the rest of the batch left queued as a stop leaves it. */
+static int call_step_hook(struct askew_loop_state *self)
+{
+    self->node_current = -1;
+    PyObject *res = PyObject_CallNoArgs(self->step_hook);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* _set_step_hook(fn or None): fn() is called after every step of this run;
+ * a reset drops it. */
+static PyObject *loop_set_step_hook(struct askew_loop_state *self, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "the step hook must be callable or None, got %R",
+                     fn);
+        return NULL;
+    }
+    Py_XSETREF(self->step_hook, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 /* Run until stop() or until the run cannot go on. Returns a status for
  * _loop.py to turn into an outcome (enum askew_run_status, exported as
  * _core.RUN_*). The step budget counts the steps of this call, so that the
@@ -740,6 +765,11 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
                 }
             }
             Py_DECREF(h);
+            /* world.always: one pointer test per step when unset. */
+            if (self->step_hook != NULL && call_step_hook(self) < 0) {
+                self->node_current = -1;
+                return NULL;
+            }
             if (askew__preload_check() < 0) {
                 self->node_current = -1;
                 return NULL;
@@ -785,6 +815,7 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
         return NULL;
     }
     clear_queues(self);
+    Py_CLEAR(self->step_hook); /* the old run's world's */
     askew_sched_reset(&self->sched, seed);
     askew__network_reset(self->net, seed);
     askew__log_clear(&self->log);
@@ -1020,6 +1051,7 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     Py_VISIT(self->gc_collect);
     Py_VISIT(self->future_kwargs);
     Py_VISIT(self->time_view);
+    Py_VISIT(self->step_hook);
     /* The queues too: a loop dropped with a timer pending whose callback
      * refers back to it is a cycle the collector must be able to see. */
     struct gc_visit v = {visit, arg};
@@ -1044,6 +1076,7 @@ static int loop_clear_refs(struct askew_loop_state *self)
     Py_CLEAR(self->gc_collect);
     Py_CLEAR(self->future_kwargs);
     Py_CLEAR(self->time_view);
+    Py_CLEAR(self->step_hook);
     return 0;
 }
 
@@ -1175,6 +1208,7 @@ static PyMethodDef loop_methods[] = {
     {"_next_task_seq", (PyCFunction)loop_next_task_seq, METH_NOARGS, NULL},
     {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
     {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
+    {"_set_step_hook", (PyCFunction)loop_set_step_hook, METH_O, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
     {"_reset", (PyCFunction)loop_reset, METH_O, NULL},
     {"_clear", (PyCFunction)loop_clear, METH_NOARGS, NULL},
