@@ -194,6 +194,8 @@ class RunConfig:
     pct_depth: int = DEFAULT_PCT_DEPTH
     pct_steps: int = DEFAULT_PCT_STEPS
     swarm: bool = False
+    # Set by askew._swarm on the config of one swarm run: its report line.
+    swarm_note: str | None = None
 
     def __post_init__(self) -> None:
         check_strategy(self.strategy)
@@ -375,6 +377,13 @@ def strategy_note(config: RunConfig) -> str | None:
         "produce; if this fails only under it, the order may be impossible, not a bug "
         "(sweep the test under the faithful strategy to tell)"
     )
+
+
+def swarm_note(config: RunConfig) -> str | None:
+    """What a failure report says of the swarm configuration it ran under."""
+    if config.swarm_note is None:
+        return None
+    return f"{config.swarm_note}; the seed decides it: replay with swarm on"
 
 
 def env_knob_assignments() -> list[str]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import _buggify, _core
+from . import _buggify, _core, _swarm
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -218,13 +218,19 @@ def _sweep(
     try:
         for i in range(n):
             seed = base if i == 0 else int(_core.seed_iteration(base, i))
-            outcome = _run_once(loop, fn, seed, args, kwargs, check)
+            run_config, drawn = config, None
+            if config.swarm:  # the seed decides the configuration
+                drawn = _swarm.draw(seed)
+                run_config = _swarm.run_config(config, drawn)
+                loop._config = run_config
+                loop._apply_config()
+            outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn)
             if check:
-                again = _run_once(loop, fn, seed, args, kwargs, check)
+                again = _run_once(loop, fn, seed, args, kwargs, check, drawn)
                 if again.trace_hash != outcome.trace_hash:
                     raise NondeterminismError(divergence(fn, seed, i, outcome, again))
             if outcome.failure is not None:
-                raise simulation_failure(fn, seed, i, outcome, config) from outcome.failure
+                raise simulation_failure(fn, seed, i, outcome, run_config) from outcome.failure
     finally:
         loop.close()
         gc.unfreeze()
@@ -239,12 +245,15 @@ def _run_once(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     want_events: bool = False,
+    swarm: _swarm.SwarmDraw | None = None,
 ) -> Outcome:
     __tracebackhide__ = True
     loop.reset(seed)
     scope.reseed(seed)
     world = World(loop, seed)
     _buggify.run_begins(world)
+    if swarm is not None:
+        _swarm.configure_world(world, swarm)
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     failure: BaseException | None = None
