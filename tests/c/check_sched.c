@@ -486,6 +486,138 @@ START_TEST(test_sched_clear_drops_what_a_drop_queues)
 }
 END_TEST
 
+/* Key k's item i is ITEM(k * 100 + i). */
+static void push_keys(struct askew_sched *s, int keys, int per_key)
+{
+    for (int i = 0; i < per_key; i++)
+        for (int k = 1; k <= keys; k++)
+            askew_sched_push(s, ITEM(k * 100 + i), (uint64_t)(k * 100 + i),
+                             (uint64_t)k);
+}
+
+START_TEST(test_sched_pct_without_change_points_runs_each_key_whole_in_fifo_order)
+{
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        struct askew_sched s;
+        askew_sched_init(&s);
+        s.strategy = ASKEW_STRATEGY_PCT;
+        s.pct_depth = 1;
+        askew_sched_reset(&s, seed);
+        push_keys(&s, 3, 4);
+        int out[16];
+        ck_assert_int_eq(run_tick(&s, out), 12);
+        for (int i = 0; i < 12; i++) {
+            /* One key after another, each in its push order. */
+            ck_assert_int_eq(out[i] / 100, out[i - i % 4] / 100);
+            ck_assert_int_eq(out[i] % 100, i % 4);
+        }
+        askew_sched_free(&s);
+    }
+}
+END_TEST
+
+START_TEST(test_sched_pct_lowers_the_running_key_at_a_change_point)
+{
+    struct askew_sched s;
+    askew_sched_init(&s);
+    s.strategy = ASKEW_STRATEGY_PCT;
+    s.pct_depth = 2;
+    s.pct_steps = 1; /* the one change point falls on step 1 */
+    askew_sched_reset(&s, 5);
+    ck_assert_uint_eq(s.pct_change_at[0], 1);
+    push_keys(&s, 2, 3);
+    int out[8];
+    ck_assert_int_eq(run_tick(&s, out), 6);
+    const int first = out[0] / 100, other = 3 - first;
+    const int want[6] = {first * 100,     other * 100,     other * 100 + 1,
+                         other * 100 + 2, first * 100 + 1, first * 100 + 2};
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(out[i], want[i]);
+    askew_sched_free(&s);
+}
+END_TEST
+
+START_TEST(test_sched_pct_draws_sorted_change_points_within_the_estimate)
+{
+    struct askew_sched s;
+    askew_sched_init(&s);
+    s.strategy = ASKEW_STRATEGY_PCT;
+    s.pct_depth = 8;
+    s.pct_steps = 50;
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        askew_sched_reset(&s, seed);
+        for (int i = 0; i < 7; i++) {
+            ck_assert_uint_ge(s.pct_change_at[i], 1);
+            ck_assert_uint_le(s.pct_change_at[i], 50);
+            if (i > 0)
+                ck_assert_uint_ge(s.pct_change_at[i], s.pct_change_at[i - 1]);
+        }
+    }
+    askew_sched_free(&s);
+}
+END_TEST
+
+/* Two loops of ROUNDS steps each, one step per tick (a task that yields):
+ * the bug needs loop 2 to run first in the first half of the rounds and
+ * loop 1 first in the second half, an ordering bug of depth 2. */
+#define ROUNDS 10
+static int depth2_bug(enum askew_strategy strategy, uint64_t seed)
+{
+    struct askew_sched s;
+    askew_sched_init(&s);
+    s.strategy = strategy;
+    s.pct_depth = 2;
+    s.pct_steps = 2 * ROUNDS;
+    askew_sched_reset(&s, seed);
+    int bug = 1;
+    for (int r = 0; r < ROUNDS; r++) {
+        askew_sched_push(&s, ITEM(1), 1, 1);
+        askew_sched_push(&s, ITEM(2), 2, 2);
+        int out[2];
+        ck_assert_int_eq(run_tick(&s, out), 2);
+        bug &= out[0] == (r < ROUNDS / 2 ? 2 : 1);
+    }
+    askew_sched_free(&s);
+    return bug;
+}
+
+START_TEST(test_sched_pct_finds_a_depth_2_bug_at_least_as_often_as_its_bound)
+{
+    /* Burckhardt et al.: at least 1 / (n k^(d-1)) per run, n = 2 loops,
+     * k = 20 steps, d = 2: 1/40, 100 of 4000 runs. Allow three standard
+     * deviations (sqrt(4000 p (1-p)) ~ 9.9) below it; random group picks
+     * need 2^-10 and find a handful. */
+    int pct = 0, faithful = 0;
+    for (uint64_t seed = 1; seed <= 4000; seed++) {
+        pct += depth2_bug(ASKEW_STRATEGY_PCT, seed);
+        faithful += depth2_bug(ASKEW_STRATEGY_FAITHFUL, seed);
+    }
+    ck_assert_int_ge(pct, 100 - 30);
+    ck_assert_int_lt(faithful * 5, pct);
+}
+END_TEST
+
+START_TEST(test_sched_pct_same_seed_gives_the_same_order_and_hash)
+{
+    uint64_t hash[2];
+    int out[2][16] = {{0}};
+    for (int run = 0; run < 2; run++) {
+        struct askew_sched s;
+        askew_sched_init(&s);
+        s.strategy = ASKEW_STRATEGY_PCT;
+        s.pct_depth = 3;
+        s.pct_steps = 6;
+        askew_sched_reset(&s, 99);
+        push_keys(&s, 4, 3);
+        ck_assert_int_eq(run_tick(&s, out[run]), 12);
+        hash[run] = s.trace.hash;
+        askew_sched_free(&s);
+    }
+    ck_assert_uint_eq(hash[0], hash[1]);
+    ck_assert_mem_eq(out[0], out[1], sizeof out[0]);
+}
+END_TEST
+
 Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -514,6 +646,13 @@ Suite *sched_suite(void)
     tcase_add_test(tc, test_sched_time_budget_stops_before_a_timer_past_it);
     tcase_add_test(tc, test_sched_clear_hands_back_everything_queued);
     tcase_add_test(tc, test_sched_a_timer_that_queues_nothing_does_not_end_the_run);
+    tcase_add_test(
+        tc, test_sched_pct_without_change_points_runs_each_key_whole_in_fifo_order);
+    tcase_add_test(tc, test_sched_pct_lowers_the_running_key_at_a_change_point);
+    tcase_add_test(tc, test_sched_pct_draws_sorted_change_points_within_the_estimate);
+    tcase_add_test(tc,
+                   test_sched_pct_finds_a_depth_2_bug_at_least_as_often_as_its_bound);
+    tcase_add_test(tc, test_sched_pct_same_seed_gives_the_same_order_and_hash);
     suite_add_tcase(s, tc);
     return s;
 }
