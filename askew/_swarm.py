@@ -67,7 +67,9 @@ def draw(seed: int) -> SwarmDraw:
         value = rng.choice(choices)
         return value if on else None
 
-    return SwarmDraw(pick(_LOSS), pick(_DUPLICATE), pick(_LATENCY_HI), pick(_CPU_HI), pick(_OVERSHOOT_HI))
+    return SwarmDraw(
+        pick(_LOSS), pick(_DUPLICATE), pick(_LATENCY_HI), pick(_CPU_HI), pick(_OVERSHOOT_HI)
+    )
 
 
 def run_config(config: RunConfig, d: SwarmDraw) -> RunConfig:

@@ -122,7 +122,10 @@ def test_a_predicate_that_is_not_callable_is_refused(predicate: Any) -> None:
 
     exc = fail_of(body)
     assert isinstance(exc.__cause__, TypeError)
-    assert re.search(r"always\('p'\): the predicate must be callable, got " + re.escape(repr(predicate)), str(exc))
+    assert re.search(
+        r"always\('p'\): the predicate must be callable, got " + re.escape(repr(predicate)),
+        str(exc),
+    )
 
 
 def test_a_bad_name_is_refused() -> None:

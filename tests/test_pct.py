@@ -56,7 +56,10 @@ def test_pct_finds_a_depth_2_ordering_bug_across_nodes_in_fewer_runs_than_faithf
     # Bound: 1 / (n k^(d-1)) = 1 / (3 loops * 30 steps) per run. Over five
     # base seeds PCT needs tens of runs, faithful's coin per tick 2^-12.
     limit = 2000
-    pct = [runs_to_find_depth2_bug(b, limit, strategy="pct", pct_depth=2, pct_steps=30) for b in range(1, 6)]
+    pct = [
+        runs_to_find_depth2_bug(b, limit, strategy="pct", pct_depth=2, pct_steps=30)
+        for b in range(1, 6)
+    ]
     faithful = [runs_to_find_depth2_bug(b, limit) for b in range(1, 6)]
     assert all(n is not None and n <= 400 for n in pct), pct
     assert sorted(n or limit for n in pct)[2] * 5 < sorted(n or limit for n in faithful)[2]
@@ -127,7 +130,7 @@ def test_a_bad_pct_depth_is_refused_naming_the_value(value: Any, error: type, wo
 def test_a_bad_pct_steps_or_strategy_is_refused_naming_the_value() -> None:
     with pytest.raises(ValueError, match=re.escape("pct_steps must be >= 1, got 0")):
         askew.simulate(strategy="pct", pct_steps=0)
-    with pytest.raises(ValueError, match="strategy must be one of .*'pct'.*got 'pcd'"):
+    with pytest.raises(ValueError, match=r"strategy must be one of .*'pct'.*got 'pcd'"):
         askew.simulate(strategy="pcd")
     with pytest.raises(ValueError, match=re.escape("ASKEW_PCT_DEPTH must be >= 1, got '0'")):
         parse_pct_depth("0", "ASKEW_PCT_DEPTH")

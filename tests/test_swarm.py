@@ -118,7 +118,9 @@ def test_a_swarm_seed_gives_the_same_run_in_processes_with_different_hash_seeds(
 
 @pytest.mark.parametrize("value", [1, "yes", None, 0.0])
 def test_swarm_must_be_a_bool(value: Any) -> None:
-    with pytest.raises(TypeError, match=re.escape(f"swarm must be a bool, not {type(value).__name__} {value!r}")):
+    with pytest.raises(
+        TypeError, match=re.escape(f"swarm must be a bool, not {type(value).__name__} {value!r}")
+    ):
         askew.simulate(swarm=value)
 
 
