@@ -365,6 +365,12 @@ def wrap_config(options: dict[str, object]) -> RunConfig:
     """A wrapped test's RunConfig: `options` (already parsed) over the ASKEW_*
     variables over wrap mode's defaults."""
     values = {"executor": WRAP_EXECUTOR, **env_knobs(), **options}
+    if values.get("swarm"):
+        # Swarm sets the world's network per seed; a wrapped test has no world.
+        raise ValueError(
+            "swarm applies to @askew.simulate tests, not to wrapped ones (they have no "
+            "world whose network it could configure): drop --askew-swarm / ASKEW_SWARM"
+        )
     return RunConfig(**values)  # type: ignore[arg-type]
 
 

@@ -17,7 +17,7 @@ from test_determinism import scenario, trace_of
 
 import askew
 from askew import _swarm
-from askew._config import parse_flag
+from askew._config import parse_flag, wrap_config
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -127,3 +127,9 @@ def test_swarm_must_be_a_bool(value: Any) -> None:
 def test_a_bad_askew_swarm_value_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match=re.escape("ASKEW_SWARM must be 0 or 1, got 'maybe'")):
         parse_flag("maybe", "ASKEW_SWARM")
+
+
+def test_swarm_under_wrap_mode_is_refused_not_ignored() -> None:
+    with pytest.raises(ValueError, match="swarm applies to @askew.simulate tests"):
+        wrap_config({"swarm": True})
+    assert not wrap_config({"swarm": False}).swarm
