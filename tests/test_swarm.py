@@ -130,6 +130,6 @@ def test_a_bad_askew_swarm_value_is_refused_naming_it() -> None:
 
 
 def test_swarm_under_wrap_mode_is_refused_not_ignored() -> None:
-    with pytest.raises(ValueError, match="swarm applies to @askew.simulate tests"):
+    with pytest.raises(ValueError, match=r"swarm applies to @askew\.simulate tests"):
         wrap_config({"swarm": True})
     assert not wrap_config({"swarm": False}).swarm
