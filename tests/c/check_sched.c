@@ -557,25 +557,26 @@ START_TEST(test_sched_pct_draws_sorted_change_points_within_the_estimate)
 }
 END_TEST
 
-/* Two loops of ROUNDS steps each, one step per tick (a task that yields):
- * the bug needs loop 2 to run first in the first half of the rounds and
- * loop 1 first in the second half, an ordering bug of depth 2. */
-#define ROUNDS 10
-static int depth2_bug(enum askew_strategy strategy, uint64_t seed)
+/* Two loops of `rounds` steps each, one step per tick (a task that
+ * yields). The bug needs the loop that runs first to alternate 2, 1, 2, ...
+ * over `depth` equal phases of the rounds: an ordering bug of depth
+ * `depth`, found by PCT with k = 2 * rounds, the steps of a run. */
+static int phased_bug(enum askew_strategy strategy, uint64_t seed, int depth,
+                      int rounds)
 {
     struct askew_sched s;
     askew_sched_init(&s);
     s.strategy = strategy;
-    s.pct_depth = 2;
-    s.pct_steps = 2 * ROUNDS;
+    s.pct_depth = (uint32_t)depth;
+    s.pct_steps = 2 * (uint64_t)rounds;
     askew_sched_reset(&s, seed);
     int bug = 1;
-    for (int r = 0; r < ROUNDS; r++) {
+    for (int r = 0; r < rounds; r++) {
         askew_sched_push(&s, ITEM(1), 1, 1);
         askew_sched_push(&s, ITEM(2), 2, 2);
         int out[2];
         ck_assert_int_eq(run_tick(&s, out), 2);
-        bug &= out[0] == (r < ROUNDS / 2 ? 2 : 1);
+        bug &= out[0] == ((r * depth / rounds) % 2 == 0 ? 2 : 1);
     }
     askew_sched_free(&s);
     return bug;
@@ -589,10 +590,24 @@ START_TEST(test_sched_pct_finds_a_depth_2_bug_at_least_as_often_as_its_bound)
      * need 2^-10 and find a handful. */
     int pct = 0, faithful = 0;
     for (uint64_t seed = 1; seed <= 4000; seed++) {
-        pct += depth2_bug(ASKEW_STRATEGY_PCT, seed);
-        faithful += depth2_bug(ASKEW_STRATEGY_FAITHFUL, seed);
+        pct += phased_bug(ASKEW_STRATEGY_PCT, seed, 2, 10);
+        faithful += phased_bug(ASKEW_STRATEGY_FAITHFUL, seed, 2, 10);
     }
     ck_assert_int_ge(pct, 100 - 30);
+    ck_assert_int_lt(faithful * 5, pct);
+}
+END_TEST
+
+START_TEST(test_sched_pct_finds_a_depth_3_bug_at_least_as_often_as_its_bound)
+{
+    /* d = 3, k = 30: at least 1 / (2 * 30^2) = 1/1800, 22 of 40000 runs
+     * (three standard deviations: 14); random picks need 2^-15. */
+    int pct = 0, faithful = 0;
+    for (uint64_t seed = 1; seed <= 40000; seed++) {
+        pct += phased_bug(ASKEW_STRATEGY_PCT, seed, 3, 15);
+        faithful += phased_bug(ASKEW_STRATEGY_FAITHFUL, seed, 3, 15);
+    }
+    ck_assert_int_ge(pct, 22 - 14);
     ck_assert_int_lt(faithful * 5, pct);
 }
 END_TEST
@@ -652,6 +667,8 @@ Suite *sched_suite(void)
     tcase_add_test(tc, test_sched_pct_draws_sorted_change_points_within_the_estimate);
     tcase_add_test(tc,
                    test_sched_pct_finds_a_depth_2_bug_at_least_as_often_as_its_bound);
+    tcase_add_test(tc,
+                   test_sched_pct_finds_a_depth_3_bug_at_least_as_often_as_its_bound);
     tcase_add_test(tc, test_sched_pct_same_seed_gives_the_same_order_and_hash);
     suite_add_tcase(s, tc);
     return s;
