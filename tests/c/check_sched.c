@@ -582,19 +582,27 @@ static int phased_bug(enum askew_strategy strategy, uint64_t seed, int depth,
     return bug;
 }
 
+/* Runs the phased bug under PCT and under faithful for seeds 1..seeds:
+ * PCT must find it at least `at_least` times, faithful under a fifth as
+ * often. */
+static void check_found(int depth, int rounds, uint64_t seeds, int at_least)
+{
+    int pct = 0, faithful = 0;
+    for (uint64_t seed = 1; seed <= seeds; seed++) {
+        pct += phased_bug(ASKEW_STRATEGY_PCT, seed, depth, rounds);
+        faithful += phased_bug(ASKEW_STRATEGY_FAITHFUL, seed, depth, rounds);
+    }
+    ck_assert_int_ge(pct, at_least);
+    ck_assert_int_lt(faithful * 5, pct);
+}
+
 START_TEST(test_sched_pct_finds_a_depth_2_bug_at_least_as_often_as_its_bound)
 {
     /* Burckhardt et al.: at least 1 / (n k^(d-1)) per run, n = 2 loops,
      * k = 20 steps, d = 2: 1/40, 100 of 4000 runs. Allow three standard
      * deviations (sqrt(4000 p (1-p)) ~ 9.9) below it; random group picks
      * need 2^-10 and find a handful. */
-    int pct = 0, faithful = 0;
-    for (uint64_t seed = 1; seed <= 4000; seed++) {
-        pct += phased_bug(ASKEW_STRATEGY_PCT, seed, 2, 10);
-        faithful += phased_bug(ASKEW_STRATEGY_FAITHFUL, seed, 2, 10);
-    }
-    ck_assert_int_ge(pct, 100 - 30);
-    ck_assert_int_lt(faithful * 5, pct);
+    check_found(2, 10, 4000, 100 - 30);
 }
 END_TEST
 
@@ -602,13 +610,7 @@ START_TEST(test_sched_pct_finds_a_depth_3_bug_at_least_as_often_as_its_bound)
 {
     /* d = 3, k = 30: at least 1 / (2 * 30^2) = 1/1800, 22 of 40000 runs
      * (three standard deviations: 14); random picks need 2^-15. */
-    int pct = 0, faithful = 0;
-    for (uint64_t seed = 1; seed <= 40000; seed++) {
-        pct += phased_bug(ASKEW_STRATEGY_PCT, seed, 3, 15);
-        faithful += phased_bug(ASKEW_STRATEGY_FAITHFUL, seed, 3, 15);
-    }
-    ck_assert_int_ge(pct, 22 - 14);
-    ck_assert_int_lt(faithful * 5, pct);
+    check_found(3, 15, 40000, 22 - 14);
 }
 END_TEST
 
