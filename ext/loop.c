@@ -814,8 +814,10 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
         PyErr_SetString(PyExc_RuntimeError, "cannot reset a running loop");
         return NULL;
     }
+    /* The old run's world's hook first: dropping it may run a finalizer
+     * that queues work, which the clearing below then drops. */
+    Py_CLEAR(self->step_hook);
     clear_queues(self);
-    Py_CLEAR(self->step_hook); /* the old run's world's */
     askew_sched_reset(&self->sched, seed);
     askew__network_reset(self->net, seed);
     askew__log_clear(&self->log);
