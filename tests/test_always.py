@@ -133,3 +133,13 @@ def test_a_bad_name_is_refused() -> None:
         world.always(3, lambda: True)  # type: ignore[arg-type]
 
     assert isinstance(fail_of(body).__cause__, TypeError)
+
+
+def test_the_loop_refuses_a_step_hook_that_is_not_callable() -> None:
+    loop = askew.new_event_loop(0)
+    try:
+        with pytest.raises(TypeError, match="the step hook must be callable or None, got 5"):
+            loop._set_step_hook(5)  # type: ignore[arg-type]
+        loop._set_step_hook(None)
+    finally:
+        loop.close()

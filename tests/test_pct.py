@@ -13,7 +13,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from conftest import json_in_hash_seeds
+from conftest import json_in_hash_seeds, run_pytest
 from test_determinism import scenario, trace_of
 
 import askew
@@ -159,3 +159,30 @@ def test_pct_strategy_works_through_new_event_loop() -> None:
         assert loop._strategy == "pct"
     finally:
         loop.close()
+
+
+def test_the_loop_refuses_pct_knobs_out_of_range_whatever_python_checked() -> None:
+    loop = askew.new_event_loop(0)
+    try:
+        with pytest.raises(ValueError, match=re.escape("pct_depth must be in [1, 64], got 0")):
+            loop._configure("pct", 10, 0, 0, (0, 0), (0, 0), 0, 10)
+        with pytest.raises(ValueError, match=re.escape("pct_steps must be >= 1, got 0")):
+            loop._configure("pct", 10, 0, 0, (0, 0), (0, 0), 2, 0)
+    finally:
+        loop.close()
+
+
+def test_the_plugin_takes_pct_options_and_refuses_bad_ones(tmp_path: Any) -> None:
+    source = """
+        import asyncio, askew
+
+        @askew.simulate(seed=1, iterations=3)
+        async def test_it(world):
+            await asyncio.sleep(0.1)
+            assert world._loop._strategy == "pct"
+    """
+    good = run_pytest(tmp_path, source, "--askew-strategy", "pct", "--askew-pct-depth", "4")
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = run_pytest(tmp_path, source, "--askew-strategy", "pct", "--askew-pct-depth", "0")
+    assert bad.returncode != 0
+    assert "--askew-pct-depth must be >= 1, got '0'" in bad.stderr
