@@ -43,12 +43,15 @@ options:
 
 wrap options (each needs --wrap; pytest's --askew-NAME options are the same):
   --seeds N          run every wrapped test under N base seeds (ASKEW_SEEDS)
-  --strategy S       faithful (default), fifo, interleave or shuffle (ASKEW_STRATEGY)
+  --strategy S       faithful (default), fifo, interleave, shuffle or pct (ASKEW_STRATEGY)
   --cpu LO,HI        virtual CPU seconds per callback, uniform in [LO, HI] (ASKEW_CPU)
   --overshoot LO,HI  seconds a timer fires late, uniform in [LO, HI] (ASKEW_OVERSHOOT)
   --max-steps N      callbacks per loop run before BudgetExceeded (ASKEW_MAX_STEPS)
   --max-time T       virtual seconds per loop run before BudgetExceeded (ASKEW_MAX_TIME)
   --executor E       inline (default under --wrap) or refuse (ASKEW_EXECUTOR)
+  --pct-depth D      PCT's bug depth, default 3 (ASKEW_PCT_DEPTH)
+  --pct-steps K      PCT's estimate of a run's steps, default 1000 (ASKEW_PCT_STEPS)
+  --swarm 0|1        a seeded random subset of fault knobs per seed (ASKEW_SWARM)
 """
 
 # Run in the child by --check: whatever happens, print one JSON object.

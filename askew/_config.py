@@ -19,7 +19,7 @@ STRATEGIES: tuple[str, ...] = _core.STRATEGIES  # the engine's, by number (ext/l
 # The strategies whose every schedule stock asyncio could produce on some
 # machine (DESIGN §2, "Faithful schedules"); the others hunt harder but may
 # not, and their failure reports say so.
-FAITHFUL_STRATEGIES = ("faithful", "fifo")
+FAITHFUL_STRATEGIES = ("faithful", "fifo", "pct")
 EXECUTORS = ("refuse", "inline")
 DEFAULT_MAX_STEPS = 10_000_000
 # Seeded virtual CPU time per callback and timer overshoot under "faithful",
@@ -38,6 +38,11 @@ SECONDS_LIMIT = 2**62 / 1e9
 # A clock skew of a century either way is past any step NTP could make, and
 # keeps epoch + offset + drift far inside int64 nanoseconds.
 OFFSET_LIMIT = 100 * 365.25 * 24 * 3600.0
+# PCT (docs/exploration.md): the bug depth d it aims at, and k, its estimate
+# of a run's steps, over which the d - 1 priority change points are spread.
+DEFAULT_PCT_DEPTH = 3
+DEFAULT_PCT_STEPS = 1000
+PCT_DEPTH_MAX = 64  # ASKEW_PCT_DEPTH_MAX in ext/engine/engine.h
 GC_EVERY_STEPS = 10_007  # a fixed count, so collections fall on the same steps
 
 
@@ -68,6 +73,28 @@ def check_strategy(strategy: object) -> str:
         )
     assert isinstance(strategy, str)
     return strategy
+
+
+def check_pct_depth(depth: object, what: str = "pct_depth") -> int:
+    check_positive_int(depth, what)
+    assert isinstance(depth, int)
+    if depth > PCT_DEPTH_MAX:
+        raise ValueError(f"{what} must be at most {PCT_DEPTH_MAX}, got {depth!r}")
+    return depth
+
+
+def check_pct_steps(steps: object, what: str = "pct_steps") -> int:
+    check_positive_int(steps, what)
+    assert isinstance(steps, int)
+    if steps >= STEPS_LIMIT:
+        raise ValueError(f"{what} must be < 2**64, got {steps!r}")
+    return steps
+
+
+def check_flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__} {value!r}")
+    return value
 
 
 def check_executor(executor: object) -> str:
@@ -164,6 +191,11 @@ class RunConfig:
     max_steps: int = DEFAULT_MAX_STEPS
     max_time: float = DEFAULT_MAX_TIME
     executor: str = "refuse"
+    pct_depth: int = DEFAULT_PCT_DEPTH
+    pct_steps: int = DEFAULT_PCT_STEPS
+    swarm: bool = False
+    # Set by askew._swarm on the config of one swarm run: its report line.
+    swarm_note: str | None = None
 
     def __post_init__(self) -> None:
         check_strategy(self.strategy)
@@ -173,6 +205,9 @@ class RunConfig:
         check_max_steps(self.max_steps)
         check_max_time(self.max_time)
         check_executor(self.executor)
+        check_pct_depth(self.pct_depth)
+        check_pct_steps(self.pct_steps)
+        check_flag(self.swarm, "swarm")
 
     @property
     def faithful(self) -> bool:
@@ -303,6 +338,23 @@ def parse_strategy(text: str, what: str) -> str:
     return text.strip()
 
 
+def parse_pct_depth(text: str, what: str) -> int:
+    return check_pct_depth(parse_positive_int(text, what), what)
+
+
+def parse_pct_steps(text: str, what: str) -> int:
+    return check_pct_steps(parse_positive_int(text, what), what)
+
+
+def parse_flag(text: str, what: str) -> bool:
+    word = text.strip().lower()
+    if word in ("0", "false", "no", "off"):
+        return False
+    if word in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{what} must be 0 or 1, got {text!r}")
+
+
 def parse_executor(text: str, what: str) -> str:
     if text.strip() not in EXECUTORS:
         raise ValueError(f"{what} must be one of {', '.join(EXECUTORS)}, got {text!r}")
@@ -317,6 +369,9 @@ KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "max_steps": ("ASKEW_MAX_STEPS", parse_max_steps),
     "max_time": ("ASKEW_MAX_TIME", parse_seconds),
     "executor": ("ASKEW_EXECUTOR", parse_executor),
+    "pct_depth": ("ASKEW_PCT_DEPTH", parse_pct_depth),
+    "pct_steps": ("ASKEW_PCT_STEPS", parse_pct_steps),
+    "swarm": ("ASKEW_SWARM", parse_flag),
 }
 # Wrap mode runs executor work inline unless told otherwise (docs/wrapping.md
 # says why); @askew.simulate and new_event_loop keep RunConfig's "refuse".
@@ -343,6 +398,12 @@ def wrap_config(options: dict[str, object]) -> RunConfig:
     """A wrapped test's RunConfig: `options` (already parsed) over the ASKEW_*
     variables over wrap mode's defaults."""
     values = {"executor": WRAP_EXECUTOR, **env_knobs(), **options}
+    if values.get("swarm"):
+        # Swarm sets the world's network per seed; a wrapped test has no world.
+        raise ValueError(
+            "swarm applies to @askew.simulate tests, not to wrapped ones (they have no "
+            "world whose network it could configure): drop --askew-swarm / ASKEW_SWARM"
+        )
     return RunConfig(**values)  # type: ignore[arg-type]
 
 
@@ -357,6 +418,13 @@ def strategy_note(config: RunConfig) -> str | None:
     )
 
 
+def swarm_note(config: RunConfig) -> str | None:
+    """What a failure report says of the swarm configuration it ran under."""
+    if config.swarm_note is None:
+        return None
+    return f"{config.swarm_note}; the seed decides it: replay with swarm on"
+
+
 def env_knob_assignments() -> list[str]:
     """The ASKEW_* knob variables set in this environment, as VAR=value words
     for a replay command (they override the decorator, so replay needs them)."""
@@ -367,6 +435,8 @@ def knob_text(value: object) -> str:
     """A parsed knob as its ASKEW_* variable or option spells it (a span as LO,HI)."""
     if isinstance(value, tuple):
         return ",".join(map(repr, value))
+    if isinstance(value, bool):
+        return str(int(value))
     return str(value)
 
 

@@ -118,6 +118,8 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             GC_EVERY_STEPS,
             span_ns(cfg.cpu),
             span_ns(cfg.overshoot),
+            cfg.pct_depth,
+            cfg.pct_steps,
         )
 
     # A test may replace loop.time on the instance (a mock clock), as it can
@@ -759,6 +761,8 @@ def new_event_loop(
     max_steps: int | None = None,
     max_time: float | None = None,
     executor: str = "refuse",
+    pct_depth: int | None = None,
+    pct_steps: int | None = None,
 ) -> SimLoop:
     """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
     loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
@@ -769,6 +773,8 @@ def new_event_loop(
         ("overshoot", overshoot),
         ("max_steps", max_steps),
         ("max_time", max_time),
+        ("pct_depth", pct_depth),
+        ("pct_steps", pct_steps),
     ):
         if value is not None:
             kwargs[name] = value

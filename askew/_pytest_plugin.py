@@ -61,12 +61,15 @@ _monotonic = time.monotonic
 # The plugin option of each RunConfig knob: --askew-strategy, --askew-max-steps, ...
 _KNOB_OPTIONS = {name: "--askew-" + name.replace("_", "-") for name in KNOBS}
 _KNOB_HELP = {
-    "strategy": ("S", "faithful (default), fifo, interleave or shuffle"),
+    "strategy": ("S", "faithful (default), fifo, interleave, shuffle or pct"),
     "cpu": ("LO,HI", "virtual CPU seconds each callback costs, uniform in [LO, HI]"),
     "overshoot": ("LO,HI", "seconds a timer fires after its deadline, uniform in [LO, HI]"),
     "max_steps": ("N", "callbacks per loop run before BudgetExceeded"),
     "max_time": ("SECONDS", "virtual seconds per loop run before BudgetExceeded"),
     "executor": ("E", "inline (the wrap default: executor work runs at a loop step) or refuse"),
+    "pct_depth": ("D", "the bug depth PCT aims at (default 3)"),
+    "pct_steps": ("K", "PCT's estimate of a run's steps (default 1000)"),
+    "swarm": ("0|1", "a seeded random subset of fault knobs per seed"),
 }
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._config import RunConfig, env_knob_assignments, env_trace, strategy_note
+from ._config import RunConfig, env_knob_assignments, env_trace, strategy_note, swarm_note
 from ._world import LOG_KEPT, Event, _short_repr, event_from_entry, safe_repr
 from .errors import BudgetExceeded, DeadlockError, SimulationFailure
 
@@ -210,9 +210,9 @@ def _simulated_replay(qualname: str, seed: int) -> str:
 def _notes(config: RunConfig) -> list[str]:
     """What a report adds about replaying: an unfaithful strategy, a random hash seed."""
     notes = []
-    note = strategy_note(config)
-    if note:
-        notes.append(note)
+    for note in (strategy_note(config), swarm_note(config)):
+        if note:
+            notes.append(note)
     if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
         notes.append(
             "PYTHONHASHSEED is random in this process, so str and bytes sets may "

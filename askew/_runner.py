@@ -26,12 +26,14 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from . import _buggify, _core
+from . import _buggify, _core, _swarm
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TIME,
     DEFAULT_OVERSHOOT,
+    DEFAULT_PCT_DEPTH,
+    DEFAULT_PCT_STEPS,
     SEED_LIMIT,
     RunConfig,
     check_iterations,
@@ -80,6 +82,9 @@ def simulate(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_time: float = DEFAULT_MAX_TIME,
     executor: str = "refuse",
+    pct_depth: int = DEFAULT_PCT_DEPTH,
+    pct_steps: int = DEFAULT_PCT_STEPS,
+    swarm: bool = False,
     check_determinism: bool = False,
 ) -> Any:
     """Run `async def test(world, ...)` under `iterations` seeds.
@@ -87,7 +92,11 @@ def simulate(
     seed: the base seed (0 <= seed < 2**64); None draws a fresh one per run
     of the test, printed on failure. ASKEW_SEED and ASKEW_ITERATIONS in the
     environment override both. strategy: "faithful" (default: only
-    schedules asyncio could produce), "fifo", "interleave" or "shuffle".
+    schedules asyncio could produce), "fifo", "pct" (faithful too: PCT's
+    random loop priorities aiming at bugs of depth pct_depth, with change
+    points spread over pct_steps steps), "interleave" or "shuffle".
+    swarm: each seed also switches on a seeded subset of the fault knobs
+    (docs/exploration.md, "Swarm"); the report names it.
     cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
     and of timer lateness under "faithful". max_steps / max_time: per-run
     budgets (callbacks, virtual seconds). executor="inline" runs
@@ -113,6 +122,9 @@ def simulate(
             max_steps=max_steps,
             max_time=max_time,
             executor=executor,
+            pct_depth=pct_depth,
+            pct_steps=pct_steps,
+            swarm=swarm,
         ),
         check_determinism,
     )
@@ -309,14 +321,20 @@ def _iteration(
     """Run iteration i (seed `seed`); its report if it failed. A determinism
     check that finds two traces raises NondeterminismError."""
     __tracebackhide__ = True
-    outcome = _run_once(loop, fn, seed, args, kwargs, check)
+    run_config, drawn = config, None
+    if config.swarm:  # the seed decides the configuration
+        drawn = _swarm.draw(seed)
+        run_config = _swarm.run_config(config, drawn)
+        loop._config = run_config
+        loop._apply_config()
+    outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn)
     if check:
-        again = _run_once(loop, fn, seed, args, kwargs, check)
+        again = _run_once(loop, fn, seed, args, kwargs, check, drawn)
         if again.trace_hash != outcome.trace_hash:
             raise NondeterminismError(divergence(fn, seed, i, outcome, again))
     if outcome.failure is None:
         return None
-    failure = simulation_failure(fn, seed, i, outcome, config)
+    failure = simulation_failure(fn, seed, i, outcome, run_config)
     failure.__cause__ = own_cause(outcome.failure)
     return failure
 
@@ -417,12 +435,15 @@ def _run_once(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     want_events: bool = False,
+    swarm: _swarm.SwarmDraw | None = None,
 ) -> Outcome:
     __tracebackhide__ = True
     loop.reset(seed)
     scope.reseed(seed)
     world = World(loop, seed)
     _buggify.run_begins(world)
+    if swarm is not None:
+        _swarm.configure_world(world, swarm)
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     failure: BaseException | None = None

@@ -896,6 +896,15 @@ class World:
 
         return eventually(self, name, predicate, within, every)
 
+    def always(self, name: str, predicate: Callable[[], Any]) -> Any:
+        """Fail the run at the first step after which predicate() is false
+        (or raises: then chained). Checked after every step of the run by a
+        hook of the C loop, all of a world's checks in one call; it draws
+        nothing and schedules nothing. Returns the check (its .cancel())."""
+        from ._monitors import always
+
+        return always(self, name, predicate)
+
     @property
     def history(self) -> Any:
         """The run's operation history (askew.History) on the virtual clock:

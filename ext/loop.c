@@ -687,6 +687,31 @@ static int collect_garbage(struct askew_loop_state *self)
     return 0;
 }
 
+/* The step hook, as the world: an exception it raises ends _run with it,
+ * the rest of the batch left queued as a stop leaves it. */
+static int call_step_hook(struct askew_loop_state *self)
+{
+    self->node_current = -1;
+    PyObject *res = PyObject_CallNoArgs(self->step_hook);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* _set_step_hook(fn or None): fn() is called after every step of this run;
+ * a reset drops it. */
+static PyObject *loop_set_step_hook(struct askew_loop_state *self, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "the step hook must be callable or None, got %R",
+                     fn);
+        return NULL;
+    }
+    Py_XSETREF(self->step_hook, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 /* Run until stop() or until the run cannot go on. Returns a status for
  * _loop.py to turn into an outcome (enum askew_run_status, exported as
  * _core.RUN_*). The step budget counts the steps of this call, so that the
@@ -740,6 +765,11 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
                 }
             }
             Py_DECREF(h);
+            /* world.always: one pointer test per step when unset. */
+            if (self->step_hook != NULL && call_step_hook(self) < 0) {
+                self->node_current = -1;
+                return NULL;
+            }
             if (askew__preload_check() < 0) {
                 self->node_current = -1;
                 return NULL;
@@ -784,6 +814,9 @@ static PyObject *loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
         PyErr_SetString(PyExc_RuntimeError, "cannot reset a running loop");
         return NULL;
     }
+    /* The old run's world's hook first: dropping it may run a finalizer
+     * that queues work, which the clearing below then drops. */
+    Py_CLEAR(self->step_hook);
     clear_queues(self);
     askew_sched_reset(&self->sched, seed);
     askew__network_reset(self->net, seed);
@@ -819,7 +852,7 @@ static PyObject *loop_mark_closed(struct askew_loop_state *self,
 
 /* Indexed by enum askew_strategy; exported as _core.STRATEGIES. */
 static const char *const strategy_names[] = {"faithful", "fifo", "interleave",
-                                             "shuffle"};
+                                             "shuffle", "pct"};
 #define STRATEGIES_LEN (sizeof strategy_names / sizeof strategy_names[0])
 
 static int strategy_from_name(PyObject *name, enum askew_strategy *out)
@@ -834,21 +867,33 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
     }
     PyErr_Format(
         PyExc_ValueError,
-        "strategy must be 'faithful', 'fifo', 'interleave' or 'shuffle', not %R", name);
+        "strategy must be 'faithful', 'fifo', 'interleave', 'shuffle' or 'pct', not %R",
+        name);
     return -1;
 }
 
-/* _configure(strategy, steps_max, time_max_ns, gc_every, cpu_ns, overshoot_ns),
- * the last two (lo, hi) pairs: validated in _config.py; only the strategy
- * name is checked again here. */
+/* _configure(strategy, steps_max, time_max_ns, gc_every, cpu_ns, overshoot_ns,
+ * [pct_depth, pct_steps]), cpu_ns and overshoot_ns (lo, hi) pairs: validated
+ * in _config.py; the strategy name and PCT's bounds are checked again here.
+ * PCT's change points are drawn at the next reset. */
 static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 {
     PyObject *strategy, *steps_obj;
     unsigned long long gc_every;
-    long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi;
-    if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)", &strategy, &PyLong_Type, &steps_obj,
-                          &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi))
+    long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi, pct_depth = 1, pct_steps = 1;
+    if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)|LL", &strategy, &PyLong_Type, &steps_obj,
+                          &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi,
+                          &pct_depth, &pct_steps))
         return NULL;
+    if (pct_depth < 1 || pct_depth > ASKEW_PCT_DEPTH_MAX) {
+        PyErr_Format(PyExc_ValueError, "pct_depth must be in [1, %d], got %lld",
+                     ASKEW_PCT_DEPTH_MAX, pct_depth);
+        return NULL;
+    }
+    if (pct_steps < 1) {
+        PyErr_Format(PyExc_ValueError, "pct_steps must be >= 1, got %lld", pct_steps);
+        return NULL;
+    }
     /* Not the "K" unit: it keeps the low 64 bits, so 2**64 + 3 would become a
      * 3-step budget. Out of range is an error here, whatever Python checked. */
     const unsigned long long steps_max = PyLong_AsUnsignedLongLong(steps_obj);
@@ -875,6 +920,8 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
     self->sched.cpu_ns_hi = cpu_hi;
     self->sched.overshoot_ns_lo = os_lo;
     self->sched.overshoot_ns_hi = os_hi;
+    self->sched.pct_depth = (uint32_t)pct_depth;
+    self->sched.pct_steps = (uint64_t)pct_steps;
     self->sched.steps_max = steps_max;
     self->sched.time_max_ns = time_max_ns;
     self->gc_every = gc_every;
@@ -1006,6 +1053,7 @@ static int loop_traverse(struct askew_loop_state *self, visitproc visit, void *a
     Py_VISIT(self->gc_collect);
     Py_VISIT(self->future_kwargs);
     Py_VISIT(self->time_view);
+    Py_VISIT(self->step_hook);
     /* The queues too: a loop dropped with a timer pending whose callback
      * refers back to it is a cycle the collector must be able to see. */
     struct gc_visit v = {visit, arg};
@@ -1030,6 +1078,7 @@ static int loop_clear_refs(struct askew_loop_state *self)
     Py_CLEAR(self->gc_collect);
     Py_CLEAR(self->future_kwargs);
     Py_CLEAR(self->time_view);
+    Py_CLEAR(self->step_hook);
     return 0;
 }
 
@@ -1161,6 +1210,7 @@ static PyMethodDef loop_methods[] = {
     {"_next_task_seq", (PyCFunction)loop_next_task_seq, METH_NOARGS, NULL},
     {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
     {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
+    {"_set_step_hook", (PyCFunction)loop_set_step_hook, METH_O, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
     {"_reset", (PyCFunction)loop_reset, METH_O, NULL},
     {"_clear", (PyCFunction)loop_clear, METH_NOARGS, NULL},

@@ -34,6 +34,7 @@ struct askew_loop_state {
     PyObject *gc_collect;
     PyObject *future_kwargs; /* {"loop": self}, for create_future */
     PyObject *time_view;     /* a user's replacement of loop.time, or NULL */
+    PyObject *step_hook;     /* called after every step when set (world.always) */
     struct askew_skew *skews;
     size_t skews_cap; /* entries, zeroed until used: index is the node id */
     /* Callbacks of paused nodes, in the order they came up; each holds the

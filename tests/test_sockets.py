@@ -5,10 +5,10 @@ semantic the model promises, its edges, and determinism."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import errno
 import logging
 import socket
+import sys
 from typing import Any
 
 import pytest

@@ -59,6 +59,8 @@ enum askew_stream {
     /* askew.buggify's decisions (askew/_buggify.py), each point's name mixed
      * in. */
     ASKEW_STREAM_BUGGIFY = 8,
+    /* The swarm configuration a seed runs under (askew/_swarm.py). */
+    ASKEW_STREAM_SWARM = 9,
 };
 
 uint64_t askew_splitmix64_next(uint64_t *state);
@@ -169,8 +171,17 @@ enum askew_strategy {
     ASKEW_STRATEGY_FAITHFUL = 0,
     ASKEW_STRATEGY_FIFO = 1,       /* asyncio's order, no cost, no overshoot */
     ASKEW_STRATEGY_INTERLEAVE = 2, /* independent steps interleave by PRNG */
-    ASKEW_STRATEGY_SHUFFLE = 3     /* the whole batch permuted */
+    ASKEW_STRATEGY_SHUFFLE = 3,    /* the whole batch permuted */
+    /* Faithful, but the loop of each step is the ready one of highest
+     * priority (PCT, Burckhardt et al. 2010): random distinct priorities per
+     * key, lowered at pct_depth - 1 change-point steps drawn uniformly from
+     * [1, pct_steps]. Within a key, asyncio's order; only schedules asyncio
+     * can produce. */
+    ASKEW_STRATEGY_PCT = 4
 };
+
+/* PCT's deepest bug depth: d - 1 change points are kept in a fixed array. */
+#define ASKEW_PCT_DEPTH_MAX 64
 
 /* A queued item. Its key names the event loop it belongs to (under askew's
  * world, a node + 1; 0 for the world or a bare loop). `group` is what a
@@ -218,6 +229,10 @@ void askew_trace_mix(struct askew_trace *trace, uint64_t value);
 struct askew_key_slot {
     uint64_t stamp;
     size_t group;
+    /* PCT: the key's priority (higher runs first) and the reset it was
+     * drawn in (pct_run); a slot of an older run has none yet. */
+    uint64_t prio;
+    uint64_t prio_run;
 };
 
 struct askew_sched {
@@ -238,6 +253,15 @@ struct askew_sched {
     int64_t overshoot_ns_lo;
     int64_t overshoot_ns_hi;
     int64_t step_cpu_ns; /* the CPU time charged to the step last picked */
+    /* PCT (set before askew_sched_reset, which draws the change points):
+     * depth d >= 1 and the step-count estimate k >= 1. change_at[i] is the
+     * step (1-based) at which the running key drops to priority d - 1 - i;
+     * sorted, pct_next the next one due. */
+    uint32_t pct_depth;
+    uint64_t pct_steps;
+    uint64_t pct_run; /* resets so far: the stamp of key_slots' prio */
+    uint64_t pct_change_at[ASKEW_PCT_DEPTH_MAX - 1];
+    uint32_t pct_next;
     uint64_t timer_seq;  /* next timer seq */
     uint64_t group_now;  /* group of the step running now (interleave) */
     uint64_t group_next; /* next fresh group id */
@@ -267,7 +291,9 @@ struct askew_sched {
 
 int askew_sched_init(struct askew_sched *sched);
 void askew_sched_free(struct askew_sched *sched);
-/* Start a run: clock at 0, streams from `seed`, queues must be empty. */
+/* Start a run: clock at 0, streams from `seed`, queues must be empty.
+ * Under PCT, first draws the d - 1 change points from the scheduling stream
+ * (each uniform in [1, pct_steps], in order, then sorted). */
 void askew_sched_reset(struct askew_sched *sched, uint64_t seed);
 /* Queue an item (never NULL) of loop `key` for a later tick. Keys are small
  * (the scheduler keeps a table indexed by them). */

@@ -18,6 +18,8 @@ int askew_sched_init(struct askew_sched *sched)
 {
     memset(sched, 0, sizeof *sched);
     askew_heap_init(&sched->timers);
+    sched->pct_depth = 1;
+    sched->pct_steps = 1;
     askew_sched_reset(sched, 0);
     return 0;
 }
@@ -34,6 +36,22 @@ void askew_sched_free(struct askew_sched *sched)
     memset(sched, 0, sizeof *sched);
 }
 
+/* PCT's d - 1 change points, each uniform in [1, k], drawn in order and
+ * then sorted (insertion: d is small). */
+static void draw_change_points(struct askew_sched *sched)
+{
+    ASKEW_ASSERT(sched->pct_depth >= 1 && sched->pct_depth <= ASKEW_PCT_DEPTH_MAX);
+    ASKEW_ASSERT(sched->pct_steps >= 1);
+    uint64_t *at = sched->pct_change_at;
+    for (uint32_t i = 0; i + 1 < sched->pct_depth; i++) {
+        const uint64_t step = 1 + askew_rng_below(&sched->rng, sched->pct_steps);
+        uint32_t j = i;
+        for (; j > 0 && at[j - 1] > step; j--)
+            at[j] = at[j - 1];
+        at[j] = step;
+    }
+}
+
 void askew_sched_reset(struct askew_sched *sched, uint64_t seed)
 {
     ASKEW_ASSERT(askew_sched_pending(sched) == 0 && sched->timers.len == 0);
@@ -48,6 +66,10 @@ void askew_sched_reset(struct askew_sched *sched, uint64_t seed)
     sched->ring_head = 0;
     sched->batch_len = sched->batch_pos = sched->groups_len = 0;
     askew_trace_reset(&sched->trace);
+    sched->pct_run++;
+    sched->pct_next = 0;
+    if (sched->strategy == ASKEW_STRATEGY_PCT)
+        draw_change_points(sched);
 }
 
 int askew_sched_push(struct askew_sched *sched, void *item, uint64_t seq, uint64_t key)
@@ -88,7 +110,15 @@ void askew_sched_timer_cancel(struct askew_sched *sched, struct askew_timer *tim
 static int grouped(const struct askew_sched *sched)
 {
     return sched->strategy == ASKEW_STRATEGY_FAITHFUL ||
-           sched->strategy == ASKEW_STRATEGY_INTERLEAVE;
+           sched->strategy == ASKEW_STRATEGY_INTERLEAVE ||
+           sched->strategy == ASKEW_STRATEGY_PCT;
+}
+
+/* The strategies that charge CPU time per step and overshoot deadlines. */
+static int costed(const struct askew_sched *sched)
+{
+    return sched->strategy == ASKEW_STRATEGY_FAITHFUL ||
+           sched->strategy == ASKEW_STRATEGY_PCT;
 }
 
 size_t askew_sched_pending(const struct askew_sched *sched)
@@ -252,6 +282,46 @@ static int group_keys(struct askew_sched *sched)
     return 0;
 }
 
+/* PCT: give each key of the batch that has no priority in this run a
+ * random one, in batch order, one draw each. Initial priorities lie above
+ * every change-point priority (< ASKEW_PCT_DEPTH_MAX); ties, which need
+ * two equal 63-bit draws, go to the lower key. */
+static int pct_prioritize(struct askew_sched *sched)
+{
+    uint64_t key_max = 0;
+    for (size_t i = 0; i < sched->batch_len; i++)
+        key_max = sched->batch[i].group > key_max ? sched->batch[i].group : key_max;
+    const int rc = askew__grow((void **)&sched->key_slots, &sched->key_slots_cap,
+                               (size_t)key_max + 1, sizeof *sched->key_slots);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < sched->batch_len; i++) {
+        struct askew_key_slot *slot = &sched->key_slots[sched->batch[i].group];
+        if (slot->prio_run != sched->pct_run) {
+            slot->prio_run = sched->pct_run;
+            slot->prio = ASKEW_PCT_DEPTH_MAX + (askew_rng_next(&sched->rng) >> 1);
+        }
+    }
+    return 0;
+}
+
+/* PCT: the group whose key has the highest priority. */
+static size_t pct_pick(const struct askew_sched *sched)
+{
+    size_t best = 0;
+    uint64_t best_key = sched->batch[sched->groups[0].pos].group;
+    for (size_t g = 1; g < sched->groups_len; g++) {
+        const uint64_t key = sched->batch[sched->groups[g].pos].group;
+        const uint64_t p = sched->key_slots[key].prio;
+        const uint64_t q = sched->key_slots[best_key].prio;
+        if (p > q || (p == q && key < best_key)) {
+            best = g;
+            best_key = key;
+        }
+    }
+    return best;
+}
+
 static int build_batch(struct askew_sched *sched)
 {
     const size_t n = sched->ring_len;
@@ -269,6 +339,9 @@ static int build_batch(struct askew_sched *sched)
     switch (sched->strategy) {
     case ASKEW_STRATEGY_FAITHFUL:
         return group_keys(sched);
+    case ASKEW_STRATEGY_PCT:
+        rc = pct_prioritize(sched);
+        return rc < 0 ? rc : group_keys(sched);
     case ASKEW_STRATEGY_INTERLEAVE:
         return group_runs(sched);
     case ASKEW_STRATEGY_SHUFFLE:
@@ -305,7 +378,7 @@ int askew_sched_tick(struct askew_sched *sched, askew_fire_fn fire, void *ctx)
         /* A loop that slept until a deadline wakes a little after it, never
          * before: the overshoot of a real select() or epoll_wait(). */
         int64_t wake_ns = next->deadline_ns;
-        if (sched->strategy == ASKEW_STRATEGY_FAITHFUL && wake_ns < INT64_MAX / 2)
+        if (costed(sched) && wake_ns < INT64_MAX / 2)
             wake_ns += draw_span(sched, sched->overshoot_ns_lo, sched->overshoot_ns_hi);
         if (wake_ns > sched->now_ns)
             sched->now_ns = wake_ns;
@@ -327,7 +400,10 @@ static inline struct askew_ready *batch_next(struct askew_sched *sched)
     if (sched->groups_len == 0)
         return NULL;
     size_t g = 0;
-    if (sched->groups_len > 1) {
+    if (sched->groups_len > 1 && sched->strategy == ASKEW_STRATEGY_PCT) {
+        g = pct_pick(sched);
+        askew_trace_mix(&sched->trace, sched->batch[sched->groups[g].pos].group);
+    } else if (sched->groups_len > 1) {
         g = (size_t)askew_rng_below(&sched->rng, sched->groups_len);
         askew_trace_mix(&sched->trace, g);
     }
@@ -347,11 +423,19 @@ void *askew_sched_next(struct askew_sched *sched)
     }
     sched->steps++;
     sched->group_now = ++sched->group_next;
+    /* PCT: at a change point the loop that ran the step drops below every
+     * loop not yet dropped (its key has a slot: pct_prioritize made it). */
+    while (sched->strategy == ASKEW_STRATEGY_PCT &&
+           sched->pct_next + 1 < sched->pct_depth &&
+           sched->pct_change_at[sched->pct_next] == sched->steps) {
+        sched->key_slots[r->group].prio = sched->pct_depth - 1 - sched->pct_next;
+        sched->pct_next++;
+    }
     uint64_t traced = r->seq;
     /* Code takes time to run: the step's CPU time passes before the next.
      * The draw is folded into the same trace value as the step. */
     sched->step_cpu_ns = 0;
-    if (sched->strategy == ASKEW_STRATEGY_FAITHFUL && sched->cpu_ns_hi > 0) {
+    if (costed(sched) && sched->cpu_ns_hi > 0) {
         sched->step_cpu_ns = draw_span(sched, sched->cpu_ns_lo, sched->cpu_ns_hi);
         sched->now_ns += sched->step_cpu_ns;
         traced ^= (uint64_t)sched->step_cpu_ns << 40;

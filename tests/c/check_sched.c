@@ -486,6 +486,155 @@ START_TEST(test_sched_clear_drops_what_a_drop_queues)
 }
 END_TEST
 
+/* Key k's item i is ITEM(k * 100 + i). */
+static void push_keys(struct askew_sched *s, int keys, int per_key)
+{
+    for (int i = 0; i < per_key; i++)
+        for (int k = 1; k <= keys; k++)
+            askew_sched_push(s, ITEM(k * 100 + i), (uint64_t)(k * 100 + i),
+                             (uint64_t)k);
+}
+
+START_TEST(test_sched_pct_without_change_points_runs_each_key_whole_in_fifo_order)
+{
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        struct askew_sched s;
+        askew_sched_init(&s);
+        s.strategy = ASKEW_STRATEGY_PCT;
+        s.pct_depth = 1;
+        askew_sched_reset(&s, seed);
+        push_keys(&s, 3, 4);
+        int out[16];
+        ck_assert_int_eq(run_tick(&s, out), 12);
+        for (int i = 0; i < 12; i++) {
+            /* One key after another, each in its push order. */
+            ck_assert_int_eq(out[i] / 100, out[i - i % 4] / 100);
+            ck_assert_int_eq(out[i] % 100, i % 4);
+        }
+        askew_sched_free(&s);
+    }
+}
+END_TEST
+
+START_TEST(test_sched_pct_lowers_the_running_key_at_a_change_point)
+{
+    struct askew_sched s;
+    askew_sched_init(&s);
+    s.strategy = ASKEW_STRATEGY_PCT;
+    s.pct_depth = 2;
+    s.pct_steps = 1; /* the one change point falls on step 1 */
+    askew_sched_reset(&s, 5);
+    ck_assert_uint_eq(s.pct_change_at[0], 1);
+    push_keys(&s, 2, 3);
+    int out[8];
+    ck_assert_int_eq(run_tick(&s, out), 6);
+    const int first = out[0] / 100, other = 3 - first;
+    const int want[6] = {first * 100,     other * 100,     other * 100 + 1,
+                         other * 100 + 2, first * 100 + 1, first * 100 + 2};
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(out[i], want[i]);
+    askew_sched_free(&s);
+}
+END_TEST
+
+START_TEST(test_sched_pct_draws_sorted_change_points_within_the_estimate)
+{
+    struct askew_sched s;
+    askew_sched_init(&s);
+    s.strategy = ASKEW_STRATEGY_PCT;
+    s.pct_depth = 8;
+    s.pct_steps = 50;
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        askew_sched_reset(&s, seed);
+        for (int i = 0; i < 7; i++) {
+            ck_assert_uint_ge(s.pct_change_at[i], 1);
+            ck_assert_uint_le(s.pct_change_at[i], 50);
+            if (i > 0)
+                ck_assert_uint_ge(s.pct_change_at[i], s.pct_change_at[i - 1]);
+        }
+    }
+    askew_sched_free(&s);
+}
+END_TEST
+
+/* Two loops of `rounds` steps each, one step per tick (a task that
+ * yields). The bug needs the loop that runs first to alternate 2, 1, 2, ...
+ * over `depth` equal phases of the rounds: an ordering bug of depth
+ * `depth`, found by PCT with k = 2 * rounds, the steps of a run. */
+static int phased_bug(enum askew_strategy strategy, uint64_t seed, int depth,
+                      int rounds)
+{
+    struct askew_sched s;
+    askew_sched_init(&s);
+    s.strategy = strategy;
+    s.pct_depth = (uint32_t)depth;
+    s.pct_steps = 2 * (uint64_t)rounds;
+    askew_sched_reset(&s, seed);
+    int bug = 1;
+    for (int r = 0; r < rounds; r++) {
+        askew_sched_push(&s, ITEM(1), 1, 1);
+        askew_sched_push(&s, ITEM(2), 2, 2);
+        int out[2];
+        ck_assert_int_eq(run_tick(&s, out), 2);
+        bug &= out[0] == ((r * depth / rounds) % 2 == 0 ? 2 : 1);
+    }
+    askew_sched_free(&s);
+    return bug;
+}
+
+/* Runs the phased bug under PCT and under faithful for seeds 1..seeds:
+ * PCT must find it at least `at_least` times, faithful under a fifth as
+ * often. */
+static void check_found(int depth, int rounds, uint64_t seeds, int at_least)
+{
+    int pct = 0, faithful = 0;
+    for (uint64_t seed = 1; seed <= seeds; seed++) {
+        pct += phased_bug(ASKEW_STRATEGY_PCT, seed, depth, rounds);
+        faithful += phased_bug(ASKEW_STRATEGY_FAITHFUL, seed, depth, rounds);
+    }
+    ck_assert_int_ge(pct, at_least);
+    ck_assert_int_lt(faithful * 5, pct);
+}
+
+START_TEST(test_sched_pct_finds_a_depth_2_bug_at_least_as_often_as_its_bound)
+{
+    /* Burckhardt et al.: at least 1 / (n k^(d-1)) per run, n = 2 loops,
+     * k = 20 steps, d = 2: 1/40, 100 of 4000 runs. Allow three standard
+     * deviations (sqrt(4000 p (1-p)) ~ 9.9) below it; random group picks
+     * need 2^-10 and find a handful. */
+    check_found(2, 10, 4000, 100 - 30);
+}
+END_TEST
+
+START_TEST(test_sched_pct_finds_a_depth_3_bug_at_least_as_often_as_its_bound)
+{
+    /* d = 3, k = 30: at least 1 / (2 * 30^2) = 1/1800, 22 of 40000 runs
+     * (three standard deviations: 14); random picks need 2^-15. */
+    check_found(3, 15, 40000, 22 - 14);
+}
+END_TEST
+
+START_TEST(test_sched_pct_same_seed_gives_the_same_order_and_hash)
+{
+    uint64_t hash[2];
+    int out[2][16] = {{0}};
+    for (int run = 0; run < 2; run++) {
+        struct askew_sched s;
+        askew_sched_init(&s);
+        s.strategy = ASKEW_STRATEGY_PCT;
+        s.pct_depth = 3;
+        s.pct_steps = 6;
+        askew_sched_reset(&s, 99);
+        push_keys(&s, 4, 3);
+        ck_assert_int_eq(run_tick(&s, out[run]), 12);
+        hash[run] = s.trace.hash;
+        askew_sched_free(&s);
+    }
+    ck_assert_uint_eq(hash[0], hash[1]);
+    ck_assert_mem_eq(out[0], out[1], sizeof out[0]);
+}
+END_TEST
+
 Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -514,6 +663,15 @@ Suite *sched_suite(void)
     tcase_add_test(tc, test_sched_time_budget_stops_before_a_timer_past_it);
     tcase_add_test(tc, test_sched_clear_hands_back_everything_queued);
     tcase_add_test(tc, test_sched_a_timer_that_queues_nothing_does_not_end_the_run);
+    tcase_add_test(
+        tc, test_sched_pct_without_change_points_runs_each_key_whole_in_fifo_order);
+    tcase_add_test(tc, test_sched_pct_lowers_the_running_key_at_a_change_point);
+    tcase_add_test(tc, test_sched_pct_draws_sorted_change_points_within_the_estimate);
+    tcase_add_test(tc,
+                   test_sched_pct_finds_a_depth_2_bug_at_least_as_often_as_its_bound);
+    tcase_add_test(tc,
+                   test_sched_pct_finds_a_depth_3_bug_at_least_as_often_as_its_bound);
+    tcase_add_test(tc, test_sched_pct_same_seed_gives_the_same_order_and_hash);
     suite_add_tcase(s, tc);
     return s;
 }
