@@ -33,13 +33,14 @@ def test_the_seed_decides_the_swarm_configuration() -> None:
 
 
 def test_swarm_changes_the_runs_and_a_seed_still_names_one_run() -> None:
-    plain = trace_of(21)
-    swarmed = trace_of(21, swarm=True)
-    assert trace_of(21, swarm=True) == swarmed
+    plain = trace_of(22)
+    swarmed = trace_of(22, swarm=True)
+    assert trace_of(22, swarm=True) == swarmed
     assert swarmed != plain
-    # Seed 21 draws loss 0.01 and latency up to 0.5 s: the run starts with them.
-    assert _swarm.draw(21).loss == 0.01
-    assert "configure all links: latency 0.0001..0.5s, loss 0.01" in swarmed[1][0]
+    # Seed 22 draws loss 0.2 and latency up to 0.05 s: the run starts with them.
+    drawn = _swarm.draw(22)
+    assert (drawn.loss, drawn.latency_hi) == (0.2, 0.05)
+    assert "configure all links: latency 0.0001..0.05s, loss 0.2" in swarmed[1][0]
 
 
 def test_swarm_off_leaves_runs_as_they_were() -> None:
