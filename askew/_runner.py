@@ -230,7 +230,9 @@ class Replay:
                     f"function taking the world, got {test!r}"
                 )
             fn, spec = test, _Spec(None, 1, RunConfig(), False)
-        _sweep(fn, spec, args, kwargs, base=seed, iterations=1, views=(timeline, trace_json))
+        # Neither path given: a failure's views follow ASKEW_TIMELINE / _TRACE_JSON.
+        views = None if timeline is None and trace_json is None else (timeline, trace_json)
+        _sweep(fn, spec, args, kwargs, base=seed, iterations=1, views=views)
 
 
 def iteration_seed(base: int, i: int) -> int:

@@ -150,6 +150,15 @@ def test_a_failing_run_writes_its_views_and_the_report_names_them(
     assert data["failure"] is not None and "planted" in data["failure"][1]
 
 
+def test_a_failing_replay_follows_the_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASKEW_TIMELINE", str(tmp_path))
+    with pytest.raises(askew.SimulationFailure):
+        askew.Replay.run(_failing_run, seed=4)
+    assert (tmp_path / "_failing_run-4.html").exists()
+
+
 def test_a_failing_run_without_views_asked_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
