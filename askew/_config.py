@@ -278,6 +278,19 @@ def env_trace() -> int | None:
     return parse_trace(raw, "ASKEW_TRACE") if raw.strip() else TRACE_DEFAULT
 
 
+def env_views(test: str, seed: int) -> tuple[str | None, str | None]:
+    """Where a failing run's views go: its HTML timeline in the folder
+    ASKEW_TIMELINE names (a file per test and seed), its Chrome trace JSON
+    to the file ASKEW_TRACE_JSON names; None for one not asked for."""
+    folder = os.environ.get("ASKEW_TIMELINE", "").strip()
+    trace_json = os.environ.get("ASKEW_TRACE_JSON", "").strip() or None
+    timeline = None
+    if folder:
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in test)
+        timeline = os.path.join(folder, f"{name}-{seed}.html")
+    return timeline, trace_json
+
+
 def env_flag(name: str) -> bool:
     raw = os.environ.get(name, "").strip().lower()
     if raw in ("", "0", "false", "no", "off"):
@@ -450,6 +463,8 @@ ENV_VARIABLES = frozenset(
         "ASKEW_SEEDS",
         "ASKEW_WRAP",
         "ASKEW_TRACE",
+        "ASKEW_TIMELINE",
+        "ASKEW_TRACE_JSON",
         "ASKEW_CHECK_DETERMINISM",
         "ASKEW_DEBUG",
         "ASKEW_PRELOAD_UNRESOLVED",

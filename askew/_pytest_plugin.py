@@ -96,6 +96,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="recent events a failure report shows: N (default 12) or all the log keeps "
         "(as ASKEW_TRACE)",
     )
+    _add_view_options(group)
     group.addoption(
         "--askew-wrap",
         action="store_true",
@@ -133,6 +134,7 @@ def _configure(config: pytest.Config) -> None:
     config.pluginmanager.register(progress, _PLUGIN_NAME + "-progress")
     _runner.observer = progress
     _configure_report(config)
+    _configure_views(config)
     seed = config.getoption("askew_seed", None)
     iterations = config.getoption("askew_iterations", None)
     if seed is not None:
@@ -333,6 +335,36 @@ def _configure_report(config: pytest.Config) -> None:
         config.issue_config_time_warning(pytest.PytestConfigWarning(text), stacklevel=2)
     if not config.pluginmanager.has_plugin(_PLUGIN_NAME + "-report"):
         config.pluginmanager.register(SimulatedReports(config), _PLUGIN_NAME + "-report")
+
+
+# ---- views of a failing run: --askew-timeline, --askew-trace-json ------------------
+
+
+def _add_view_options(group: Any) -> None:
+    group.addoption(
+        "--askew-timeline",
+        default=None,
+        metavar="DIR",
+        help="write a failing run's HTML timeline into DIR (as ASKEW_TIMELINE)",
+    )
+    group.addoption(
+        "--askew-trace-json",
+        default=None,
+        metavar="FILE",
+        help="write a failing run's Chrome trace-event JSON to FILE (as ASKEW_TRACE_JSON)",
+    )
+
+
+def _configure_views(config: pytest.Config) -> None:
+    """The options become the variables the runner reads (a failing seed is
+    run once more to draw it: askew/_timeline.py)."""
+    for option, variable in (
+        ("askew_timeline", "ASKEW_TIMELINE"),
+        ("askew_trace_json", "ASKEW_TRACE_JSON"),
+    ):
+        value = config.getoption(option, None)
+        if value is not None:
+            os.environ[variable] = os.path.abspath(str(value))
 
 
 _LF_KEY = "askew/lastfailed"  # pytest's cache: nodeid -> the seed that failed it

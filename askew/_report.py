@@ -56,6 +56,7 @@ class Outcome:
     faults_dropped: int = 0
     nodes: list[str] | None = None
     spinning: list[str] = dataclasses.field(default_factory=list)
+    views: list[str] = dataclasses.field(default_factory=list)  # timeline, trace JSON
 
 
 def recent_events(loop: SimLoop, everything: bool) -> list[Event]:
@@ -275,6 +276,7 @@ def simulation_failure(
     lines += _events_section(outcome)
     replay = _simulated_replay(fn.__qualname__, seed)
     lines += ["", f"  replay: {replay}"]
+    lines += [f"  {_view_name(path)}: {path}" for path in outcome.views]
     lines += [f"  note: {note}" for note in _notes(config)]
     cls = type(exc) if isinstance(exc, SimulationFailure) else SimulationFailure
     report = cls(lines[0])
@@ -286,6 +288,10 @@ def simulation_failure(
     report.trace_hash = outcome.trace_hash
     report.replay = replay
     return report
+
+
+def _view_name(path: str) -> str:
+    return "trace json" if path.endswith(".json") else "timeline"
 
 
 def interrupted(

@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from . import _buggify, _core, _swarm
+from . import _buggify, _core, _swarm, _timeline
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -42,6 +42,7 @@ from ._config import (
     env_iterations,
     env_knobs,
     env_seed,
+    env_views,
 )
 from ._determinism import scope
 from ._loop import SimLoop
@@ -205,9 +206,18 @@ class Replay:
     """Replay one seed of a simulated test."""
 
     @staticmethod
-    def run(test: Callable[..., Any], seed: int, *args: Any, **kwargs: Any) -> None:
+    def run(
+        test: Callable[..., Any],
+        seed: int,
+        *args: Any,
+        timeline: str | None = None,
+        trace_json: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
-        are ignored); raises SimulationFailure as the original did."""
+        are ignored); raises SimulationFailure as the original did.
+        timeline / trace_json: write the run's HTML timeline / Chrome trace
+        JSON to these paths, whether it passes or fails."""
         check_seed(seed)
         fn = getattr(test, "_askew_test", None)
         spec = getattr(test, "_askew_spec", None)
@@ -220,7 +230,9 @@ class Replay:
                     f"function taking the world, got {test!r}"
                 )
             fn, spec = test, _Spec(None, 1, RunConfig(), False)
-        _sweep(fn, spec, args, kwargs, base=seed, iterations=1)
+        # Neither path given: a failure's views follow ASKEW_TIMELINE / _TRACE_JSON.
+        views = None if timeline is None and trace_json is None else (timeline, trace_json)
+        _sweep(fn, spec, args, kwargs, base=seed, iterations=1, views=views)
 
 
 def iteration_seed(base: int, i: int) -> int:
@@ -317,6 +329,7 @@ def _iteration(
     kwargs: dict[str, Any],
     check: bool,
     config: RunConfig,
+    views: tuple[str | None, str | None] | None = None,
 ) -> SimulationFailure | None:
     """Run iteration i (seed `seed`); its report if it failed. A determinism
     check that finds two traces raises NondeterminismError."""
@@ -332,11 +345,41 @@ def _iteration(
         again = _run_once(loop, fn, seed, args, kwargs, check, drawn)
         if again.trace_hash != outcome.trace_hash:
             raise NondeterminismError(divergence(fn, seed, i, outcome, again))
+    written = _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views)
     if outcome.failure is None:
         return None
-    failure = simulation_failure(fn, seed, i, outcome, run_config)
+    failure = simulation_failure(
+        fn, seed, i, dataclasses.replace(outcome, views=written), run_config
+    )
     failure.__cause__ = own_cause(outcome.failure)
     return failure
+
+
+def _write_views(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    drawn: _swarm.SwarmDraw | None,
+    outcome: Outcome,
+    views: tuple[str | None, str | None] | None,
+) -> list[str]:
+    """The timeline and trace JSON of this run, if asked for (Replay.run's
+    paths, or for a failure ASKEW_TIMELINE / ASKEW_TRACE_JSON): the seed is
+    run once more with a log that keeps all of it. Their paths."""
+    if views is None:
+        if outcome.failure is None:
+            return []
+        views = env_views(fn.__qualname__, seed)
+    if views == (None, None):
+        return []
+    loop._log_keep(_timeline.TIMELINE_KEPT)
+    try:
+        _run_once(loop, fn, seed, args, kwargs, False, drawn)
+        return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views)
+    finally:
+        loop._log_keep(_timeline.LOG_KEPT)
 
 
 def _sweep(
@@ -347,6 +390,7 @@ def _sweep(
     *,
     base: int | None,
     iterations: int | None = None,
+    views: tuple[str | None, str | None] | None = None,
 ) -> None:
     __tracebackhide__ = True
     if base is None:
@@ -370,7 +414,7 @@ def _sweep(
                 watch.sweep_begins(fn, base, n)
             for i in range(n):
                 seed = iteration_seed(base, i)
-                failure = _iteration(loop, fn, seed, i, args, kwargs, check, config)
+                failure = _iteration(loop, fn, seed, i, args, kwargs, check, config, views)
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:

@@ -9,6 +9,8 @@ if command -v apt-get >/dev/null; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq check pkg-config gcc make binutils >/dev/null
+    # The timeline test opens a page in a real headless browser.
+    $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 PY=${PYTHON_FOR_VENV:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv

@@ -11,10 +11,11 @@ void askew__log_record(struct askew_log *log, int64_t t_ns, uint32_t kind, int32
     if (log->ring == NULL) {
         /* Made on first use: a bare loop that never logs never pays for it.
          * Without memory the log stays empty; the trace hash still counts. */
-        log->ring = PyMem_Calloc(ASKEW_LOG_KEPT, sizeof *log->ring);
+        const size_t cap = log->want ? log->want : ASKEW_LOG_KEPT;
+        log->ring = PyMem_Calloc(cap, sizeof *log->ring);
         if (log->ring == NULL)
             return;
-        log->cap = ASKEW_LOG_KEPT;
+        log->cap = cap;
     }
     struct askew_log_entry *e = &log->ring[log->count % log->cap];
     PyObject *old = e->detail;
@@ -95,6 +96,20 @@ PyObject *askew__log_recent(const struct askew_log *log, PyObject *n)
         PyList_SET_ITEM(out, i, t);
     }
     return out;
+}
+
+PyObject *askew__log_keep(struct askew_log *log, PyObject *n)
+{
+    const Py_ssize_t want = PyLong_AsSsize_t(n);
+    if (want == -1 && PyErr_Occurred())
+        return NULL;
+    if (want < 1) {
+        PyErr_SetString(PyExc_ValueError, "the log must keep at least one entry");
+        return NULL;
+    }
+    askew__log_free(log);
+    log->want = (size_t)want;
+    Py_RETURN_NONE;
 }
 
 int askew__log_setup(PyObject *module)

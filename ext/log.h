@@ -32,6 +32,7 @@ struct askew_log_entry {
 struct askew_log {
     struct askew_log_entry *ring; /* made on first use */
     size_t cap;
+    size_t want;    /* entries the next ring keeps; 0: ASKEW_LOG_KEPT */
     uint64_t count; /* entries ever recorded since the last clear */
 };
 
@@ -50,6 +51,9 @@ PyObject *askew__log_emit(struct askew_log *log, struct askew_sched *sched,
 /* Loop._log_recent(n): up to n newest entries, oldest first, as tuples
  * (t_ns, kind, node, peer, outcome, detail). */
 PyObject *askew__log_recent(const struct askew_log *log, PyObject *n);
+/* Loop._log_keep(n): keep the newest n entries from the next run on (a
+ * timeline's run keeps all of it); forgets the ring. */
+PyObject *askew__log_keep(struct askew_log *log, PyObject *n);
 /* Module init: LOG_KEPT and the LOG_KIND_* constants. */
 int askew__log_setup(PyObject *module);
 

@@ -1186,6 +1186,11 @@ static PyObject *loop_log_count(struct askew_loop_state *self,
     return PyLong_FromUnsignedLongLong(self->log.count);
 }
 
+static PyObject *loop_log_keep(struct askew_loop_state *self, PyObject *n)
+{
+    return askew__log_keep(&self->log, n);
+}
+
 static PyMethodDef loop_methods[] = {
     {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon,
      METH_FASTCALL | METH_KEYWORDS,
@@ -1222,6 +1227,7 @@ static PyMethodDef loop_methods[] = {
     {"_log_emit", (PyCFunction)loop_log_emit, METH_VARARGS, NULL},
     {"_log_recent", (PyCFunction)loop_log_recent, METH_O, NULL},
     {"_log_count", (PyCFunction)loop_log_count, METH_NOARGS, NULL},
+    {"_log_keep", (PyCFunction)loop_log_keep, METH_O, NULL},
     {"_set_skew", (PyCFunction)askew__skew_set, METH_VARARGS, NULL},
     {"_pause", (PyCFunction)askew__skew_pause, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

@@ -1,0 +1,303 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The timeline (HTML) and the Chrome trace JSON of a run: what they hold,
+that they hold all of a long run, and that a real headless Chromium opens
+the page without errors and draws what the run did."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_pytest
+
+import askew
+from askew import _timeline
+
+RECEIVED: list[int] = []
+
+
+async def _pinger(node: Any, peers: int, rounds: int) -> None:
+    """Ping every other node each second; count what arrives."""
+    node.emit("up")
+    for k in range(rounds):
+        for dst in range(peers):
+            if dst != node.id:
+                await node.send(dst, ("ping", node.id, k))
+        while (msg := await node.recv(timeout=1.0)) is not None:
+            RECEIVED.append(msg.src)
+    while True:  # and read to the end
+        RECEIVED.append((await node.recv()).src)
+
+
+async def _known_run(world: Any) -> None:
+    """Three nodes, a partition, a crash and restart, a duplicating link."""
+    RECEIVED.clear()
+    nodes = [world.spawn(_pinger, 3, 6) for _ in range(3)]
+    world.log.emit("started")
+    async with world.partition({0}, {1, 2}):
+        await world.clock.advance(2)
+    world.net.configure(duplicate=0.3)
+    world.faults.crash(nodes[2])
+    await world.clock.advance(1)
+    world.faults.restart(nodes[2])
+    await world.clock.advance(10)
+
+
+async def _long_run(world: Any) -> None:
+    """Over 100,000 logged events: far more than the ring's 10,000."""
+    world.spawn(_pinger, 1, 1)
+    for k in range(100_500):
+        world.log.emit(f"tick {k}")
+    await world.clock.advance(1)
+
+
+async def _failing_run(world: Any) -> None:
+    world.spawn(_pinger, 2, 3)
+    world.spawn(_pinger, 2, 3)
+    await world.clock.advance(2)
+    raise AssertionError("planted")
+
+
+def _views(tmp_path: Path, test: Any, seed: int = 7) -> tuple[str, dict[str, Any]]:
+    page, trace = tmp_path / "run.html", tmp_path / "run.json"
+    askew.Replay.run(test, seed=seed, timeline=str(page), trace_json=str(trace))
+    return page.read_text(), json.loads(trace.read_text())
+
+
+def _page_data(page: str) -> dict[str, Any]:
+    blob = re.search(r"<script type='application/json' id=data>(.*?)</script>", page, re.S)
+    assert blob is not None
+    return json.loads(blob.group(1).replace("<\\/", "</"))  # type: ignore[no-any-return]
+
+
+def test_the_timeline_pairs_every_delivered_message_with_its_send(tmp_path: Path) -> None:
+    page, _trace = _views(tmp_path, _known_run)
+    data = _page_data(page)
+    delivered = [m for m in data["messages"] if m[5] == "delivered"]
+    assert len(delivered) == len(RECEIVED) > 0
+    assert sorted(m[2] for m in delivered) == sorted(RECEIVED)
+    assert all(m[0] <= m[1] for m in delivered)  # sent before it arrived
+    assert data["nodes"] == [0, 1, 2]
+    outcomes = {m[5] for m in data["messages"]}
+    assert "dropped: partitioned" in outcomes
+    kinds = {e[2] for e in data["events"]}
+    assert {"crash", "restart", "node", "world", "net", "spawn"} <= kinds
+    assert "<script src" not in page and "http" not in page.split("<svg", 1)[0].lower()
+
+
+def test_a_run_of_100000_events_is_drawn_whole_in_pages(tmp_path: Path) -> None:
+    page, trace = _views(tmp_path, _long_run)
+    data = _page_data(page)
+    ticks = [e for e in data["events"] if e[3].startswith("tick ")]
+    assert len(ticks) == 100_500  # the whole run, not the ring's last 10,000
+    assert len(data["pages"]) > 1
+    assert "shown in" in page and "pages" in page
+    assert sum(1 for e in trace["traceEvents"] if e["ph"] == "i") >= 100_500
+
+
+def test_the_trace_json_follows_the_trace_event_format(tmp_path: Path) -> None:
+    _page, trace = _views(tmp_path, _known_run)
+    events = trace["traceEvents"]
+    assert isinstance(events, list) and events
+    flows: dict[int, list[str]] = {}
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
+    assert names == {0: "test body", 1: "node 0", 2: "node 1", 3: "node 2"}
+    for e in events:
+        assert e["ph"] in {"M", "i", "X", "s", "f"}
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
+        assert e["pid"] in names
+        if e["ph"] == "M":
+            continue
+        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0
+        assert isinstance(e["name"], str)
+        if e["ph"] == "i":
+            assert e["s"] in {"g", "p", "t"}
+        if e["ph"] == "X":
+            assert e["dur"] > 0
+        if e["ph"] in "sf":
+            assert e["cat"] == "msg"
+            flows.setdefault(e["id"], []).append(e["ph"])
+            if e["ph"] == "f":
+                assert e["bp"] == "e"
+    assert flows and all(v == ["s", "f"] for v in flows.values())
+    arrived = [e for e in events if e["ph"] == "X" and e["cat"] == "deliver"]
+    assert len(flows) == len(arrived)  # dropped on arrival too: it travelled
+    assert sum(1 for e in arrived if e["args"]["outcome"] == "delivered") == len(RECEIVED)
+    # Each flow end sits on a delivery slice of its receiving node at its time.
+    slices = {(e["pid"], e["ts"]) for e in events if e["ph"] == "X"}
+    assert all((e["pid"], e["ts"]) in slices for e in events if e["ph"] in "sf")
+
+
+def test_a_failing_run_writes_its_views_and_the_report_names_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASKEW_TIMELINE", str(tmp_path / "views"))
+    monkeypatch.setenv("ASKEW_TRACE_JSON", str(tmp_path / "trace.json"))
+    with pytest.raises(askew.SimulationFailure) as info:
+        askew.simulate(seed=3, iterations=1)(_failing_run)()
+    report = info.value.report  # type: ignore[attr-defined]
+    page = tmp_path / "views" / "_failing_run-3.html"
+    assert f"  timeline: {page}" in report
+    assert f"  trace json: {tmp_path / 'trace.json'}" in report
+    data = _page_data(page.read_text())
+    assert data["failure"] is not None and "planted" in data["failure"][1]
+
+
+def test_a_failing_replay_follows_the_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASKEW_TIMELINE", str(tmp_path))
+    with pytest.raises(askew.SimulationFailure):
+        askew.Replay.run(_failing_run, seed=4)
+    assert (tmp_path / "_failing_run-4.html").exists()
+
+
+def test_a_failing_run_without_views_asked_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ASKEW_TIMELINE", raising=False)
+    monkeypatch.delenv("ASKEW_TRACE_JSON", raising=False)
+    with pytest.raises(askew.SimulationFailure) as info:
+        askew.simulate(seed=3, iterations=1)(_failing_run)()
+    assert "timeline:" not in info.value.report  # type: ignore[attr-defined]
+
+
+def test_the_pytest_options_write_a_failing_runs_views(tmp_path: Path) -> None:
+    source = """
+        import askew
+
+        @askew.simulate(seed=5, iterations=1)
+        async def test_fails(world):
+            assert world.now < 0
+    """
+    proc = run_pytest(tmp_path, source, "--askew-timeline=views", "--askew-trace-json=t.json")
+    page = tmp_path / "views" / "test_fails-5.html"
+    assert f"timeline: {page}" in proc.stdout, proc.stdout
+    assert f"trace json: {tmp_path / 't.json'}" in proc.stdout
+    assert page.exists()
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+def test_views_leave_the_trace_of_the_run_unchanged(tmp_path: Path) -> None:
+    """The log's size is not part of the run: a timeline's run hashes alike."""
+    hashes: list[int] = []
+
+    async def run(world: Any) -> None:
+        await _known_run(world)
+        hashes.append(world.log.hash)
+
+    askew.Replay.run(run, seed=11)
+    askew.Replay.run(run, seed=11, timeline=str(tmp_path / "a.html"))
+    assert len(hashes) == 3 and len(set(hashes)) == 1  # the view's run is the third
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _open_in_chromium(page: Path) -> tuple[dict[str, Any], str]:
+    """What the page says it drew (its <pre id=summary>) once loaded in
+    headless Chromium, and the browser's log (console messages included)."""
+    browser = _chromium()
+    assert browser is not None
+    done = subprocess.run(
+        [browser, "--headless=new", "--no-sandbox", "--disable-gpu",
+         "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    summary = re.search(r'<pre id="summary">(.*?)</pre>', done.stdout, re.S)
+    assert summary is not None, done.stdout[-2000:]
+    return json.loads(summary.group(1)), done.stderr
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+def test_chromium_opens_the_timeline_and_draws_the_run(tmp_path: Path) -> None:
+    page, _trace = _views(tmp_path, _known_run)
+    data = _page_data(page)
+    delivered = sum(1 for m in data["messages"] if m[5] == "delivered")
+    drawn, stderr = _open_in_chromium(tmp_path / "run.html")
+    assert drawn["errors"] == []
+    assert drawn["lanes"] == 1 + 3  # the test body and one lane per node
+    assert drawn["arrows"] == delivered == len(RECEIVED)
+    # Every console message (console.error and uncaught exceptions included)
+    # reaches stderr as an INFO:CONSOLE line, its level not named: the page
+    # logs nothing, so there must be none.
+    console = [line for line in stderr.splitlines() if ":CONSOLE" in line]
+    assert console == []
+
+
+def test_the_screenshot_script_runs(tmp_path: Path) -> None:
+    if _chromium() is None:
+        pytest.skip("chromium is not installed (ci installs it)")
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "shot.png"
+    subprocess.run(
+        [sys.executable, str(root / "scripts" / "timeline_screenshot.py"), str(out)],
+        check=True, timeout=300, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_page_escapes_what_the_run_logged(tmp_path: Path) -> None:
+    async def run(world: Any) -> None:
+        world.log.emit("</script><b>x")
+
+    page = tmp_path / "p.html"
+    askew.Replay.run(run, seed=1, timeline=str(page))
+    text = page.read_text()
+    assert "</script><b>x" not in text
+    assert any("</script><b>x" in e[3] for e in _page_data(text)["events"])
+    assert _timeline.PAGE_EVENTS > 0
+
+
+async def _tcp_server(node: Any) -> None:
+    import asyncio
+
+    async def handle(reader: Any, writer: Any) -> None:
+        writer.write((await reader.readline()).upper())
+        writer.close()
+
+    await asyncio.start_server(handle, None, 6379)
+    await asyncio.sleep(3600)
+
+
+async def _tcp_client(node: Any) -> None:
+    import asyncio
+
+    reader, writer = await asyncio.open_connection("db", 6379)
+    writer.write(b"ping\n")
+    node.answer = await reader.readline()
+
+
+async def _tcp_run(world: Any) -> None:
+    world.spawn(_tcp_server, name="db")
+    client = world.spawn(_tcp_client)
+    await world.clock.advance(5)
+    assert client.answer == b"PING\n"
+
+
+def test_tcp_connections_and_segments_are_on_the_timeline(tmp_path: Path) -> None:
+    page, _trace = _views(tmp_path, _tcp_run)
+    data = _page_data(page)
+    kinds = {e[2] for e in data["events"]}
+    assert {"connect", "accept"} <= kinds
+    assert any(m[5] == "delivered" for m in data["messages"])  # the segments
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+def test_chromium_opens_the_timeline_of_100000_events(tmp_path: Path) -> None:
+    _views(tmp_path, _long_run)
+    drawn, _stderr = _open_in_chromium(tmp_path / "run.html")
+    assert drawn["errors"] == [] and drawn["pages"] > 1 and drawn["lanes"] == 2
