@@ -22,7 +22,7 @@ from asyncio import base_events, coroutines, events, futures, tasks
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
-from . import _core, _sockets
+from . import _core, _sockets, _udp
 from ._config import (
     GC_EVERY_STEPS,
     RunConfig,
@@ -70,6 +70,7 @@ _CONNECT_IGNORED = frozenset(
 _SERVE_IGNORED = frozenset(
     {"backlog", "start_serving", "reuse_address", "flags", "keep_alive", "proto"}
 )
+_DATAGRAM_IGNORED = frozenset({"proto", "flags", "allow_broadcast"})
 
 
 def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) -> None:
@@ -579,7 +580,17 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def create_datagram_endpoint(
         self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any
     ) -> Any:
-        _refuse(f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})", _IO_HINT)
+        call = f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})"
+        stack = self._tcp_stack(call, kwargs, _DATAGRAM_IGNORED)
+        return await _udp.create_datagram_endpoint(
+            stack,
+            protocol_factory,
+            local_addr,
+            remote_addr,
+            kwargs.get("family", 0),
+            kwargs.get("reuse_port"),
+            kwargs.get("allow_broadcast"),
+        )
 
     async def connect_accepted_socket(self, protocol_factory: Any, sock: Any, **kwargs: Any) -> Any:
         _refuse("connect_accepted_socket()", _IO_HINT)
