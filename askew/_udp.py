@@ -65,6 +65,8 @@ class Udp:
         self.bound: dict[tuple[int, int], list[DatagramEndpoint]] = {}
         self.next_port: dict[int, int] = {}
         self.used: dict[int, set[int]] = {}  # token -> ports bound
+        self.nodes: dict[str, int] = {}  # address -> node (node_of's cache)
+        self.names: dict[str, str] = {}  # host -> address, once resolved
         self.stats = stack.stats
         for name in COUNTERS:
             self.stats[name] = 0
@@ -86,6 +88,8 @@ class Udp:
         if not found:
             return []
         token = self.stack.token_of(node)
+        if len(found) == 1 and found[0].token == token and not found[0].closed:
+            return found  # the common case, without a new list
         live = [ep for ep in found if ep.token == token and not ep.closed]
         if len(live) != len(found):
             if live:
@@ -123,29 +127,41 @@ class Udp:
 
     # -- the wire -------------------------------------------------------------
 
+    def node_of(self, addr: str) -> int:
+        """The node that owns addr (a node's address, not loopback), cached:
+        addresses never move in a run. ENETUNREACH for no node."""
+        node = self.nodes.get(addr)
+        if node is None:
+            found = _node_of_address(addr)
+            if found is None or found >= len(self.stack.world._slots):
+                raise OSError(errno.ENETUNREACH, "Network is unreachable")
+            node = self.nodes[addr] = found
+        return node
+
     def send(self, ep: DatagramEndpoint, data: bytes, addr: str, port: int) -> None:
         """One datagram from ep to (addr, port): to a node, loopback or, with
         SO_BROADCAST, every node in id order (the sender's own included)."""
-        stack = self.stack
-        if addr == BROADCAST:
-            dsts = list(range(len(stack.world._slots)))
-        elif _is_loopback(addr) or addr == "0.0.0.0":
-            dsts = [ep.node]
-        else:
-            found = _node_of_address(addr)
-            if found is None or found >= len(stack.world._slots):
-                raise OSError(errno.ENETUNREACH, "Network is unreachable")
-            dsts = [found]
         src_addr = ep.local[0]
+        if addr == BROADCAST:
+            dsts = range(len(self.stack.world._slots))
+        elif _is_loopback(addr) or addr == "0.0.0.0":
+            dsts = range(ep.node, ep.node + 1)
+            if src_addr == "0.0.0.0":
+                src_addr = "127.0.0.1"
+        else:
+            node = self.node_of(addr)
+            dsts = range(node, node + 1)
         if src_addr == "0.0.0.0":
-            src_addr = "127.0.0.1" if _is_loopback(addr) else address_of(ep.node)
-        self.stats["udp_bytes"] += len(data)
+            src_addr = address_of(ep.node)
+        stats = self.stats
+        stats["udp_bytes"] += len(data)
+        stats["udp_sent"] += len(dsts)
+        send_segment = self.stack.wire.send_segment
         for dst in dsts:
             seg = _Segment(UDP, ep, None, 0, data)
             seg.src_addr = (src_addr, ep.local[1])
             seg.to = (addr, port) if addr != BROADCAST else (address_of(dst), port)
-            self.stats["udp_sent"] += 1
-            stack.wire.send_segment(ep.token, dst, seg)
+            send_segment(ep.token, dst, seg)
 
     def arrive(self, seg: _Segment, outcome: int, delivered: bool) -> None:
         """The C network's callback for a UDP or ICMP segment that came due;
@@ -158,8 +174,7 @@ class Udp:
                 ep.refused()
             return
         addr, port = seg.to
-        node = _node_of_address(addr) if not _is_loopback(addr) else seg.src.node
-        assert node is not None
+        node = seg.src.node if _is_loopback(addr) else self.node_of(addr)
         ep = self.find(node, addr, port, seg.src_addr)
         if ep is None:
             self.stats["udp_no_port"] += 1
@@ -295,7 +310,10 @@ class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
             host = BROADCAST
         if host == BROADCAST and not self.broadcast:
             raise PermissionError(errno.EACCES, "Permission denied")
-        a = host if host == BROADCAST else self.stack.names.host_to_addr(host)
+        a = self.udp.names.get(host)
+        if a is None:
+            a = host if host == BROADCAST else self.stack.names.host_to_addr(host)
+            self.udp.names[host] = a  # names never change in a run
         if not self.alive():
             return  # a dead incarnation's socket sends nothing
         self.udp.send(self, data, a, port)
