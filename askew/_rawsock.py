@@ -26,6 +26,10 @@ from ._world import _node_var
 
 _RealSocket = socket.socket
 _TYPE_MASK = ~(getattr(socket, "SOCK_NONBLOCK", 0) | getattr(socket, "SOCK_CLOEXEC", 0))
+_BLOCKING = frozenset(
+    {"accept", "connect", "connect_ex", "recv", "recv_into", "recvfrom", "recvfrom_into"}
+    | {"recvmsg", "send", "sendall", "sendto", "sendmsg", "sendfile"}
+)
 RECV_MAX = 65536  # receive queue, in bytes, before the connection stops reading
 
 
@@ -127,6 +131,17 @@ class RawSocket(_sockets.SimSocket):
 
     def settimeout(self, value: Any) -> None:
         pass
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _BLOCKING:
+            from ._loop import _raise_refusal
+
+            _raise_refusal(
+                f"socket.{name}() on a simulated socket would block the loop. Use "
+                f"the loop's methods (loop.sock_{'connect' if name == 'connect_ex' else name}"
+                "(sock, ...)), or a transport."
+            )
+        raise AttributeError(name)
 
     def bind(self, address: Any) -> None:
         self._check_open()

@@ -894,3 +894,13 @@ def test_socket_socket_from_the_test_body_is_still_a_real_socket_and_refused() -
 
     with pytest.raises(NondeterminismError, match="connect"):
         run_sim(body)
+
+
+def test_a_simulated_sockets_blocking_methods_are_refused_naming_the_loop_method() -> None:
+    async def talk(node: Any) -> None:
+        s = socket.socket()
+        await asyncio.get_running_loop().sock_connect(s, ("node-0", 7))
+        s.recv(10)
+
+    with pytest.raises(NondeterminismError, match=r"loop.sock_recv\(sock"):
+        run_nodes(raw_upper_server, client(talk))
