@@ -904,3 +904,29 @@ def test_a_simulated_sockets_blocking_methods_are_refused_naming_the_loop_method
 
     with pytest.raises(NondeterminismError, match=r"loop.sock_recv\(sock"):
         run_nodes(raw_upper_server, client(talk))
+
+
+_RAW_TALK = """
+async def talk(node):
+    loop = asyncio.get_running_loop()
+    s = socket.socket()
+    await loop.sock_connect(s, ("node-0", 7))
+    for i in range(30):
+        await loop.sock_sendall(s, b"%d," % i * 200)
+        await loop.sock_recv(s, 4096)
+
+"""
+# The TCP scenario with the upper-casing raw server and a raw client.
+_RAW_SCENARIO = (
+    _SCENARIO[: _SCENARIO.index("async def talk")]
+    .replace("import asyncio,", "import asyncio, socket,")
+    .replace("import echo_server", "import raw_upper_server as echo_server")
+    + _RAW_TALK
+    + _SCENARIO[_SCENARIO.index("async def body") :]
+)
+
+
+def test_low_level_sockets_give_the_same_trace_across_processes_and_hash_seeds() -> None:
+    first, second = json_in_hash_seeds(_RAW_SCENARIO, hash_seeds=("0", "4242"))
+    assert first == second
+    assert first[0] != first[1]
