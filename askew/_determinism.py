@@ -40,7 +40,7 @@ import threading
 import time
 from typing import Any, NoReturn
 
-from . import _core, _sockets
+from . import _core, _rawsock, _sockets
 from .errors import NondeterminismError
 
 _virtual: Any = _core.virtual
@@ -402,6 +402,8 @@ class Scope:
                         _IO_HINT,
                     ),
                 )
+        # A world's node gets simulated sockets (askew/_rawsock.py).
+        names.set(socket, "socket", _rawsock.SocketType)
         for name in _RESOLVER_NAMES:
             refusing = _refusing(
                 f"socket.{name}()", getattr(socket, name), "would send a real DNS query", _IO_HINT

@@ -22,7 +22,7 @@ from asyncio import base_events, coroutines, events, futures, tasks
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
-from . import _core, _sockets
+from . import _core, _rawsock, _sockets, _udp
 from ._config import (
     GC_EVERY_STEPS,
     RunConfig,
@@ -70,6 +70,13 @@ _CONNECT_IGNORED = frozenset(
 _SERVE_IGNORED = frozenset(
     {"backlog", "start_serving", "reuse_address", "flags", "keep_alive", "proto"}
 )
+_DATAGRAM_IGNORED = frozenset({"proto", "flags", "allow_broadcast"})
+
+
+def _simulated(sock: Any, call: str) -> None:
+    """A real socket is refused; only askew's simulated ones are served."""
+    if not isinstance(sock, _rawsock.RawSocket):
+        _refuse(call, _IO_HINT)
 
 
 def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) -> None:
@@ -579,7 +586,17 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def create_datagram_endpoint(
         self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any
     ) -> Any:
-        _refuse(f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})", _IO_HINT)
+        call = f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})"
+        stack = self._tcp_stack(call, kwargs, _DATAGRAM_IGNORED)
+        return await _udp.create_datagram_endpoint(
+            stack,
+            protocol_factory,
+            local_addr,
+            remote_addr,
+            kwargs.get("family", 0),
+            kwargs.get("reuse_port"),
+            kwargs.get("allow_broadcast"),
+        )
 
     async def connect_accepted_socket(self, protocol_factory: Any, sock: Any, **kwargs: Any) -> Any:
         _refuse("connect_accepted_socket()", _IO_HINT)
@@ -610,41 +627,56 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             "A subprocess runs outside the simulation: fake it with a node, or run it outside.",
         )
 
+    # A simulated socket (askew/_rawsock.py: socket.socket() on a world's
+    # node) is served; anything else is a real fd and refused as before.
+
     def add_reader(self, fd: Any, callback: Any, *args: Any) -> None:
-        _refuse(f"add_reader({fd!r})", "File descriptors are real I/O. " + _IO_HINT)
+        if not isinstance(fd, _rawsock.RawSocket):
+            _refuse(f"add_reader({fd!r})", "File descriptors are real I/O. " + _IO_HINT)
+        _rawsock.watch(fd, "r", callback, args)
 
     def add_writer(self, fd: Any, callback: Any, *args: Any) -> None:
-        _refuse(f"add_writer({fd!r})", "File descriptors are real I/O. " + _IO_HINT)
+        if not isinstance(fd, _rawsock.RawSocket):
+            _refuse(f"add_writer({fd!r})", "File descriptors are real I/O. " + _IO_HINT)
+        _rawsock.watch(fd, "w", callback, args)
 
     def remove_reader(self, fd: Any) -> bool:
-        return False  # nothing can have been added
+        return isinstance(fd, _rawsock.RawSocket) and _rawsock.unwatch(fd, "r")
 
     def remove_writer(self, fd: Any) -> bool:
-        return False
+        return isinstance(fd, _rawsock.RawSocket) and _rawsock.unwatch(fd, "w")
 
     async def sock_recv(self, sock: Any, nbytes: int) -> Any:
-        _refuse("sock_recv()", _IO_HINT)
+        _simulated(sock, "sock_recv()")
+        return await _rawsock.sock_recv(sock, nbytes)
 
     async def sock_recv_into(self, sock: Any, buf: Any) -> Any:
-        _refuse("sock_recv_into()", _IO_HINT)
+        _simulated(sock, "sock_recv_into()")
+        return await _rawsock.sock_recv_into(sock, buf)
 
     async def sock_recvfrom(self, sock: Any, bufsize: int) -> Any:
-        _refuse("sock_recvfrom()", _IO_HINT)
+        _simulated(sock, "sock_recvfrom()")
+        return await _rawsock.sock_recvfrom(sock, bufsize)
 
     async def sock_recvfrom_into(self, sock: Any, buf: Any, nbytes: int = 0) -> Any:
-        _refuse("sock_recvfrom_into()", _IO_HINT)
+        _simulated(sock, "sock_recvfrom_into()")
+        return await _rawsock.sock_recvfrom_into(sock, buf, nbytes)
 
     async def sock_sendall(self, sock: Any, data: Any) -> Any:
-        _refuse("sock_sendall()", _IO_HINT)
+        _simulated(sock, "sock_sendall()")
+        return await _rawsock.sock_sendall(sock, data)
 
     async def sock_sendto(self, sock: Any, data: Any, address: Any) -> Any:
-        _refuse("sock_sendto()", _IO_HINT)
+        _simulated(sock, "sock_sendto()")
+        return await _rawsock.sock_sendto(sock, data, address)
 
     async def sock_connect(self, sock: Any, address: Any) -> Any:
-        _refuse(f"sock_connect({address!r})", _IO_HINT)
+        _simulated(sock, f"sock_connect({address!r})")
+        return await _rawsock.sock_connect(sock, address)
 
     async def sock_accept(self, sock: Any) -> Any:
-        _refuse("sock_accept()", _IO_HINT)
+        _simulated(sock, "sock_accept()")
+        return await _rawsock.sock_accept(sock)
 
     async def sock_sendfile(
         self, sock: Any, file: Any, offset: int = 0, count: Any = None, *, fallback: bool = True

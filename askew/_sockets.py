@@ -57,6 +57,7 @@ _IN_FLIGHT, _DUPLICATED = 0, 1
 
 SYN, SYNACK, DATA, FIN, RST = range(5)
 _KIND_TEXT = ("SYN", "SYN-ACK", "DATA", "FIN", "RST")
+UDP, ICMP = 5, 6  # a datagram and a port unreachable (askew/_udp.py)
 
 _world: Any = None  # the running world, if any (begin/end)
 
@@ -235,8 +236,11 @@ def resolving(name: str, refusing: Callable[..., Any], in_run: Callable[[], bool
 class _Segment:
     """One TCP segment on the wire (its repr is what world.log shows)."""
 
-    __slots__ = ("acked", "data", "dst", "kind", "seq", "src", "tries")
+    # src_addr and to: a datagram's addresses (UDP and ICMP only).
+    __slots__ = ("acked", "data", "dst", "kind", "seq", "src", "src_addr", "to", "tries")
     src: Endpoint  # or a _Kernel, for a reset no endpoint sends
+    src_addr: tuple[str, int]
+    to: tuple[str, int]
 
     def __init__(self, kind: int, src: Any, dst: Endpoint | None, seq: int, data: bytes) -> None:
         self.kind = kind
@@ -249,6 +253,9 @@ class _Segment:
 
     def __repr__(self) -> str:
         s = self.src
+        if self.kind >= UDP:
+            what = f"len={len(self.data)}" if self.kind == UDP else "ICMP port-unreachable"
+            return f"udp {_ep(self.src_addr)}>{_ep(self.to)} {what}"
         if self.kind == SYN:
             there = s.remote
         else:
@@ -289,11 +296,14 @@ class Stack:
             ),
             0,
         )
+        self.udp: Any = None  # askew/_udp.py's Udp, once a run opens a datagram endpoint
         self.wire.set_segment_handler(_Segment, self._arrive)
 
     def close(self) -> None:
         self.wire.set_segment_handler(None, None)
         self.listeners.clear()
+        if self.udp is not None:
+            self.udp.bound.clear()
 
     # -- identity ----------------------------------------------------------
 
@@ -353,10 +363,13 @@ class Stack:
 
     def _arrive(self, seg: _Segment, outcome: int) -> None:
         """The C network's callback for every segment that came due."""
+        kind = seg.kind
+        if kind >= UDP:
+            self.udp.arrive(seg, outcome, outcome == _DELIVERED)
+            return
         if outcome != _DELIVERED:
             self._dropped(seg)
             return
-        kind = seg.kind
         dst = seg.dst
         if kind == DATA and dst is not None and not dst.dead and dst.alive():
             seg.acked = True  # the hot path: data for a live socket

@@ -657,7 +657,8 @@ def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
     t_ns, kind, node, peer, outcome, detail = entry
     name = _KIND_NAMES.get(kind, "event")
     if kind in (_NET_SEND, _NET_DELIVERY) and type(detail).__name__ == "_Segment":
-        name = "tcp"  # a segment of askew/_sockets.py on the C network
+        # a segment of askew/_sockets.py on the C network; kinds 5 and up are UDP's
+        name = "udp" if getattr(detail, "kind", 0) >= 5 else "tcp"
     if kind == _NET_SEND:
         text = f"{node} -> {peer}  {_short_repr(detail)}   {_outcome_name(outcome)}"
     elif kind == _NET_DELIVERY:

@@ -5,7 +5,9 @@ The same client and server coroutines (asyncio streams) run on both sides:
 - round trip: a client writes `ping\\n` and reads the server's `pong\\n`, N times
   on one connection (wall ns per round trip);
 - bulk: a client writes N bytes in 64 KiB writes and the server reads them to
-  EOF (wall ns per KiB, throughput in MiB/s).
+  EOF (wall ns per KiB, throughput in MiB/s);
+- UDP round trip: a client sends a `ping` datagram to an echo endpoint and
+  waits for the echo, N times (wall ns per round trip).
 
 Stock asyncio talks over real 127.0.0.1 sockets; askew runs one world with a
 server node and a client node (askew/_sockets.py: each segment crosses the C
@@ -98,7 +100,10 @@ def askew_side(handler, client, n: int):
         done: list[int] = []
 
         async def server_node(node) -> None:
-            await asyncio.start_server(handler, None, 7)
+            if handler is udp_serve:
+                await udp_serve(None, 7)
+            else:
+                await asyncio.start_server(handler, None, 7)
             await asyncio.sleep(1e9)
 
         async def client_node(node) -> None:
@@ -122,12 +127,66 @@ def askew_side(handler, client, n: int):
     return factory
 
 
-def side_by_side(title: str, workload: tuple, repeats: int, *, unit: str) -> list:
+class UdpEcho(asyncio.DatagramProtocol):
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def datagram_received(self, data: bytes, addr) -> None:
+        self.transport.sendto(data, addr)
+
+
+class UdpPinger(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.waiter: asyncio.Future[bytes] | None = None
+
+    def datagram_received(self, data: bytes, addr) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(data)
+
+
+async def udp_ping_client(host: str, port: int, n: int) -> int:
+    loop = asyncio.get_running_loop()
+    transport, proto = await loop.create_datagram_endpoint(UdpPinger, remote_addr=(host, port))
+    for _ in range(n):
+        proto.waiter = loop.create_future()
+        transport.sendto(b"ping")
+        await proto.waiter
+    transport.close()
+    return n
+
+
+def udp_stock_side(n: int):
+    def factory():
+        def run() -> int:
+            async def main() -> int:
+                loop = asyncio.get_running_loop()
+                server, _ = await loop.create_datagram_endpoint(
+                    UdpEcho, local_addr=("127.0.0.1", 0)
+                )
+                port = server.get_extra_info("sockname")[1]
+                try:
+                    return await udp_ping_client("127.0.0.1", port, n)
+                finally:
+                    server.close()
+
+            return asyncio.run(main())
+
+        return run
+
+    return factory
+
+
+async def udp_serve(host: object, port: int) -> None:
+    loop = asyncio.get_running_loop()
+    await loop.create_datagram_endpoint(UdpEcho, local_addr=("0.0.0.0", port))
+
+
+def side_by_side(
+    title: str, workload: tuple, repeats: int, *, unit: str, udp: bool = False
+) -> list:
     """Run `workload` (server handler, client, size) on both sides; print the table."""
-    results = compare(
-        [Side(STOCK, stock_side(*workload)), Side("askew", askew_side(*workload))],
-        repeats=repeats,
-    )
+    stock = udp_stock_side(workload[2]) if udp else stock_side(*workload)
+    results = compare([Side(STOCK, stock), Side("askew", askew_side(*workload))], repeats=repeats)
     print_table(title, results, unit=unit, reference=STOCK, rate=f"{unit}/s")
     return results
 
@@ -150,6 +209,13 @@ def main(argv: list[str] | None = None) -> int:
         repeats,
         unit="KiB",
     )
+    udp = side_by_side(
+        f"UDP request/response, {n:,} datagram round trips",
+        (udp_serve, udp_ping_client, n),
+        repeats,
+        unit="rtt",
+        udp=True,
+    )
     goals = [
         goal(
             "askew round trips per wall second >= 3x real loopback",
@@ -159,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         ),
     ]
     print_goals(goals)
-    write_json(args.json, "sockets", {"round_trip": rtt, "bulk": bulk}, goals)
+    write_json(
+        args.json, "sockets", {"round_trip": rtt, "bulk": bulk, "udp_round_trip": udp}, goals
+    )
     return 0
 
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import json_in_hash_seeds, run_sim
 
 import askew
+from askew._world import _node_var
 from askew.errors import NondeterminismError
 
 
@@ -770,3 +771,162 @@ def test_the_same_seed_gives_the_same_trace_across_processes_and_hash_seeds() ->
     first, second = json_in_hash_seeds(_SCENARIO, hash_seeds=("0", "4242"))
     assert first == second
     assert first[0] != first[1]  # and the seed does decide
+
+
+# ---- low-level socket methods on simulated sockets (askew/_rawsock.py) -----------------
+
+
+async def raw_upper_server(node: Any) -> None:
+    """socket.socket + sock_accept/sock_recv/sock_sendall: an upper-casing echo."""
+    loop = asyncio.get_running_loop()
+    listener = socket.socket()
+    listener.bind(("0.0.0.0", 7))
+    listener.listen()
+    node.listener = listener
+    node.tasks = []
+
+    async def serve(conn: Any) -> None:
+        while data := await loop.sock_recv(conn, 1024):
+            await loop.sock_sendall(conn, data.upper())
+        conn.close()
+
+    while True:
+        conn, _ = await loop.sock_accept(listener)
+        node.tasks.append(asyncio.create_task(serve(conn)))
+
+
+def test_a_nodes_socket_socket_is_simulated_and_the_sock_methods_talk_over_it() -> None:
+    async def talk(node: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        await loop.sock_connect(s, ("node-0", 7))
+        await loop.sock_sendall(s, b"hello" * 3000)
+        got = bytearray()
+        buf = bytearray(700)
+        while len(got) < 15000:
+            n = await loop.sock_recv_into(s, buf)
+            got += buf[:n]
+        s.close()
+        return bytes(got), s.fileno(), isinstance(s, socket.socket), s.getpeername()
+
+    got, fileno, is_socket, peer = run_nodes(raw_upper_server, client(talk))["result"]
+    assert got == b"HELLO" * 3000 and fileno == -1 and is_socket and peer == ("10.0.0.1", 7)
+
+
+def test_add_reader_on_a_simulated_socket_fires_while_it_is_readable_in_the_nodes_context() -> None:
+    async def talk(node: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        s = socket.socket()
+        await loop.sock_connect(s, ("node-0", 7))
+        fired: list[Any] = []
+        done = loop.create_future()
+
+        def readable() -> None:
+            fired.append(_node_var.get(None) >> askew._core.NODE_TOKEN_SHIFT)
+            if len(fired) == 3:  # level-triggered: fires again until read
+                loop.remove_reader(s)
+                done.set_result(None)
+
+        writable = loop.create_future()
+        loop.add_writer(s, lambda: (loop.remove_writer(s), writable.set_result(True)))
+        await writable
+        loop.add_reader(s, readable)
+        await loop.sock_sendall(s, b"x")
+        await done
+        return fired, await loop.sock_recv(s, 10), loop.remove_reader(s)
+
+    fired, data, removed = run_nodes(raw_upper_server, client(talk))["result"]
+    assert fired == [1, 1, 1] and data == b"X" and removed is False
+
+
+def test_low_level_datagrams_and_their_errors_are_as_on_linux() -> None:
+    async def talk(node: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind(("0.0.0.0", 5000))
+        other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with pytest.raises(OSError) as inuse:
+            other.bind(("127.0.0.1", 5000))
+        with pytest.raises(OSError) as big:
+            await loop.sock_sendto(u, b"x" * 65508, ("127.0.0.1", 5000))
+        await loop.sock_sendto(u, b"to me", ("127.0.0.1", 5000))
+        buf = bytearray(2)
+        n, addr = await loop.sock_recvfrom_into(u, buf)  # the rest of the datagram is cut
+        c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        await loop.sock_connect(c, ("node-0", 99))  # nobody there
+        await loop.sock_sendall(c, b"?")
+        with pytest.raises(ConnectionRefusedError):
+            await loop.sock_recv(c, 10)
+        u.close()
+        with pytest.raises(OSError) as closed:
+            await loop.sock_recv(u, 10)
+        return inuse.value.errno, big.value.errno, bytes(buf[:n]), addr, closed.value.errno
+
+    inuse, big, data, addr, closed = run_nodes(raw_upper_server, client(talk))["result"]
+    assert inuse == errno.EADDRINUSE and big == errno.EMSGSIZE and closed == errno.EBADF
+    assert data == b"to" and addr == ("127.0.0.1", 5000)
+
+
+def test_a_real_socket_stays_refused_by_the_low_level_methods() -> None:
+    real = socket.socket()  # made before the run: a real fd
+    try:
+
+        async def talk(node: Any) -> None:
+            await asyncio.get_running_loop().sock_recv(real, 10)
+
+        with pytest.raises(NondeterminismError, match="sock_recv"):
+            run_nodes(client(talk))
+
+        async def watch(node: Any) -> None:
+            asyncio.get_running_loop().add_reader(real, print)
+
+        with pytest.raises(NondeterminismError, match="add_reader"):
+            run_nodes(client(watch))
+    finally:
+        real.close()
+
+
+def test_socket_socket_from_the_test_body_is_still_a_real_socket_and_refused() -> None:
+    async def body(world: askew.World) -> None:
+        with socket.socket() as s:  # the preload, when loaded, refuses this already
+            assert not isinstance(s, askew._rawsock.RawSocket)
+            s.connect(("127.0.0.1", 9))
+
+    with pytest.raises(NondeterminismError, match="connect"):
+        run_sim(body)
+
+
+def test_a_simulated_sockets_blocking_methods_are_refused_naming_the_loop_method() -> None:
+    async def talk(node: Any) -> None:
+        s = socket.socket()
+        await asyncio.get_running_loop().sock_connect(s, ("node-0", 7))
+        s.recv(10)
+
+    with pytest.raises(NondeterminismError, match=r"loop.sock_recv\(sock"):
+        run_nodes(raw_upper_server, client(talk))
+
+
+_RAW_TALK = """
+async def talk(node):
+    loop = asyncio.get_running_loop()
+    s = socket.socket()
+    await loop.sock_connect(s, ("node-0", 7))
+    for i in range(30):
+        await loop.sock_sendall(s, b"%d," % i * 200)
+        await loop.sock_recv(s, 4096)
+
+"""
+# The TCP scenario with the upper-casing raw server and a raw client.
+_RAW_SCENARIO = (
+    _SCENARIO[: _SCENARIO.index("async def talk")]
+    .replace("import asyncio,", "import asyncio, socket,")
+    .replace("import echo_server", "import raw_upper_server as echo_server")
+    + _RAW_TALK
+    + _SCENARIO[_SCENARIO.index("async def body") :]
+)
+
+
+def test_low_level_sockets_give_the_same_trace_across_processes_and_hash_seeds() -> None:
+    first, second = json_in_hash_seeds(_RAW_SCENARIO, hash_seeds=("0", "4242"))
+    assert first == second
+    assert first[0] != first[1]
