@@ -40,6 +40,7 @@ from ._config import (
     env_knobs,
     env_seed,
     env_seeds,
+    env_shrink,
     env_trace,
     knob_text,
     parse_positive_int,
@@ -110,6 +111,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --askew-wrap: run every test that makes a SimLoop under N base seeds "
         "and report each failing seed with its replay command (as ASKEW_SEEDS)",
     )
+    _add_shrink_options(group)
     for name, option in _KNOB_OPTIONS.items():
         metavar, text = _KNOB_HELP[name]
         group.addoption(
@@ -118,6 +120,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             metavar=metavar,
             help=f"with --askew-wrap: {text} (as {KNOBS[name][0]})",
         )
+
+
+def _add_shrink_options(group: Any) -> None:
+    """Fault analysis and shrinking after a failure, and the seed database."""
+    group.addoption(
+        "--askew-shrink",
+        default=None,
+        metavar="0|1",
+        help="after a failure, re-run its seed without each fault and shrink its fault set "
+        "(default 1 under pytest; as ASKEW_SHRINK)",
+    )
+    group.addoption(
+        "--askew-shrink-seconds",
+        default=None,
+        metavar="SECONDS",
+        help="wall-time budget of that analysis per failure (default 10; as ASKEW_SHRINK_SECONDS)",
+    )
+    group.addoption(
+        "--askew-db",
+        default=None,
+        metavar="PATH|off",
+        help="where failing seeds are remembered and tried first next time "
+        "(default .askew/ in the rootdir; as ASKEW_DB)",
+    )
+
+
+def _configure_shrink(config: pytest.Config) -> None:
+    for option, variable in (
+        ("askew_shrink", "ASKEW_SHRINK"),
+        ("askew_shrink_seconds", "ASKEW_SHRINK_SECONDS"),
+        ("askew_db", "ASKEW_DB"),
+    ):
+        text = config.getoption(option, None)
+        if text is not None:
+            os.environ[variable] = str(text)
+    env_shrink()  # a bad value is one usage error now, not one per failure
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -133,6 +171,7 @@ def _configure(config: pytest.Config) -> None:
     config.pluginmanager.register(progress, _PLUGIN_NAME + "-progress")
     _runner.observer = progress
     _configure_report(config)
+    _configure_shrink(config)
     seed = config.getoption("askew_seed", None)
     iterations = config.getoption("askew_iterations", None)
     if seed is not None:

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import inspect
 import io
 import os
 import traceback
 import types
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from . import _buggify, _core, _swarm
+from . import _buggify, _core, _shrink, _swarm
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -42,6 +43,9 @@ from ._config import (
     env_iterations,
     env_knobs,
     env_seed,
+    env_shrink,
+    env_suppress,
+    parse_suppress,
 )
 from ._determinism import scope
 from ._loop import SimLoop
@@ -205,10 +209,19 @@ class Replay:
     """Replay one seed of a simulated test."""
 
     @staticmethod
-    def run(test: Callable[..., Any], seed: int, *args: Any, **kwargs: Any) -> None:
+    def run(
+        test: Callable[..., Any],
+        seed: int,
+        *args: Any,
+        suppress: Iterable[int] = (),
+        **kwargs: Any,
+    ) -> None:
         """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
-        are ignored); raises SimulationFailure as the original did."""
+        are ignored); raises SimulationFailure as the original did.
+        suppress: the fault calls (by index, in order of occurrence) the run
+        skips, as a shrunk failure's report names them."""
         check_seed(seed)
+        skipped = parse_suppress(",".join(map(str, suppress)), "suppress")
         fn = getattr(test, "_askew_test", None)
         spec = getattr(test, "_askew_spec", None)
         if fn is not None and inspect.ismethod(test):  # Replay.run(TestX().test_y, ...)
@@ -220,7 +233,7 @@ class Replay:
                     f"function taking the world, got {test!r}"
                 )
             fn, spec = test, _Spec(None, 1, RunConfig(), False)
-        _sweep(fn, spec, args, kwargs, base=seed, iterations=1)
+        _sweep(fn, spec, args, kwargs, base=seed, iterations=1, suppress=skipped)
 
 
 def iteration_seed(base: int, i: int) -> int:
@@ -317,9 +330,12 @@ def _iteration(
     kwargs: dict[str, Any],
     check: bool,
     config: RunConfig,
+    suppress: frozenset[int] = frozenset(),
+    calls: list[tuple[float, str]] | None = None,
 ) -> SimulationFailure | None:
-    """Run iteration i (seed `seed`); its report if it failed. A determinism
-    check that finds two traces raises NondeterminismError."""
+    """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
+    its report if it failed, and the run's fault calls added to `calls`. A
+    determinism check that finds two traces raises NondeterminismError."""
     __tracebackhide__ = True
     run_config, drawn = config, None
     if config.swarm:  # the seed decides the configuration
@@ -327,16 +343,59 @@ def _iteration(
         run_config = _swarm.run_config(config, drawn)
         loop._config = run_config
         loop._apply_config()
-    outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn)
+    outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
     if check:
-        again = _run_once(loop, fn, seed, args, kwargs, check, drawn)
+        again = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
         if again.trace_hash != outcome.trace_hash:
             raise NondeterminismError(divergence(fn, seed, i, outcome, again))
     if outcome.failure is None:
         return None
+    if calls is not None:
+        calls.extend(outcome.fault_calls)
     failure = simulation_failure(fn, seed, i, outcome, run_config)
     failure.__cause__ = own_cause(outcome.failure)
+    if suppress:  # its replay names the calls it skipped
+        _set_replay(failure, _suppressed_replay(failure.replay, suppress))
     return failure
+
+
+def _suppressed_replay(replay: str, suppress: Iterable[int]) -> str:
+    """`replay` (a report's replay line) with the fault calls `suppress` skipped."""
+    listed = ",".join(map(str, sorted(suppress)))
+    if replay.endswith(")"):  # askew.Replay.run(test, seed=S)
+        return f"{replay[:-1]}, suppress=[{listed}])"
+    return f"ASKEW_SUPPRESS={listed} {replay}"
+
+
+def _set_replay(failure: SimulationFailure, replay: str) -> None:
+    failure.report = failure.report.replace(
+        f"\n  replay: {failure.replay}", f"\n  replay: {replay}"
+    )
+    failure.replay = replay
+
+
+def _analyse_faults(
+    failure: SimulationFailure,
+    calls: list[tuple[float, str]],
+    budget: float,
+    run: Callable[[frozenset[int]], SimulationFailure | None],
+) -> None:
+    """Which of the failing run's fault calls mattered, and a smaller fault
+    set that fails the same way (askew/_shrink.py), `run` re-running its
+    seed with some calls suppressed: the section goes into the report,
+    before the replay line."""
+    signature = failure_signature(failure)
+
+    def rerun(suppress: frozenset[int]) -> tuple[str | None, int]:
+        again = run(suppress)
+        if again is None:
+            return None, 0
+        return failure_signature(again), again.steps or 0
+
+    found = _shrink.analyse(rerun, calls, signature, failure.steps or 0, budget)
+    section = found.lines(_suppressed_replay(failure.replay, found.suppressed()))
+    mark = f"\n\n  replay: {failure.replay}"
+    failure.report = failure.report.replace(mark, "\n" + "\n".join(section) + mark)
 
 
 def _sweep(
@@ -347,8 +406,15 @@ def _sweep(
     *,
     base: int | None,
     iterations: int | None = None,
+    suppress: frozenset[int] | None = None,
 ) -> None:
     __tracebackhide__ = True
+    # A replay (Replay.run) names its suppressed calls and is not analysed.
+    budget = env_shrink() if suppress is None else 0.0
+    if suppress is None:
+        suppress = env_suppress()
+    if suppress:
+        budget = 0.0
     if base is None:
         base = env_seed()
         if base is None:
@@ -370,10 +436,22 @@ def _sweep(
                 watch.sweep_begins(fn, base, n)
             for i in range(n):
                 seed = iteration_seed(base, i)
-                failure = _iteration(loop, fn, seed, i, args, kwargs, check, config)
+                calls: list[tuple[float, str]] = []
+                failure = _iteration(
+                    loop, fn, seed, i, args, kwargs, check, config, suppress, calls
+                )
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
+                    if budget > 0 and calls:  # no faults: nothing to analyse
+                        _analyse_faults(
+                            failure,
+                            calls,
+                            budget,
+                            functools.partial(
+                                _iteration, loop, fn, seed, i, args, kwargs, False, config
+                            ),
+                        )
                     raise failure from failure.__cause__
         sweeps.last = (base, n)
     except KeyboardInterrupt as exc:
@@ -436,11 +514,12 @@ def _run_once(
     kwargs: dict[str, Any],
     want_events: bool = False,
     swarm: _swarm.SwarmDraw | None = None,
+    suppress: frozenset[int] = frozenset(),
 ) -> Outcome:
     __tracebackhide__ = True
     loop.reset(seed)
     scope.reseed(seed)
-    world = World(loop, seed)
+    world = World(loop, seed, suppress)
     _buggify.run_begins(world)
     if swarm is not None:
         _swarm.configure_world(world, swarm)
@@ -473,6 +552,7 @@ def _run_once(
     events = recent_events(loop, want_events) if failure is not None or want_events else None
     trace_hash = loop.trace_hash
     faults, faults_dropped = world.log._faults, world.log.faults_dropped
+    fault_calls = world._fault_calls
     teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
     if nodes is None and (teardown_error is not None or errors):
@@ -499,6 +579,7 @@ def _run_once(
         events,
         faults=faults,
         faults_dropped=faults_dropped,
+        fault_calls=fault_calls,
         nodes=nodes,
         spinning=spinning,
     )
