@@ -30,7 +30,7 @@ import _pytest
 import pluggy
 import pytest
 
-from . import _report, _runner, _wrap
+from . import _report, _runner, _seeddb, _wrap
 from ._config import (
     KNOBS,
     RunConfig,
@@ -170,8 +170,8 @@ def _configure(config: pytest.Config) -> None:
     progress = SweepProgress(config, _runner.observer)
     config.pluginmanager.register(progress, _PLUGIN_NAME + "-progress")
     _runner.observer = progress
+    _configure_shrink(config)  # first: the report plugin reads ASKEW_DB
     _configure_report(config)
-    _configure_shrink(config)
     seed = config.getoption("askew_seed", None)
     iterations = config.getoption("askew_iterations", None)
     if seed is not None:
@@ -389,12 +389,16 @@ class SimulatedReports:
         self.failed: dict[str, int] = dict(cache.get(_LF_KEY, {})) if cache is not None else {}
         self.replay_first = bool(config.getoption("lf", False)) and cache is not None
         self.changed = False
+        self.db = _seed_db(config)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         __tracebackhide__ = True
         simulated = getattr(getattr(item, "obj", None), "_askew_test", None) is not None
-        first = self.failed.get(item.nodeid) if self.replay_first and simulated else None
+        lf = self.failed.get(item.nodeid) if self.replay_first and simulated else None
+        first = [] if lf is None else [lf]
+        if self.db is not None and simulated:
+            first += [seed for seed in self.db.seeds(item.nodeid) if seed != lf]
         _runner.sweeps.begin(first)
         try:
             return (yield)
@@ -416,6 +420,8 @@ class SimulatedReports:
         failure = call.excinfo.value if call.excinfo is not None else None
         if isinstance(failure, SimulationFailure) and failure.seed is not None:
             report.user_properties.append(("askew_failed_seed", failure.seed))
+        if _runner.sweeps.passed:
+            report.user_properties.append(("askew_first_passed", list(_runner.sweeps.passed)))
         return report
 
     def pytest_report_teststatus(
@@ -431,7 +437,11 @@ class SimulatedReports:
         return "passed", ".", (word, {"green": True})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call" or self.cache is None:
+        if report.when != "call":
+            return
+        if self.db is not None and not hasattr(self.config, "workerinput"):
+            _remember(self.db, report)
+        if self.cache is None:
             return
         seed = dict(report.user_properties).get("askew_failed_seed")
         if seed is not None:
@@ -443,6 +453,25 @@ class SimulatedReports:
     def pytest_sessionfinish(self) -> None:
         if self.changed and self.cache is not None and not hasattr(self.config, "workerinput"):
             self.cache.set(_LF_KEY, self.failed)
+
+
+def _seed_db(config: pytest.Config) -> _seeddb.SeedDB | None:
+    """The session's seed database: --askew-db / ASKEW_DB, else .askew/ in
+    the rootdir unless pytest's cache is off (-p no:cacheprovider: a
+    session that keeps nothing across runs keeps no seeds either)."""
+    setting = os.environ.get("ASKEW_DB", "")
+    on = getattr(config, "cache", None) is not None
+    return _seeddb.locate(setting, config.rootpath, on)
+
+
+def _remember(db: _seeddb.SeedDB, report: pytest.TestReport) -> None:
+    """A simulated test's outcome into the seed database (under xdist, once,
+    in the controller, which sees every worker's reports)."""
+    props = dict(report.user_properties)
+    failed: Any = props.get("askew_failed_seed")
+    passed: Any = props.get("askew_first_passed", [])
+    if failed is not None or passed:
+        db.record(report.nodeid, None if failed is None else int(failed), list(passed))
 
 
 _NOT_USER = tuple(

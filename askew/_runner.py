@@ -161,9 +161,12 @@ def simulate(
                 if not args:
                     raise TypeError(f"{fn.__qualname__} is a test method: call it on an instance")
                 target, args = types.MethodType(fn, args[0]), args[1:]
-            if sweeps.first is not None and env_seed() is None:
-                # pytest --lf: the seed that failed last time, alone, first.
-                _sweep(target, spec, args, kwargs, base=sweeps.first, iterations=1)
+            if env_seed() is None:
+                # The seeds that failed before (pytest --lf's, then the seed
+                # database's), each alone, before the sweep.
+                for first in sweeps.first:
+                    _sweep(target, spec, args, kwargs, base=first, iterations=1)
+                    sweeps.passed.append(first)
             _sweep(target, spec, args, kwargs, base=None)
 
         # Copy the names by hand: functools.wraps would set __wrapped__, and
@@ -187,19 +190,21 @@ def simulate(
 
 class SweepRecord:
     """What the pytest plugin and a simulated test tell each other of the
-    test's sweep: a seed to run alone first (pytest --lf, the seed that
-    failed last time), and the (base seed, seeds run) of its last sweep that
-    passed, for its -v line. Outside pytest both stay None."""
+    test's sweep: the seeds to run alone first (pytest --lf's seed that
+    failed last time, then the seed database's, askew/_seeddb.py) and those
+    of them that passed, and the (base seed, seeds run) of its last sweep
+    that passed, for its -v line. Outside pytest all stay empty."""
 
     def __init__(self) -> None:
-        self.first: int | None = None
+        self.first: list[int] = []
+        self.passed: list[int] = []
         self.last: tuple[int, int] | None = None
 
-    def begin(self, first: int | None) -> None:
-        self.first, self.last = first, None
+    def begin(self, first: list[int]) -> None:
+        self.first, self.passed, self.last = first, [], None
 
     def end(self) -> None:
-        self.first = None
+        self.first = []
 
 
 sweeps = SweepRecord()
@@ -409,12 +414,10 @@ def _sweep(
     suppress: frozenset[int] | None = None,
 ) -> None:
     __tracebackhide__ = True
-    # A replay (Replay.run) names its suppressed calls and is not analysed.
-    budget = env_shrink() if suppress is None else 0.0
+    # A run with calls suppressed is a shrunk run's replay: not analysed again.
     if suppress is None:
         suppress = env_suppress()
-    if suppress:
-        budget = 0.0
+    budget = 0.0 if suppress else env_shrink()
     if base is None:
         base = env_seed()
         if base is None:

@@ -82,10 +82,10 @@ class Analysis:
         if n > _SHOWN:
             out.append(f"    ... {n - _SHOWN} more")
         if self.kept is not None and len(self.kept) < n:
-            kept = ", ".join(f"#{k}" for k in self.kept) or "no fault at all"
+            kept = ", ".join(f"#{k}" for k in self.kept)
+            kept = f"with only {kept}" if kept else "without any fault"
             out.append(
-                f"  shrunk: fails the same way with only {kept} "
-                f"(steps={self.kept_steps}, was {self.steps})"
+                f"  shrunk: fails the same way {kept} (steps={self.kept_steps}, was {self.steps})"
             )
             out.append(f"  replay shrunk: {replay}")
         elif self.kept is not None:
