@@ -117,3 +117,29 @@ def test_locate_reads_off_a_path_or_the_rootdir(tmp_path: Path) -> None:
     default = locate("", tmp_path, True)
     assert default is not None and default.root == tmp_path / ".askew"
     assert locate("", tmp_path, False) is None
+
+
+def test_lf_seed_runs_first_then_the_database_seeds_then_the_sweep(tmp_path: Path) -> None:
+    source = SOURCE.replace(
+        "    async def test_rare(world):\n",
+        "    async def test_rare(world):\n"
+        "        with open('ran', 'a') as f:\n"
+        "            f.write(f'{world.seed}\\n')\n",
+    )
+    (tmp_path / "test_mod.py").write_text(textwrap.dedent(source))
+    db = SeedDB(tmp_path / ".askew")
+    db.record(NODEID, 2, [])  # an older failure; base seed 2 itself passes
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASKEW_", "PYTEST_"))}
+
+    def session(*args: str) -> list[int]:
+        (tmp_path / "ran").unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "pytest", "-q", *args]
+        subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, check=False)
+        return [int(s) for s in (tmp_path / "ran").read_text().split()]
+
+    ran = session()
+    failing = ran[-1]
+    assert ran[0] == 2 and failing != 2  # the remembered seed first, then the sweep
+    assert db.seeds(NODEID) == [2, failing]
+    assert session("--lf")[:1] == [failing]  # --lf's seed before the database's
+    assert session()[:2] == [2, failing]  # without --lf: the database's, oldest first
