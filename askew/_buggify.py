@@ -207,6 +207,8 @@ def buggify(name: str, probability: float = 0.25) -> bool:
     point.state, out = _splitmix64(point.state)
     if p < 1.0 and out >= int(p * _TWO64):
         return False
+    if world._fault_call(f"buggify {name!r} fired"):
+        return False  # its draw is made all the same: later draws stay put
     point.fired += 1
     token = _node_var.get(None)
     node = -1 if token is None else token >> 32

@@ -468,6 +468,10 @@ ENV_VARIABLES = frozenset(
         "ASKEW_CHECK_DETERMINISM",
         "ASKEW_DEBUG",
         "ASKEW_PRELOAD_UNRESOLVED",
+        "ASKEW_SUPPRESS",
+        "ASKEW_SHRINK",
+        "ASKEW_SHRINK_SECONDS",
+        "ASKEW_DB",
         *(variable for variable, _parse in KNOBS.values()),
         # the Makefile's and the test suite's own
         "ASKEW_ASAN",
@@ -495,3 +499,39 @@ def unknown_env_variables() -> list[str]:
         hint = f"did you mean {names[close[0]]}?" if close else "askew ignores it"
         warnings.append(f"askew does not read the environment variable {name}: {hint}")
     return warnings
+
+
+# ---- shrinking and fault analysis (askew/_shrink.py) ----
+
+SHRINK_SECONDS_DEFAULT = 10.0  # the wall-time budget of one failure's analysis
+
+
+def parse_suppress(text: str, what: str) -> frozenset[int]:
+    """A set of fault-call indices written as text: "3,7" (empty: none)."""
+    out: set[int] = set()
+    for word in text.replace(" ", "").split(","):
+        if not word:
+            continue
+        index = _int_text(word)
+        if index is None or index < 0:
+            raise ValueError(f"{what} must be fault indices separated by commas, got {text!r}")
+        out.add(index)
+    return frozenset(out)
+
+
+def env_suppress() -> frozenset[int]:
+    """ASKEW_SUPPRESS: the fault calls a replayed run skips (askew/_shrink.py)."""
+    return parse_suppress(os.environ.get("ASKEW_SUPPRESS", ""), "ASKEW_SUPPRESS")
+
+
+def env_shrink() -> float:
+    """The wall-time budget in seconds for analysing a failure (0: none).
+
+    On by default under pytest only (PYTEST_CURRENT_TEST set); ASKEW_SHRINK=0
+    turns it off, ASKEW_SHRINK=1 on anywhere; ASKEW_SHRINK_SECONDS sets the
+    budget."""
+    raw = os.environ.get("ASKEW_SHRINK", "").strip()
+    on = parse_flag(raw, "ASKEW_SHRINK") if raw else "PYTEST_CURRENT_TEST" in os.environ
+    seconds = os.environ.get("ASKEW_SHRINK_SECONDS", "").strip()
+    budget = parse_seconds(seconds, "ASKEW_SHRINK_SECONDS") if seconds else SHRINK_SECONDS_DEFAULT
+    return budget if on else 0.0

@@ -30,7 +30,7 @@ import _pytest
 import pluggy
 import pytest
 
-from . import _report, _runner, _wrap
+from . import _report, _runner, _seeddb, _wrap
 from ._config import (
     KNOBS,
     RunConfig,
@@ -40,6 +40,7 @@ from ._config import (
     env_knobs,
     env_seed,
     env_seeds,
+    env_shrink,
     env_trace,
     knob_text,
     parse_positive_int,
@@ -111,6 +112,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --askew-wrap: run every test that makes a SimLoop under N base seeds "
         "and report each failing seed with its replay command (as ASKEW_SEEDS)",
     )
+    _add_shrink_options(group)
     for name, option in _KNOB_OPTIONS.items():
         metavar, text = _KNOB_HELP[name]
         group.addoption(
@@ -119,6 +121,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             metavar=metavar,
             help=f"with --askew-wrap: {text} (as {KNOBS[name][0]})",
         )
+
+
+def _add_shrink_options(group: Any) -> None:
+    """Fault analysis and shrinking after a failure, and the seed database."""
+    group.addoption(
+        "--askew-shrink",
+        default=None,
+        metavar="0|1",
+        help="after a failure, re-run its seed without each fault and shrink its fault set "
+        "(default 1 under pytest; as ASKEW_SHRINK)",
+    )
+    group.addoption(
+        "--askew-shrink-seconds",
+        default=None,
+        metavar="SECONDS",
+        help="wall-time budget of that analysis per failure (default 10; as ASKEW_SHRINK_SECONDS)",
+    )
+    group.addoption(
+        "--askew-db",
+        default=None,
+        metavar="PATH|off",
+        help="where failing seeds are remembered and tried first next time "
+        "(default .askew/ in the rootdir; as ASKEW_DB)",
+    )
+
+
+def _configure_shrink(config: pytest.Config) -> None:
+    for option, variable in (
+        ("askew_shrink", "ASKEW_SHRINK"),
+        ("askew_shrink_seconds", "ASKEW_SHRINK_SECONDS"),
+        ("askew_db", "ASKEW_DB"),
+    ):
+        text = config.getoption(option, None)
+        if text is not None:
+            os.environ[variable] = str(text)
+    env_shrink()  # a bad value is one usage error now, not one per failure
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -133,6 +171,7 @@ def _configure(config: pytest.Config) -> None:
     progress = SweepProgress(config, _runner.observer)
     config.pluginmanager.register(progress, _PLUGIN_NAME + "-progress")
     _runner.observer = progress
+    _configure_shrink(config)  # first: the report plugin reads ASKEW_DB
     _configure_report(config)
     _configure_views(config)
     seed = config.getoption("askew_seed", None)
@@ -382,12 +421,16 @@ class SimulatedReports:
         self.failed: dict[str, int] = dict(cache.get(_LF_KEY, {})) if cache is not None else {}
         self.replay_first = bool(config.getoption("lf", False)) and cache is not None
         self.changed = False
+        self.db = _seed_db(config)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         __tracebackhide__ = True
         simulated = getattr(getattr(item, "obj", None), "_askew_test", None) is not None
-        first = self.failed.get(item.nodeid) if self.replay_first and simulated else None
+        lf = self.failed.get(item.nodeid) if self.replay_first and simulated else None
+        first = [] if lf is None else [lf]
+        if self.db is not None and simulated:
+            first += [seed for seed in self.db.seeds(item.nodeid) if seed != lf]
         _runner.sweeps.begin(first)
         try:
             return (yield)
@@ -409,6 +452,8 @@ class SimulatedReports:
         failure = call.excinfo.value if call.excinfo is not None else None
         if isinstance(failure, SimulationFailure) and failure.seed is not None:
             report.user_properties.append(("askew_failed_seed", failure.seed))
+        if _runner.sweeps.passed:
+            report.user_properties.append(("askew_first_passed", list(_runner.sweeps.passed)))
         return report
 
     def pytest_report_teststatus(
@@ -424,7 +469,11 @@ class SimulatedReports:
         return "passed", ".", (word, {"green": True})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call" or self.cache is None:
+        if report.when != "call":
+            return
+        if self.db is not None and not hasattr(self.config, "workerinput"):
+            _remember(self.db, report)
+        if self.cache is None:
             return
         seed = dict(report.user_properties).get("askew_failed_seed")
         if seed is not None:
@@ -436,6 +485,25 @@ class SimulatedReports:
     def pytest_sessionfinish(self) -> None:
         if self.changed and self.cache is not None and not hasattr(self.config, "workerinput"):
             self.cache.set(_LF_KEY, self.failed)
+
+
+def _seed_db(config: pytest.Config) -> _seeddb.SeedDB | None:
+    """The session's seed database: --askew-db / ASKEW_DB, else .askew/ in
+    the rootdir unless pytest's cache is off (-p no:cacheprovider: a
+    session that keeps nothing across runs keeps no seeds either)."""
+    setting = os.environ.get("ASKEW_DB", "")
+    on = getattr(config, "cache", None) is not None
+    return _seeddb.locate(setting, config.rootpath, on)
+
+
+def _remember(db: _seeddb.SeedDB, report: pytest.TestReport) -> None:
+    """A simulated test's outcome into the seed database (under xdist, once,
+    in the controller, which sees every worker's reports)."""
+    props = dict(report.user_properties)
+    failed: Any = props.get("askew_failed_seed")
+    passed: Any = props.get("askew_first_passed", [])
+    if failed is not None or passed:
+        db.record(report.nodeid, None if failed is None else int(failed), list(passed))
 
 
 _NOT_USER = tuple(

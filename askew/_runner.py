@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import inspect
 import io
 import os
 import traceback
 import types
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from . import _buggify, _core, _swarm, _timeline
+from . import _buggify, _core, _shrink, _swarm, _timeline
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -42,7 +43,10 @@ from ._config import (
     env_iterations,
     env_knobs,
     env_seed,
+    env_shrink,
+    env_suppress,
     env_views,
+    parse_suppress,
 )
 from ._determinism import scope
 from ._loop import SimLoop
@@ -158,9 +162,12 @@ def simulate(
                 if not args:
                     raise TypeError(f"{fn.__qualname__} is a test method: call it on an instance")
                 target, args = types.MethodType(fn, args[0]), args[1:]
-            if sweeps.first is not None and env_seed() is None:
-                # pytest --lf: the seed that failed last time, alone, first.
-                _sweep(target, spec, args, kwargs, base=sweeps.first, iterations=1)
+            if env_seed() is None:
+                # The seeds that failed before (pytest --lf's, then the seed
+                # database's), each alone, before the sweep.
+                for first in sweeps.first:
+                    _sweep(target, spec, args, kwargs, base=first, iterations=1)
+                    sweeps.passed.append(first)
             _sweep(target, spec, args, kwargs, base=None)
 
         # Copy the names by hand: functools.wraps would set __wrapped__, and
@@ -184,19 +191,21 @@ def simulate(
 
 class SweepRecord:
     """What the pytest plugin and a simulated test tell each other of the
-    test's sweep: a seed to run alone first (pytest --lf, the seed that
-    failed last time), and the (base seed, seeds run) of its last sweep that
-    passed, for its -v line. Outside pytest both stay None."""
+    test's sweep: the seeds to run alone first (pytest --lf's seed that
+    failed last time, then the seed database's, askew/_seeddb.py) and those
+    of them that passed, and the (base seed, seeds run) of its last sweep
+    that passed, for its -v line. Outside pytest all stay empty."""
 
     def __init__(self) -> None:
-        self.first: int | None = None
+        self.first: list[int] = []
+        self.passed: list[int] = []
         self.last: tuple[int, int] | None = None
 
-    def begin(self, first: int | None) -> None:
-        self.first, self.last = first, None
+    def begin(self, first: list[int]) -> None:
+        self.first, self.passed, self.last = first, [], None
 
     def end(self) -> None:
-        self.first = None
+        self.first = []
 
 
 sweeps = SweepRecord()
@@ -212,13 +221,17 @@ class Replay:
         *args: Any,
         timeline: str | None = None,
         trace_json: str | None = None,
+        suppress: Iterable[int] = (),
         **kwargs: Any,
     ) -> None:
         """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
         are ignored); raises SimulationFailure as the original did.
         timeline / trace_json: write the run's HTML timeline / Chrome trace
-        JSON to these paths, whether it passes or fails."""
+        JSON to these paths, whether it passes or fails.
+        suppress: the fault calls (by index, in order of occurrence) the run
+        skips, as a shrunk failure's report names them."""
         check_seed(seed)
+        skipped = parse_suppress(",".join(map(str, suppress)), "suppress")
         fn = getattr(test, "_askew_test", None)
         spec = getattr(test, "_askew_spec", None)
         if fn is not None and inspect.ismethod(test):  # Replay.run(TestX().test_y, ...)
@@ -232,7 +245,7 @@ class Replay:
             fn, spec = test, _Spec(None, 1, RunConfig(), False)
         # Neither path given: a failure's views follow ASKEW_TIMELINE / _TRACE_JSON.
         views = None if timeline is None and trace_json is None else (timeline, trace_json)
-        _sweep(fn, spec, args, kwargs, base=seed, iterations=1, views=views)
+        _sweep(fn, spec, args, kwargs, base=seed, iterations=1, views=views, suppress=skipped)
 
 
 def iteration_seed(base: int, i: int) -> int:
@@ -330,9 +343,12 @@ def _iteration(
     check: bool,
     config: RunConfig,
     views: tuple[str | None, str | None] | None = None,
+    suppress: frozenset[int] = frozenset(),
+    calls: list[tuple[float, str]] | None = None,
 ) -> SimulationFailure | None:
-    """Run iteration i (seed `seed`); its report if it failed. A determinism
-    check that finds two traces raises NondeterminismError."""
+    """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
+    its report if it failed, and the run's fault calls added to `calls`. A
+    determinism check that finds two traces raises NondeterminismError."""
     __tracebackhide__ = True
     run_config, drawn = config, None
     if config.swarm:  # the seed decides the configuration
@@ -340,18 +356,22 @@ def _iteration(
         run_config = _swarm.run_config(config, drawn)
         loop._config = run_config
         loop._apply_config()
-    outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn)
+    outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
     if check:
-        again = _run_once(loop, fn, seed, args, kwargs, check, drawn)
+        again = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
         if again.trace_hash != outcome.trace_hash:
             raise NondeterminismError(divergence(fn, seed, i, outcome, again))
-    written = _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views)
+    written = _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
     if outcome.failure is None:
         return None
+    if calls is not None:
+        calls.extend(outcome.fault_calls)
     failure = simulation_failure(
         fn, seed, i, dataclasses.replace(outcome, views=written), run_config
     )
     failure.__cause__ = own_cause(outcome.failure)
+    if suppress:  # its replay names the calls it skipped
+        _set_replay(failure, _suppressed_replay(failure.replay, suppress))
     return failure
 
 
@@ -364,6 +384,7 @@ def _write_views(
     drawn: _swarm.SwarmDraw | None,
     outcome: Outcome,
     views: tuple[str | None, str | None] | None,
+    suppress: frozenset[int] = frozenset(),
 ) -> list[str]:
     """The timeline and trace JSON of this run, if asked for (Replay.run's
     paths, or for a failure ASKEW_TIMELINE / ASKEW_TRACE_JSON): the seed is
@@ -376,10 +397,49 @@ def _write_views(
         return []
     loop._log_keep(_timeline.TIMELINE_KEPT)
     try:
-        _run_once(loop, fn, seed, args, kwargs, False, drawn)
+        _run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
         return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views)
     finally:
         loop._log_keep(_timeline.LOG_KEPT)
+
+
+def _suppressed_replay(replay: str, suppress: Iterable[int]) -> str:
+    """`replay` (a report's replay line) with the fault calls `suppress` skipped."""
+    listed = ",".join(map(str, sorted(suppress)))
+    if replay.endswith(")"):  # askew.Replay.run(test, seed=S)
+        return f"{replay[:-1]}, suppress=[{listed}])"
+    return f"ASKEW_SUPPRESS={listed} {replay}"
+
+
+def _set_replay(failure: SimulationFailure, replay: str) -> None:
+    failure.report = failure.report.replace(
+        f"\n  replay: {failure.replay}", f"\n  replay: {replay}"
+    )
+    failure.replay = replay
+
+
+def _analyse_faults(
+    failure: SimulationFailure,
+    calls: list[tuple[float, str]],
+    budget: float,
+    run: Callable[[frozenset[int]], SimulationFailure | None],
+) -> None:
+    """Which of the failing run's fault calls mattered, and a smaller fault
+    set that fails the same way (askew/_shrink.py), `run` re-running its
+    seed with some calls suppressed: the section goes into the report,
+    before the replay line."""
+    signature = failure_signature(failure)
+
+    def rerun(suppress: frozenset[int]) -> tuple[str | None, int]:
+        again = run(suppress)
+        if again is None:
+            return None, 0
+        return failure_signature(again), again.steps or 0
+
+    found = _shrink.analyse(rerun, calls, signature, failure.steps or 0, budget)
+    section = found.lines(_suppressed_replay(failure.replay, found.suppressed()))
+    mark = f"\n\n  replay: {failure.replay}"
+    failure.report = failure.report.replace(mark, "\n" + "\n".join(section) + mark)
 
 
 def _sweep(
@@ -391,8 +451,13 @@ def _sweep(
     base: int | None,
     iterations: int | None = None,
     views: tuple[str | None, str | None] | None = None,
+    suppress: frozenset[int] | None = None,
 ) -> None:
     __tracebackhide__ = True
+    # A run with calls suppressed is a shrunk run's replay: not analysed again.
+    if suppress is None:
+        suppress = env_suppress()
+    budget = 0.0 if suppress else env_shrink()
     if base is None:
         base = env_seed()
         if base is None:
@@ -414,10 +479,32 @@ def _sweep(
                 watch.sweep_begins(fn, base, n)
             for i in range(n):
                 seed = iteration_seed(base, i)
-                failure = _iteration(loop, fn, seed, i, args, kwargs, check, config, views)
+                calls: list[tuple[float, str]] = []
+                failure = _iteration(
+                    loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls
+                )
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
+                    if budget > 0 and calls:  # no faults: nothing to analyse
+                        _analyse_faults(
+                            failure,
+                            calls,
+                            budget,
+                            # Re-runs draw no timeline: (None, None) asks for none.
+                            functools.partial(
+                                _iteration,
+                                loop,
+                                fn,
+                                seed,
+                                i,
+                                args,
+                                kwargs,
+                                False,
+                                config,
+                                (None, None),
+                            ),
+                        )
                     raise failure from failure.__cause__
         sweeps.last = (base, n)
     except KeyboardInterrupt as exc:
@@ -480,11 +567,12 @@ def _run_once(
     kwargs: dict[str, Any],
     want_events: bool = False,
     swarm: _swarm.SwarmDraw | None = None,
+    suppress: frozenset[int] = frozenset(),
 ) -> Outcome:
     __tracebackhide__ = True
     loop.reset(seed)
     scope.reseed(seed)
-    world = World(loop, seed)
+    world = World(loop, seed, suppress)
     _buggify.run_begins(world)
     if swarm is not None:
         _swarm.configure_world(world, swarm)
@@ -517,6 +605,7 @@ def _run_once(
     events = recent_events(loop, want_events) if failure is not None or want_events else None
     trace_hash = loop.trace_hash
     faults, faults_dropped = world.log._faults, world.log.faults_dropped
+    fault_calls = world._fault_calls
     teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
     if nodes is None and (teardown_error is not None or errors):
@@ -543,6 +632,7 @@ def _run_once(
         events,
         faults=faults,
         faults_dropped=faults_dropped,
+        fault_calls=fault_calls,
         nodes=nodes,
         spinning=spinning,
     )

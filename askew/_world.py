@@ -314,15 +314,21 @@ class _Partition:
     def __init__(self, world: World, groups: list[list[int]]) -> None:
         self._world = world
         self._groups = groups
+        self._suppressed = False
 
     def _apply(self) -> None:
         self._world._check_live()
-        self._world._wire.partition(self._groups)
         text = " | ".join("{" + ", ".join(map(str, g)) + "}" for g in self._groups)
+        # A suppressed partition also skips its heal: that heal would end
+        # other cuts, which the run without this partition never does.
+        self._suppressed = self._world._fault_call(f"partition {text}")
+        if self._suppressed:
+            return
+        self._world._wire.partition(self._groups)
         self._world.log._emit(_KIND_PARTITION, -1, f"partition {text}")
 
     def _heal(self) -> None:
-        if not self._world._ended:
+        if not self._world._ended and not self._suppressed:
             self._world.net.heal()
 
     async def __aenter__(self) -> _Partition:
@@ -364,6 +370,8 @@ class Network:
         w = self._world
         node_id = w._node_id(node, "isolate")
         w._check_live()
+        if w._fault_call(f"isolate {node_id}"):
+            return
         w._wire.isolate(node_id)
         w.log._emit(_KIND_PARTITION, node_id, f"isolate {node_id}")
 
@@ -372,6 +380,8 @@ class Network:
         w = self._world
         s, d = w._node_id(src, "cut"), w._node_id(dst, "cut")
         w._check_live()
+        if w._fault_call(f"cut {s} -> {d}"):
+            return
         w._wire.cut(s, d)
         w.log._emit(_KIND_PARTITION, -1, f"cut {s} -> {d}")
 
@@ -413,14 +423,15 @@ class Network:
             loss_ppm = _ppm(loss, "loss")
         if duplicate is not None:
             dup_ppm = _ppm(duplicate, "duplicate")
-        w._wire.configure(lo_ns, hi_ns, loss_ppm, dup_ppm, src, dst)
         where = "all links" if src < 0 else f"{src} -> {dst}"
-        w.log._emit(
-            _KIND_CONFIG,
-            -1,
+        text = (
             f"configure {where}: latency {lo_ns / 1e9:g}..{hi_ns / 1e9:g}s, "
-            f"loss {loss_ppm / _PPM:g}, duplicate {dup_ppm / _PPM:g}",
+            f"loss {loss_ppm / _PPM:g}, duplicate {dup_ppm / _PPM:g}"
         )
+        if w._fault_call(text):
+            return
+        w._wire.configure(lo_ns, hi_ns, loss_ppm, dup_ppm, src, dst)
+        w.log._emit(_KIND_CONFIG, -1, text)
 
     def stats(self) -> dict[str, int]:
         """Counts of messages sent, delivered and dropped by reason (TCP
@@ -452,6 +463,11 @@ class Faults:
         w = self._world
         node_id = w._node_id(node, "crash")
         w._check_live()
+        if not w._fault_call(f"crash {node_id}"):
+            self._crash(node_id)
+
+    def _crash(self, node_id: int) -> None:
+        w = self._world
         slot = w._slots[node_id]
         token = slot.token
         # Exactly this incarnation's tasks stop; kept alive until the run
@@ -475,8 +491,10 @@ class Faults:
         w = self._world
         node_id = w._node_id(node, "restart")
         w._check_live()
+        if w._fault_call(f"restart {node_id}"):
+            return
         if w._slots[node_id].token != -1:
-            self.crash(node_id)
+            self._crash(node_id)  # one fault: its crash is not counted apart
         w._wire.restart(node_id)
         w.log._emit(_KIND_RESTART, node_id, f"restart {node_id}")
         w._start(node_id)
@@ -497,7 +515,9 @@ class Faults:
         w._check_live()
         if w._slots[node_id].token == -1:
             raise ValueError(f"pause: node {node_id} is crashed; restart it first")
-        return _Pause(w, node_id, seconds)
+        span = "until resumed" if seconds is None else f"for {seconds:g}s"
+        suppressed = w._fault_call(f"pause {node_id} {span}")
+        return _Pause(w, node_id, seconds, span, suppressed)
 
     def skew(self, node: int | NodeHandle, *, offset: float = 0.0, drift: float = 0.0) -> None:
         """Step node's wall clock (time.time, datetime.now, CLOCK_REALTIME)
@@ -512,24 +532,32 @@ class Faults:
         if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not -1 < drift < 1:
             raise ValueError(f"drift must be a number in (-1, 1) seconds per second, got {drift!r}")
         w._check_live()
+        text = f"skew {node_id}: offset {offset:g}s drift {drift:g}"
+        if w._fault_call(text):
+            return
         w._loop._set_skew(node_id, round(offset * 1e9), round(drift * 1e9))
-        w.log._emit(_KIND_FAULT, node_id, f"skew {node_id}: offset {offset:g}s drift {drift:g}")
+        w.log._emit(_KIND_FAULT, node_id, text)
 
 
 class _Pause:
     """One stop-the-world pause of one node: over after its seconds, or at
     the end of an `async with` block, whichever comes first."""
 
-    def __init__(self, world: World, node_id: int, seconds: float | None) -> None:
+    def __init__(
+        self, world: World, node_id: int, seconds: float | None, span: str, suppressed: bool
+    ) -> None:
         self._world = world
         self._node_id = node_id
         self._token = world._slots[node_id].token
-        self._over = False
+        # A suppressed pause is over from the start: the node never stops.
+        self._over = suppressed
+        self._timer: Any = None
+        if suppressed:
+            return
         loop = world._loop
         until_ns = -1 if seconds is None else loop._now_ns + round(seconds * 1e9)
         self._timer = loop._pause(node_id, 1, until_ns, self._resume)
         world._pauses.append(self)
-        span = "until resumed" if seconds is None else f"for {seconds:g}s"
         world.log._emit(_KIND_FAULT, node_id, f"pause {node_id} {span}")
 
     @property
@@ -671,9 +699,14 @@ def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
 class World:
     """Everything a simulated test can do to its simulation."""
 
-    def __init__(self, loop: Any, seed: int) -> None:
+    def __init__(self, loop: Any, seed: int, suppress: frozenset[int] = frozenset()) -> None:
         self._loop = loop
         self.seed = seed
+        # Fault suppression (askew/_shrink.py): every fault call of the run,
+        # in order, as (virtual time, what); a call whose index is in
+        # `suppress` does nothing. Costs a list append per fault call.
+        self._suppress = suppress
+        self._fault_calls: list[tuple[float, str]] = []
         self._random: random.Random | None = None
         self.clock = Clock(self)
         self.net = Network(self)
@@ -720,6 +753,13 @@ class World:
     @property
     def nodes(self) -> list[NodeHandle]:
         return [s.handle for s in self._slots if s.handle is not None]
+
+    def _fault_call(self, text: str) -> bool:
+        """Count one fault call (`text` says what it does); whether this run
+        suppresses it."""
+        k = len(self._fault_calls)
+        self._fault_calls.append((self._loop._now_ns / 1e9, text))
+        return k in self._suppress
 
     def _check_live(self) -> None:
         if self._ended:

@@ -300,6 +300,10 @@ _REPORT = re.compile(
 (?P<nodes>(  +\d  alive    leader=\d\n){4})
   recent events
 (    \.\.\. earlier ones: .*\n)?(?P<events>(    {0,4}\d+\.\d{3}s  \S+\s+.*\n)+)
+  which faults mattered \(1 re-run\)
+    needed      #0     0\.000s  partition \{0, 1\} \| \{2, 3\}  \(passes without it\)
+  shrunk: every fault is needed
+
   replay: ASKEW_SEED=8 ASKEW_ITERATIONS=1 pytest '(?P<nodeid>[^']+)'(
   note: PYTHONHASHSEED is random .*)?$"""
 )

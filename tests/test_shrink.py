@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Which faults mattered, and shrinking (askew/_shrink.py): after a failure
+under pytest the seed is re-run with each fault call suppressed in turn,
+then with a one-minimal set of them kept; the report lists each fault with
+its verdict, and a shrunk run replays through ASKEW_SUPPRESS or
+Replay.run(..., suppress=[...])."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import askew
+from askew import _shrink
+from askew.errors import SimulationFailure
+
+pytestmark = pytest.mark.usefixtures("clean_env")
+
+
+async def _counter(node: Any) -> None:
+    node.got = 0
+    while True:
+        await node.recv()
+        node.got += 1
+
+
+async def _needs_the_cut(world: Any) -> None:
+    nodes = [world.spawn(_counter) for _ in range(3)]
+    world.faults.skew(2, offset=3.0)  # #0: not needed
+    world.net.cut(0, 1)  # #1: needed
+    world.faults.crash(2)  # #2: not needed
+    await world.clock.advance(1)
+    await nodes[0].send(1, "hello")
+    await world.clock.advance(1)
+    assert nodes[1].got == 1
+
+
+async def _needs_either(world: Any) -> None:
+    nodes = [world.spawn(_counter) for _ in range(3)]
+    world.net.cut(0, 1)  # #0: either this
+    world.faults.crash(2)  # #1: or this
+    await world.clock.advance(1)
+    await nodes[0].send(1, "a")
+    if world._slots[2].token != -1:
+        await nodes[2].send(1, "b")
+    await world.clock.advance(1)
+    assert nodes[1].got == 2
+
+
+def _failure(body: Any, monkeypatch: pytest.MonkeyPatch, **env: str) -> SimulationFailure:
+    monkeypatch.setenv("ASKEW_SHRINK", "1")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SimulationFailure) as info:
+        askew.simulate(seed=7, iterations=1)(body)()
+    return info.value
+
+
+def _section(report: str) -> list[str]:
+    """The report's "which faults mattered" section, its heading first."""
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  which faults mattered ("))
+    return lines[start : lines.index("", start)]
+
+
+def test_the_report_says_which_faults_mattered_and_shrinks_to_the_needed_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    failure = _failure(_needs_the_cut, monkeypatch)
+    section = _section(failure.report)
+    assert re.match(
+        r"    not needed  #0 +0\.000s  skew 2: offset 3s drift 0  \(fails the same", section[1]
+    )
+    assert re.match(r"    needed      #1 +0\.000s  cut 0 -> 1  \(passes without it\)", section[2])
+    assert re.match(r"    not needed  #2 +0\.000s  crash 2  \(fails the same", section[3])
+    assert re.match(r"  shrunk: fails the same way with only #1 \(steps=\d+, was \d+\)", section[4])
+    assert section[5].startswith("  replay shrunk: ASKEW_SUPPRESS=0,2 ASKEW_SEED=7 ")
+
+
+def test_faults_each_unneeded_alone_shrink_to_one_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    section = _section(_failure(_needs_either, monkeypatch).report)
+    assert section[1].startswith("    not needed  #0 ") and section[2].startswith(
+        "    not needed  #1 "
+    )
+    assert section[3].startswith("  shrunk: fails the same way with only #1 ")
+
+
+def test_the_shrunk_replay_reproduces_the_shrunk_run_exactly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    failure = _failure(_needs_the_cut, monkeypatch)
+    shrunk = re.search(r"with only #1 \(steps=(\d+), was", failure.report)
+    line = re.search(r"replay shrunk: ASKEW_SUPPRESS=([\d,]+) ASKEW_SEED=(\d+) ", failure.report)
+    assert shrunk and line, failure.report
+    suppress = [int(k) for k in line[1].split(",")]
+    test = askew.simulate(seed=7, iterations=1)(_needs_the_cut)
+    monkeypatch.setenv("ASKEW_SHRINK", "0")
+    hashes = []
+    for _ in range(2):
+        with pytest.raises(SimulationFailure) as info:
+            askew.Replay.run(test, seed=int(line[2]), suppress=suppress)
+        assert info.value.steps == int(shrunk[1])
+        hashes.append(info.value.trace_hash)
+    # The variables the report prints run the same run.
+    monkeypatch.setenv("ASKEW_SUPPRESS", line[1])
+    monkeypatch.setenv("ASKEW_SEED", line[2])
+    monkeypatch.setenv("ASKEW_ITERATIONS", "1")
+    with pytest.raises(SimulationFailure) as info:
+        test()
+    assert hashes == [info.value.trace_hash] * 2
+    # Its own report names the calls it skipped in its replay line.
+    assert f"replay: ASKEW_SUPPRESS={line[1]} ASKEW_SEED=7 " in info.value.report
+    assert "which faults mattered" not in info.value.report
+
+
+def test_a_suppressed_fault_call_does_nothing_and_later_calls_keep_their_numbers() -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(world: Any) -> None:
+        nodes = [world.spawn(_counter) for _ in range(2)]
+        world.faults.crash(0)  # #0
+        pause = world.faults.pause(1, 5.0)  # #1
+        seen["pause"] = pause.active
+        with world.partition({0}, {1}):  # #2, and its heal is not a fault
+            pass
+        seen["fired"] = askew.buggify("point", probability=1.0)  # #3 when the point is active
+        seen["alive"] = world._slots[0].token != -1
+        seen["calls"] = [text for _t, text in world._fault_calls]
+        del nodes
+
+    test = askew.simulate(seed=3, iterations=1)(body)
+    askew.Replay.run(test, seed=3, suppress=[0, 1])
+    assert seen["alive"] and not seen["pause"]
+    assert seen["calls"][:3] == ["crash 0", "pause 1 for 5s", "partition {0} | {1}"]
+    askew.Replay.run(test, seed=3)
+    assert not seen["alive"] and seen["pause"]
+
+
+def test_a_suppressed_buggify_firing_returns_false_and_keeps_later_draws() -> None:
+    fired: list[list[bool]] = []
+
+    async def body(world: Any) -> None:
+        fired.append([askew.buggify("p", probability=0.5) for _ in range(40)])
+
+    test = askew.simulate(seed=1, iterations=1)(body)
+    seed = next(s for s in range(200) if _active(test, s, fired))
+    plain = fired[-1]
+    first = plain.index(True)
+    askew.Replay.run(test, seed=seed, suppress=[0])
+    assert fired[-1] == [*plain[:first], False, *plain[first + 1 :]]
+
+
+def _active(test: Any, seed: int, fired: list[list[bool]]) -> bool:
+    askew.Replay.run(test, seed=seed)
+    return any(fired[-1])
+
+
+def test_no_analysis_runs_without_faults_or_with_ASKEW_SHRINK_0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def no_faults(world: Any) -> None:
+        world.spawn(_counter)
+        await world.clock.advance(1)
+        raise AssertionError("no fault here")
+
+    assert "which faults mattered" not in _failure(no_faults, monkeypatch).report
+    off = _failure(_needs_the_cut, monkeypatch, ASKEW_SHRINK="0")
+    assert "which faults mattered" not in off.report
+
+
+def test_a_passing_sweep_never_calls_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("analysed a passing run")
+
+    monkeypatch.setattr(_shrink, "analyse", refuse)
+    monkeypatch.setenv("ASKEW_SHRINK", "1")
+
+    async def faulty_but_fine(world: Any) -> None:
+        world.spawn(_counter)
+        world.faults.crash(0)
+        await world.clock.advance(1)
+
+    askew.simulate(seed=1, iterations=20)(faulty_but_fine)()
+
+
+def test_the_budget_bounds_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    failure = _failure(_needs_the_cut, monkeypatch, ASKEW_SHRINK_SECONDS="1e-9")
+    assert "  which faults mattered (0 re-runs, out of time)" in failure.report
+    assert "not tried" in failure.report and "shrunk:" not in failure.report
+
+
+def test_analyse_keeps_faults_needed_only_together() -> None:
+    # Fails (the same way) only while calls 1 and 3 both happen.
+    def rerun(suppress: frozenset[int]) -> tuple[str | None, int]:
+        return (None if suppress & {1, 3} else "E at x.py:1"), 10 - len(suppress)
+
+    found = _shrink.analyse(rerun, [(0.0, f"f{k}") for k in range(5)], "E at x.py:1", 10, 60.0)
+    assert found.kept == [1, 3] and found.suppressed() == [0, 2, 4]
+    assert [found.verdict(k)[0] for k in range(5)] == ["not needed", "needed"] * 2 + ["not needed"]
+    assert found.kept_steps == 7
+
+
+def test_a_fault_whose_absence_fails_otherwise_counts_as_needed() -> None:
+    def rerun(suppress: frozenset[int]) -> tuple[str | None, int]:
+        return ("KeyError at y.py:2" if 0 in suppress else "E at x.py:1"), 1
+
+    found = _shrink.analyse(rerun, [(1.5, "crash 1")], "E at x.py:1", 1, 60.0)
+    assert found.verdict(0) == ("needed", "fails otherwise without it: KeyError at y.py:2")
+
+
+def test_bad_suppress_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    test = askew.simulate(seed=1, iterations=1)(_needs_the_cut)
+    with pytest.raises(ValueError, match="suppress must be fault indices"):
+        askew.Replay.run(test, seed=1, suppress=[-1])
+    monkeypatch.setenv("ASKEW_SUPPRESS", "1,x")
+    with pytest.raises(ValueError, match="ASKEW_SUPPRESS must be fault indices"):
+        test()
