@@ -219,3 +219,17 @@ def test_bad_suppress_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("ASKEW_SUPPRESS", "1,x")
     with pytest.raises(ValueError, match="ASKEW_SUPPRESS must be fault indices"):
         test()
+
+
+def test_a_shrunk_replays_timeline_is_drawn_from_the_run_without_the_suppressed_calls(
+    tmp_path: Any,
+) -> None:
+    test = askew.simulate(seed=7, iterations=1)(_needs_the_cut)
+    with pytest.raises(SimulationFailure):
+        askew.Replay.run(test, seed=7, timeline=str(tmp_path / "all.html"))
+    # Without the cut (#1) the message is delivered and the run passes.
+    askew.Replay.run(test, seed=7, suppress=[1], timeline=str(tmp_path / "shrunk.html"))
+    whole = (tmp_path / "all.html").read_text()
+    shrunk = (tmp_path / "shrunk.html").read_text()
+    assert '"cut 0 -> 1"' in whole
+    assert '"cut 0 -> 1"' not in shrunk
