@@ -43,6 +43,10 @@ needs_313 = pytest.mark.skipif(sys.version_info < (3, 13), reason="needs Python 
 
 # A tiny delay: long enough to order timers on the stock loop, short enough to keep it fast.
 TICK = 0.001
+# Deadlines that order tasks on the stock loop are this far apart: a loaded
+# machine that deschedules the process for a few ms must not start a task
+# past every deadline.
+ORDER_TICK = 20 * TICK
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import TICK, cancel_once_started, settle, sleep_until
+from .conftest import ORDER_TICK, TICK, cancel_once_started, settle, sleep_until
 
 
 def test_gather_returns_results_in_argument_order(loop: asyncio.AbstractEventLoop) -> None:
@@ -136,7 +136,7 @@ def test_wait_with_a_timeout_leaves_pending_tasks_running(loop: asyncio.Abstract
 def test_as_completed_yields_in_completion_order(loop: asyncio.AbstractEventLoop) -> None:
     async def main() -> list[int]:
         base = loop.time()
-        aws = [sleep_until(base + n * TICK, result=n) for n in (5, 1, 3)]
+        aws = [sleep_until(base + n * ORDER_TICK, result=n) for n in (5, 1, 3)]
         return [await f for f in asyncio.as_completed(aws)]
 
     assert loop.run_until_complete(main()) == [1, 3, 5]

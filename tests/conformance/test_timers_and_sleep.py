@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 
-from .conftest import TICK, sleep_until, var
+from .conftest import ORDER_TICK, TICK, sleep_until, var
 
 
 def test_call_later_runs_after_the_delay(
@@ -133,9 +133,7 @@ def test_shorter_sleep_finishes_first(loop: asyncio.AbstractEventLoop) -> None:
     order: list[int] = []
 
     async def sleeper(base: float, n: int) -> None:
-        # 20 ms apart: a stock loop descheduled for a few ms under load must
-        # not start a sleeper past every deadline.
-        await sleep_until(base + n * 20 * TICK)
+        await sleep_until(base + n * ORDER_TICK)
         order.append(n)
 
     async def main() -> None:
