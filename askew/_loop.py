@@ -539,11 +539,12 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             _refuse(f"getnameinfo({sockaddr!r})", _IO_HINT)
         return stack.names.getnameinfo(sockaddr, flags)
 
-    def _tcp_stack(
+    def _socket_stack(
         self, call: str, kwargs: dict[str, Any], ignored: frozenset[str]
     ) -> _sockets.Stack:
-        """The running world's TCP; a refusal outside a world (a bare loop,
-        wrap mode) or for an option not built yet."""
+        """The running world's socket stack (TCP and UDP alike); a refusal
+        outside a world (a bare loop, wrap mode) or for an option not built
+        yet."""
         stack = _sockets.active(self)
         if stack is None:
             _refuse(call, _IO_HINT)
@@ -554,7 +555,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)"
-        stack = self._tcp_stack(call, kwargs, _CONNECT_IGNORED)
+        stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         return await _sockets.create_connection(
             stack, protocol_factory, host, port, kwargs.get("local_addr")
         )
@@ -563,7 +564,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_server({host!r}, {port!r}) (and asyncio.start_server)"
-        stack = self._tcp_stack(call, kwargs, _SERVE_IGNORED)
+        stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
         return await _sockets.create_server(
             stack,
             protocol_factory,
@@ -587,7 +588,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})"
-        stack = self._tcp_stack(call, kwargs, _DATAGRAM_IGNORED)
+        stack = self._socket_stack(call, kwargs, _DATAGRAM_IGNORED)
         return await _udp.create_datagram_endpoint(
             stack,
             protocol_factory,
