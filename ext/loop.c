@@ -6,6 +6,7 @@
  * never blocks. One loop is reset and reused across the iterations of a run. */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handle.h"
@@ -100,16 +101,11 @@ int64_t askew__loop_cpu_ns(struct askew_loop_state *self)
 static int charge_cpu(struct askew_loop_state *self, const askew_handle *h)
 {
     const size_t i = (size_t)(h->node + 1);
-    if (i >= self->cpu_len) {
-        const size_t len = i + 16;
-        struct askew_cpu *cpu = PyMem_Realloc(self->cpu, len * sizeof *cpu);
-        if (cpu == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        memset(cpu + self->cpu_len, 0, (len - self->cpu_len) * sizeof *cpu);
-        self->cpu = cpu;
-        self->cpu_len = len;
+    const int grown =
+        askew__grow((void **)&self->cpu, &self->cpu_len, i + 1, sizeof *self->cpu);
+    if (grown < 0) {
+        askew__raise_engine(grown, "growing the per-node CPU clocks");
+        return -1;
     }
     struct askew_cpu *c = &self->cpu[i];
     if (c->incarnation != h->incarnation) {
@@ -1098,7 +1094,7 @@ static void loop_dealloc(struct askew_loop_state *self)
     askew__log_free(&self->log);
     askew__skew_free(self);
     askew_sched_free(&self->sched);
-    PyMem_Free(self->cpu);
+    free(self->cpu);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }

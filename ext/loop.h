@@ -48,7 +48,7 @@ struct askew_loop_state {
         int64_t ns;
         uint32_t incarnation;
     } *cpu;
-    size_t cpu_len;
+    size_t cpu_len;              /* capacity: entries past the nodes seen are zero */
     askew_network *net;          /* strong; loop._net */
     struct askew_node_gate gate; /* set: callbacks carry the node they run as */
     struct askew_log log;
