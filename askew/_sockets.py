@@ -965,6 +965,10 @@ class Endpoint(_Owned, asyncio.Transport):
             if protocol is not None:
                 protocol.connection_lost(exc)
         finally:
+            # As asyncio's transports, let go of the protocol: the world log
+            # keeps recent segments, and through them their endpoints (a TLS
+            # protocol holds a 256 KiB buffer; askew/_tls.py).
+            self.protocol = None
             self._release()
             server = self.server
             if server is not None:
