@@ -461,3 +461,88 @@ def test_under_askew_exec_the_tls_bytes_themselves_replay_across_processes(
     first, second = json_in_hash_seeds(_SCENARIO, hash_seeds=("0", "4242"))
     assert first == second
     assert first[0] == first[2]  # ciphertext included: OpenSSL drew from the run's entropy
+
+
+_VALIDITY = """
+import asyncio, json, ssl, sys
+sys.path.insert(0, sys.argv[1])
+import askew
+from test_tls import PORT
+
+cert, key = sys.argv[2], sys.argv[3]
+def fresh_server():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+async def serve(node):
+    node.server = await asyncio.start_server(lambda r, w: None, None, PORT, ssl=fresh_server())
+    await asyncio.sleep(1e9)
+
+out = []
+async def talk(node):
+    ctx = ssl.create_default_context(cafile=cert)
+    try:
+        await asyncio.open_connection("node-0", PORT, ssl=ctx)
+        out.append("ok")
+    except ssl.SSLCertVerificationError as exc:
+        out.append(exc.verify_message)
+
+async def body(world):
+    world.spawn(serve)
+    world.spawn(talk)
+    await asyncio.sleep(5)
+
+askew.simulate(seed=1, iterations=1)(body)()
+print(json.dumps(out[0]))
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not _PRELOAD.is_file(),
+    reason="needs Linux and the built preload (run `make`)",
+)
+def test_certificates_are_checked_against_virtual_time_under_askew_exec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    # Issued yesterday by the host's clock: after the virtual epoch (2020).
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "node-0")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("node-0")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "c.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "c.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    seen = {}
+    for preload in (False, True):
+        if preload:
+            monkeypatch.setenv("LD_PRELOAD", str(_PRELOAD))
+        else:
+            monkeypatch.delenv("LD_PRELOAD", raising=False)
+        files = (str(tmp_path / "c.pem"), str(tmp_path / "c.key"))
+        seen[preload] = json_in_hash_seeds(_VALIDITY, *files, hash_seeds=("0",))[0]
+    # OpenSSL reads the clock in C: the host's without the preload, the
+    # run's virtual wall clock (2020-01-01 + run time) with it.
+    assert seen == {False: "ok", True: "certificate is not yet valid"}
