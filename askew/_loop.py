@@ -87,7 +87,7 @@ def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) 
             continue
         _refuse(
             call,
-            "Simulated TCP covers plain IPv4 streams; TLS, sock=, IPv6, reuse_port and "
+            "Simulated TCP covers IPv4 streams and TLS; sock=, IPv6, reuse_port and "
             "the like are not built yet (docs/sockets.md).",
             f"with {name}={value!r} is not simulated yet",
         )
