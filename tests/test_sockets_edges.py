@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import run_sim
 from test_sockets import Recorder, client, echo_server, run_nodes
-from test_tls import PORT, client_context, echo_once, tls_echo_server
+from test_tls import PORT, client_context, echo_once, silent_server, tls_echo_server
 
 import askew
 from askew import _sockets
@@ -42,15 +42,11 @@ def _leave_everything_open(seen: list[dict[str, Any]]) -> Any:
             world.net.isolate(0)
             node.stuck = asyncio.ensure_future(asyncio.open_connection("node-0", 7))
             node.half = asyncio.ensure_future(
-                asyncio.open_connection("node-2", 7, ssl=client_context())
+                asyncio.open_connection("node-2", PORT, ssl=client_context())
             )
             await asyncio.sleep(1e9)
 
-        async def silent(node: Any) -> None:  # node 2: TCP, never a TLS word
-            node.server = await asyncio.start_server(lambda r, w: None, None, 7)
-            await asyncio.sleep(1e9)
-
-        world.spawn(silent)
+        world.spawn(silent_server)  # node 2: TCP, never a TLS word
         handle = world.spawn(talk)
         await asyncio.sleep(2)
         stats = world.net.stats()

@@ -229,8 +229,11 @@ def test_loop_start_tls_with_a_protocol_returns_the_tls_transport() -> None:
 
 
 async def silent_server(node: Any) -> None:
-    """Accepts TCP and never says a word: a TLS handshake waits forever."""
-    node.server = await asyncio.start_server(lambda r, w: None, None, PORT)
+    """Accepts TCP and never says a word: a TLS handshake waits forever.
+    It keeps its writers: from 3.13 a StreamWriter closes its transport
+    when collected."""
+    node.writers = []
+    node.server = await asyncio.start_server(lambda r, w: node.writers.append(w), None, PORT)
     await asyncio.sleep(1e9)
 
 
@@ -476,7 +479,10 @@ def fresh_server():
     return ctx
 
 async def serve(node):
-    node.server = await asyncio.start_server(lambda r, w: None, None, PORT, ssl=fresh_server())
+    node.writers = []
+    node.server = await asyncio.start_server(
+        lambda r, w: node.writers.append(w), None, PORT, ssl=fresh_server()
+    )
     await asyncio.sleep(1e9)
 
 out = []
