@@ -155,14 +155,15 @@ async def create_connection(
 ) -> tuple[Any, Any]:
     """create_connection(ssl=...): TCP, then the handshake; returns once it
     is done, as asyncio's does (its failure closes the connection)."""
-    made: list[_Protocol] = []
+    # Made before the connect, so that bad timeouts fail before a
+    # connection exists; the user's protocol is made after it, as asyncio's.
+    protocol = _Protocol(stack, stack.loop, None, tls, False)
 
     def factory() -> _Protocol:
-        made.append(_Protocol(stack, stack.loop, protocol_factory(), tls, False))
-        return made[0]
+        protocol._set_app_protocol(protocol_factory())
+        return protocol
 
     transport, _ = await _sockets.create_connection(stack, factory, host, port, local_addr)
-    protocol = made[0]
     try:
         await protocol.askew_waiter
     except BaseException:

@@ -220,3 +220,21 @@ def test_tls_to_a_crashed_node_times_out_as_tcp_does() -> None:
 
     code, after = run_nodes(tls_echo_server, client(talk))["result"]
     assert code == errno.ETIMEDOUT and 127 <= after < 127 * 1.13
+
+
+def test_a_tls_server_closed_with_live_connections_leaves_them_open() -> None:
+    async def talk(node: Any) -> Any:
+        reader, writer = await asyncio.open_connection("node-0", PORT, ssl=client_context())
+        writer.write(b"one")
+        assert await reader.readexactly(3) == b"one"
+        server = node._askew_world.nodes[0].server
+        server.close()
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.open_connection("node-0", PORT, ssl=client_context())
+        writer.write(b"two")  # the accepted TLS connection lives on
+        got = await reader.readexactly(3)
+        writer.close()
+        await writer.wait_closed()
+        return got
+
+    assert run_nodes(tls_echo_server, client(talk))["result"] == b"two"

@@ -338,6 +338,7 @@ def test_bad_tls_arguments_fail_as_asyncio() -> None:
             await asyncio.open_connection(
                 "node-0", PORT, ssl=client_context(), ssl_handshake_timeout=0
             )
+        assert node._askew_world.net.stats()["tcp_connects"] == 0  # all before connecting
         return "ok"
 
     assert run_nodes(tls_echo_server, client(bad))["result"] == "ok"
