@@ -22,7 +22,7 @@ from asyncio import base_events, coroutines, events, futures, tasks
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
-from . import _core, _rawsock, _sockets, _udp
+from . import _core, _rawsock, _sockets, _tls, _udp
 from ._config import (
     GC_EVERY_STEPS,
     RunConfig,
@@ -87,7 +87,7 @@ def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) 
             continue
         _refuse(
             call,
-            "Simulated TCP covers plain IPv4 streams; TLS, sock=, IPv6, reuse_port and "
+            "Simulated TCP covers IPv4 streams and TLS; sock=, IPv6, reuse_port and "
             "the like are not built yet (docs/sockets.md).",
             f"with {name}={value!r} is not simulated yet",
         )
@@ -555,7 +555,12 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)"
+        tls = _tls.take_options(kwargs, host, server_side=False)  # TLS: askew/_tls.py
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
+        if tls is not None:
+            return await _tls.create_connection(
+                stack, protocol_factory, host, port, kwargs.get("local_addr"), tls
+            )
         return await _sockets.create_connection(
             stack, protocol_factory, host, port, kwargs.get("local_addr")
         )
@@ -564,7 +569,10 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_server({host!r}, {port!r}) (and asyncio.start_server)"
+        tls = _tls.take_options(kwargs, host, server_side=True)  # TLS: askew/_tls.py
         stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
+        if tls is not None:
+            protocol_factory = _tls.server_factory(stack, protocol_factory, tls)
         return await _sockets.create_server(
             stack,
             protocol_factory,
@@ -603,12 +611,19 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         _refuse("connect_accepted_socket()", _IO_HINT)
 
     async def sendfile(
-        self, transport: Any, file: Any, offset: int = 0, count: Any = None, **kwargs: Any
+        self,
+        transport: Any,
+        file: Any,
+        offset: int = 0,
+        count: Any = None,
+        *,
+        fallback: bool = True,
     ) -> Any:
-        _refuse("sendfile()", _IO_HINT)
+        # Simulated transports only exist inside a world (askew/_tls.py).
+        return await _tls.sendfile(self, transport, file, offset, count, fallback)
 
     async def start_tls(self, transport: Any, protocol: Any, sslcontext: Any, **kwargs: Any) -> Any:
-        _refuse("start_tls()", _IO_HINT)
+        return await _tls.start_tls(self, transport, protocol, sslcontext, **kwargs)
 
     async def connect_read_pipe(self, protocol_factory: Any, pipe: Any) -> Any:
         _refuse("connect_read_pipe()", _IO_HINT)

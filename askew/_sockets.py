@@ -556,6 +556,11 @@ class SimSocket:
 class Endpoint(_Owned, asyncio.Transport):
     """One end of a connection: the kernel's socket and asyncio's transport."""
 
+    # TLS and sendfile (askew/_tls.py): asyncio's start_tls and sendfile
+    # read these; a simulated socket's "native" sendfile is the block copy.
+    _start_tls_compatible = True
+    _sendfile_compatible = asyncio.constants._SendfileMode.TRY_NATIVE
+
     def __init__(
         self,
         stack: Stack,
@@ -936,12 +941,34 @@ class Endpoint(_Owned, asyncio.Transport):
             self.conn_lost += 1
             self.loop.call_soon(self._call_connection_lost, None, context=self.ctx)
 
+    def _force_close(self, exc: BaseException | None) -> None:
+        """TLS (askew/_tls.py): asyncio's SSLProtocol ends a connection on a
+        fatal error (handshake failed or timed out, shutdown timed out) with
+        this, as on its selector transport: the buffer is dropped, the socket
+        closed (a FIN) and connection_lost(exc) called."""
+        if self.conn_lost:
+            return
+        self.buf.clear()
+        if not self.closing:
+            self.closing = True
+            self.reading = False
+            self.stack.stats["tcp_closes"] += 1
+            self.stack.log(_KIND_CLOSE, self.node, f"close {_ep(self.local)} -> {_ep(self.remote)}")
+        if not self.fin_sent and not self.dead:
+            self._send_fin()
+        self.conn_lost += 1
+        self.loop.call_soon(self._call_connection_lost, exc, context=self.ctx)
+
     def _call_connection_lost(self, exc: BaseException | None) -> None:
         protocol = self.protocol
         try:
             if protocol is not None:
                 protocol.connection_lost(exc)
         finally:
+            # As asyncio's transports, let go of the protocol: the world log
+            # keeps recent segments, and through them their endpoints (a TLS
+            # protocol holds a 256 KiB buffer; askew/_tls.py).
+            self.protocol = None
             self._release()
             server = self.server
             if server is not None:

@@ -181,16 +181,16 @@ def test_a_socket_from_the_test_body_is_refused_since_only_nodes_have_addresses(
         run_sim(body)
 
 
-def test_tls_and_a_given_sock_are_refused_as_not_built_yet() -> None:
-    async def connect(node: Any) -> None:
-        await asyncio.open_connection("node-0", 7, ssl=True)
+def test_a_given_sock_is_refused_as_not_built_yet() -> None:
+    async def connect(node: Any) -> None:  # (TLS is built: tests/test_tls.py)
+        await asyncio.open_connection(sock=True)
 
     async def body(world: askew.World) -> None:
         world.spawn(echo_server)
         world.spawn(connect)
         await asyncio.sleep(1)
 
-    with pytest.raises(NondeterminismError, match="ssl=True is not simulated yet"):
+    with pytest.raises(NondeterminismError, match="sock=True is not simulated yet"):
         run_sim(body)
 
 
