@@ -18,6 +18,8 @@ Sides:
   `random`).
 - simloop 0.2 (3.12+): `simloop.explore(seeds)` with its default random
   policy.
+- On a bug of depth 3 or more, each peer's PCT too (simloom
+  `scheduler="pct:auto,d=3"`, simloop `policy="pct", pct_depth=3`).
 The peers run the same scenario through bench/bugs/_peers.py (askew's
 world API over their hosts and UDP endpoints, latency set to askew's
 default 1-10 ms). A bug a peer cannot express is listed with the reason.
@@ -74,13 +76,18 @@ def askew_attempt(module: Any, strategy: str, base: int, cap: int) -> int | None
     return None
 
 
-def peer_attempt(module: Any, peer: str, base: int, cap: int) -> int | None:
+def peer_attempt(module: Any, peer: str, base: int, cap: int, pct: bool = False) -> int | None:
+    """Runs the peer takes to the first failure (its default random
+    scheduler, or with `pct` its own PCT at the bug's depth), or None."""
     from bugs import _peers
 
     start = base * PEER_SEED_STRIDE
+    depth = module.PCT["pct_depth"]
     if peer == "simloom":
-        return _peers.simloom_first_failure(module, False, start, cap)
-    return _peers.simloop_first_failure(module, False, start, cap)
+        scheduler = f"pct:auto,d={depth}" if pct else None
+        return _peers.simloom_first_failure(module, False, start, cap, scheduler)
+    policy = "pct" if pct else "random"
+    return _peers.simloop_first_failure(module, False, start, cap, policy, depth)
 
 
 class Row:
@@ -109,11 +116,11 @@ class Row:
 
     def cells(self) -> str:
         if self.unavailable:
-            return f"{self.side:<11} {self.unavailable}"
+            return f"{self.side:<16} {self.unavailable}"
         runs = statistics.median(self.runs)
         if runs == math.inf:
             return (
-                f"{self.side:<11} not found within {self.cap:,} runs in "
+                f"{self.side:<16} not found within {self.cap:,} runs in "
                 f"{len(self.runs) - self.found} of {len(self.runs)} attempts"
             )
         wall = self.median_wall()
@@ -122,7 +129,7 @@ class Row:
         hi = max(self.runs)
         span = f"{lo:g}-{'miss' if hi == math.inf else f'{hi:g}'}"
         return (
-            f"{self.side:<11} {runs:>7g} runs ({span}), {wall * 1e3:>9.1f} ms, "
+            f"{self.side:<16} {runs:>7g} runs ({span}), {wall * 1e3:>9.1f} ms, "
             f"found {self.found}/{len(self.runs)}"
         )
 
@@ -138,11 +145,46 @@ class Row:
         }
 
 
-def measure(row: Row, attempt: Callable[[int], int | None], seeds: int) -> None:
+class _Empty:
+    """A test that passes at once: what an attempt costs before any bug."""
+
+    PCT = {"pct_depth": 1, "pct_steps": 10}
+
+    @staticmethod
+    async def scenario(world: Any, fixed: bool) -> None:
+        world.spawn(_idle)
+        await world.clock.advance(0.001)
+
+
+async def _idle(node: Any) -> None:
+    await node.recv()
+
+
+def fixed_costs(seeds: int, peers: bool) -> dict[str, float]:
+    """The median wall time of a one-run attempt at an empty test, per side:
+    the set-up and tear-down every attempt pays, whatever it finds."""
+    attempts: dict[str, Callable[[int], int | None]] = {
+        "askew": lambda b: askew_attempt(_Empty, "faithful", b, 1)
+    }
+    if peers:
+        for peer in PEERS:
+            attempts[peer] = lambda b, pe=peer: peer_attempt(_Empty, pe, b, 1)
+    # The empty test never fails: count each attempt as one run found.
+    rows = {side: Row(side, 1) for side in attempts}
+    measure([(rows[side], lambda b, f=f: f(b) or 1) for side, f in attempts.items()], seeds)
+    return {side: statistics.median(row.wall) for side, row in rows.items()}
+
+
+def measure(sides: list[tuple[Row, Callable[[int], int | None]]], seeds: int) -> None:
+    """Each base seed on every side in turn, so that the machine's load,
+    which moves by the minute here, falls on all sides alike."""
     for base in range(seeds):
-        start = time.perf_counter()
-        runs = attempt(base)
-        row.add(runs, time.perf_counter() - start)
+        for row, attempt in sides:
+            start = time.perf_counter()
+            runs = attempt(base)
+            row.add(runs, time.perf_counter() - start)
+        print(".", end="", flush=True)
+    print()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,33 +195,44 @@ def main(argv: list[str] | None = None) -> int:
     print_header("bench_bugs", args)
     seeds = args.seeds or (3 if args.quick else 20)
     cap_askew = 200 if args.quick else 2_000
-    cap_peer = 20 if args.quick else 200
+    cap_peer = 20 if args.quick else 100
     names = args.only.split(",") if args.only else list(bugs.CORPUS)
     note = peers_note()
     print(
         f"  median over {seeds} base seeds; caps: askew {cap_askew:,} runs, "
         f"peers {cap_peer:,} runs per attempt"
     )
+    costs = fixed_costs(seeds, note is None)
+    print(
+        "  fixed cost of an attempt (one passing run of a one-node test, median): "
+        + ", ".join(f"{side} {s * 1e3:.1f} ms" for side, s in costs.items())
+    )
     goals = []
-    doc: dict[str, Any] = {}
+    doc: dict[str, Any] = {"fixed_cost_s": costs}
     all_found = True
     for name in names:
         module = importlib.import_module(f"bugs.{name}")
         print(f"\n## {name}: {module.__doc__.splitlines()[0]}")
         rows: list[Row] = []
+        sides: list[tuple[Row, Callable[[int], int | None]]] = []
         for strategy in STRATEGIES:
             row = Row(f"askew {strategy}" if strategy != "faithful" else "askew", cap_askew)
-            measure(row, lambda b, s=strategy, m=module: askew_attempt(m, s, b, cap_askew), seeds)
             rows.append(row)
-        for peer in PEERS:
-            row = Row(peer, cap_peer)
+            sides.append((row, lambda b, s=strategy, m=module: askew_attempt(m, s, b, cap_askew)))
+        # PCT is the peers' answer to deep ordering bugs: on those, their PCT too.
+        deep = module.PCT["pct_depth"] >= 3
+        for peer, pct in [(p, False) for p in PEERS] + [(p, True) for p in PEERS if deep]:
+            row = Row(f"{peer} pct" if pct else peer, cap_peer)
+            rows.append(row)
             if note:
                 row.unavailable = "needs Python 3.12+"
             elif module.PEERS:
                 row.unavailable = f"cannot express it: {module.PEERS}"
             else:
-                measure(row, lambda b, pe=peer, m=module: peer_attempt(m, pe, b, cap_peer), seeds)
-            rows.append(row)
+                sides.append(
+                    (row, lambda b, pe=peer, m=module, x=pct: peer_attempt(m, pe, b, cap_peer, x))
+                )
+        measure(sides, seeds)
         for row in rows:
             print(f"  {row.cells()}")
         askew_wall = rows[0].median_wall()
