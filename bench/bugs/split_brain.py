@@ -30,15 +30,15 @@ def timeout() -> float:
 async def raft(node: Any, leaders: dict[int, set[int]], fixed: bool) -> None:
     term, voted_for, votes = 0, None, 0
     leader = node.id == 0
-    deadline = asyncio.get_running_loop().time() + timeout()
+    loop = asyncio.get_running_loop()
+    deadline = next_beat = loop.time()
+    deadline += timeout()
     while True:
-        loop = asyncio.get_running_loop()
-        if leader:
+        if leader and loop.time() >= next_beat:
             node.broadcast(("beat", term))
-            wait = HEARTBEAT
-        else:
-            wait = max(deadline - loop.time(), 0)
-        msg = await node.recv(timeout=wait)
+            next_beat = loop.time() + HEARTBEAT
+        wait = (next_beat if leader else deadline) - loop.time()
+        msg = await node.recv(timeout=max(wait, 0))
         if msg is None:
             if not leader:  # election timeout: stand for the next term
                 term += 1
@@ -68,6 +68,6 @@ async def scenario(world: Any, fixed: bool) -> None:
     nodes = [world.spawn(raft, leaders, fixed) for _ in range(N)]
     await world.clock.advance(0.1)
     world.faults.crash(nodes[0])
-    await world.clock.advance(2)
+    await world.clock.advance(1)
     split = {t: sorted(ids) for t, ids in leaders.items() if len(ids) > 1}
     assert not split, f"split brain: two leaders in one term {split}"
