@@ -114,7 +114,7 @@ class Row:
         m = statistics.median(self.wall)
         return None if m == math.inf else m
 
-    def cells(self) -> str:
+    def cells(self, fixed_cost: float) -> str:
         if self.unavailable:
             return f"{self.side:<16} {self.unavailable}"
         runs = statistics.median(self.runs)
@@ -128,9 +128,12 @@ class Row:
         lo = min(self.runs)
         hi = max(self.runs)
         span = f"{lo:g}-{'miss' if hi == math.inf else f'{hi:g}'}"
+        # What a run costs once the attempt's set-up is paid (an estimate:
+        # medians of wall time and of runs need not come from one attempt).
+        per_run = max(wall - fixed_cost, 0) / runs
         return (
             f"{self.side:<16} {runs:>7g} runs ({span}), {wall * 1e3:>9.1f} ms, "
-            f"found {self.found}/{len(self.runs)}"
+            f"found {self.found}/{len(self.runs)}; ~{per_run * 1e3:.2f} ms/run after set-up"
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -202,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         f"  median over {seeds} base seeds; caps: askew {cap_askew:,} runs, "
         f"peers {cap_peer:,} runs per attempt"
     )
-    costs = fixed_costs(seeds, note is None)
+    costs = fixed_costs(seeds, note is None) if names else {}
     print(
         "  fixed cost of an attempt (one passing run of a one-node test, median): "
         + ", ".join(f"{side} {s * 1e3:.1f} ms" for side, s in costs.items())
@@ -234,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         measure(sides, seeds)
         for row in rows:
-            print(f"  {row.cells()}")
+            print(f"  {row.cells(costs.get(row.side.split()[0], 0.0))}")
         askew_wall = rows[0].median_wall()
         all_found = all_found and askew_wall is not None
         for row in rows[len(STRATEGIES) :]:
