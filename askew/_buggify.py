@@ -258,18 +258,27 @@ def _fold() -> None:
 _LITERAL = re.compile(r"\b(buggify|sometimes)\(\s*(['\"])([^'\"\\\n]+)\2")
 
 
-def _written_names(fn: Any) -> tuple[set[str], set[str]]:
-    """The literal names of buggify and sometimes calls in fn's module."""
-    try:
-        module = sys.modules.get(getattr(fn, "__module__", "") or "")
-        source = inspect.getsource(module) if module is not None else ""
-    except (OSError, TypeError):
-        return set(), set()
-    points: set[str] = set()
-    marks: set[str] = set()
-    for kind, _quote, name in _LITERAL.findall(source):
-        (points if kind == "buggify" else marks).add(name)
-    return points, marks
+def _written_names(fn: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """The literal names of buggify and sometimes calls in fn's module,
+    read once per module and process (every sweep of a test asks)."""
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    if module is None:
+        return frozenset(), frozenset()
+    key = (module.__name__, getattr(module, "__file__", None))
+    names = _written.get(key)
+    if names is None:
+        try:
+            source = inspect.getsource(module)
+        except (OSError, TypeError):
+            source = ""
+        found: dict[str, set[str]] = {"buggify": set(), "sometimes": set()}
+        for kind, _quote, name in _LITERAL.findall(source):
+            found[kind].add(name)
+        names = _written[key] = (frozenset(found["buggify"]), frozenset(found["sometimes"]))
+    return names
+
+
+_written: dict[tuple[str, str | None], tuple[frozenset[str], frozenset[str]]] = {}
 
 
 def sweep_ends(fn: Any) -> Summary:

@@ -316,7 +316,13 @@ def _sweeping(
             "(do not call a simulated test from a simulated test)"
         )
     loop = SimLoop(base, config)
-    gc.collect()
+    # Garbage made before the sweep must not be finalized inside one of its
+    # runs. Freezing is what ensures it: the collector never scans frozen
+    # objects, so older cycles wait until the sweep ends. Only the young
+    # generations are collected first (a full collection of a large heap
+    # cost most of a one-run sweep); the old one is collected as usual
+    # between sweeps.
+    gc.collect(1)
     scope.enter()
     gc.freeze()  # what exists now is never scanned by the collections below
     try:
