@@ -27,6 +27,10 @@ extern "C" {
  * copy and its page cache counted apart) before a write or a truncate that
  * needs more fails with -ENOSPC. Set per disk with askew_disk_set_faults. */
 #define ASKEW_DISK_CAPACITY_DEFAULT (64ull << 20)
+/* Files and directories alive on one disk, and directory operations not
+ * yet durable, at once: ENOSPC past either (the rest of the memory bound). */
+#define ASKEW_DISK_FILES_MAX  (1u << 20)
+#define ASKEW_DISK_DIROPS_MAX (1u << 20)
 /* Open file handles of one disk at once (EMFILE past it). */
 #define ASKEW_DISK_HANDLES_MAX 65536
 /* A path component's longest name (ENAMETOOLONG), as on ext4. */
@@ -60,7 +64,7 @@ enum askew_disk_op {
  * scheduler's now_ns of the last change to the content or the entries. */
 struct askew_disk_stat {
     uint64_t ino;
-    uint64_t size;   /* a directory: its entry count * 32, as a stand-in */
+    uint64_t size;   /* a directory: 4096, as ext4 shows a small one */
     uint64_t blocks; /* 512-byte blocks: ceil(size / 512) */
     uint32_t mode;
     uint32_t nlink; /* 1 for a file; 2 + subdirectories for a directory */
@@ -189,7 +193,8 @@ int askew_disk_flags(const struct askew_disk *disk, int fh);
  *      ones, and the first k (in the order they were made) are replayed
  *      onto the durable entries: a prefix, never a hole;
  *   2. per file with unsynced changes, in inode order: one coin for its size
- *      (the current size kept, or the durable one), then one coin per dirty
+ *      when it differs from the durable one (the current size kept, or the
+ *      durable one), then one coin per dirty
  *      sector in ascending order (kept with probability 1/2), so a write
  *      can be torn and a later write can survive an earlier one.
  * Files no entry reaches any more are freed. The outcome is traced (one
