@@ -913,11 +913,11 @@ int askew_disk_list(struct askew_disk *disk, const char *path, askew_disk_dirent
 {
     int rc;
     const struct inode *dir = existing(disk, path, &rc);
-    if (dir && !dir->is_dir)
-        rc = -ENOTDIR;
-    traced(disk, ASKEW_DISK_OP_LIST, 0, rc ? rc : (int64_t)dir->ents.len);
-    if (rc)
-        return rc;
+    if (dir == NULL)
+        return (int)traced(disk, ASKEW_DISK_OP_LIST, 0, rc);
+    if (!dir->is_dir)
+        return (int)traced(disk, ASKEW_DISK_OP_LIST, 0, -ENOTDIR);
+    traced(disk, ASKEW_DISK_OP_LIST, 0, (int64_t)dir->ents.len);
     for (size_t i = 0; i < dir->ents.len; i++) {
         const struct inode *c = inode_get(disk, dir->ents.v[i].ino);
         rc = fn(ctx, dir->ents.v[i].name, c->ino, c->is_dir);
@@ -947,7 +947,8 @@ int askew_disk_flags(const struct askew_disk *disk, int fh)
 static void locks_drop(struct askew_disk *d, int fh)
 {
     /* The byte-range locks' place (disk.h): nothing to drop until then. */
-    (void)d, (void)fh;
+    (void)d;
+    (void)fh;
 }
 
 int askew_disk_close(struct askew_disk *disk, int fh)
