@@ -165,6 +165,7 @@ def _failed(nd: NodeDisk, exc: OSError, path: Any, what: str) -> OSError:
     if path is not None:
         exc.filename = path
     if exc.errno == errno.EIO and _world is not None and not _world._ended:
+        what = {"pread": "read", "pwrite": "write", "fdatasync": "fsync"}.get(what, what)
         _world.log._emit(_KIND_FAULT, nd.node, f"disk {nd.node}: EIO on {what}")
     return exc
 
