@@ -463,10 +463,10 @@ class SimFileIO(io.RawIOBase):
         return f"<askew SimFileIO name={self.name!r} mode={self.mode!r}>"
 
     def _live(self) -> int:
-        if self.closed:
-            raise ValueError("I/O operation on closed file")
         if self._nd.crashes != self._crashes:
             raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
         return self._handle
 
     def _call(self, what: str, *args: Any) -> Any:
@@ -516,7 +516,11 @@ class SimFileIO(io.RawIOBase):
     def write(self, b: Any) -> int:
         if not self._writable:
             raise io.UnsupportedOperation("write")
-        return int(self._call("pwrite", bytes(b)))
+        handle = self._live()
+        try:  # the hot path: no getattr, no copy (the binding takes a buffer)
+            return int(self._nd.disk.pwrite(handle, b))
+        except OSError as exc:
+            raise _failed(self._nd, exc, None, "write") from None
 
     def seek(self, pos: int, whence: int = 0) -> int:
         return int(self._call("lseek", pos, whence))
