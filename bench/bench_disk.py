@@ -27,9 +27,9 @@ import tempfile
 from _harness import (
     Side,
     Unavailable,
-    import_peer,
     askew_simulate,
     compare,
+    import_peer,
     parser,
     print_header,
     print_table,
