@@ -539,3 +539,22 @@ def test_a_disk_run_hashes_alike_in_processes_with_different_hash_seeds() -> Non
     results = json_in_hash_seeds(_CHILD, hash_seeds=("0", "1", "12345"))
     assert results[0] == results[1] == results[2]
     assert results[0][0] == disk_trace(1234)[0]
+
+
+def test_looking_at_a_disk_from_the_test_body_draws_no_fault() -> None:
+    async def body(world: askew.World) -> None:
+        async def node(n: Any) -> None:
+            with open(f"{MOUNT}/f", "wb") as f:
+                f.write(b"data")
+
+        h = world.spawn(node, disk=MOUNT)
+        await world.clock.advance(1)
+        world.faults.disk(h, eio_read=1.0, bitrot=1.0, latency=0.5)
+        t = world.now
+        view = world.disk(h)
+        assert view.read("/f") == b"data"
+        assert view.exists("/f") and view.listdir() == ["f"] and view.walk() == ["/f"]
+        assert world.now == t
+        assert world._disks[h.id].disk.get_faults()[0] == 1_000_000  # restored
+
+    run_sim(body)

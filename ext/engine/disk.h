@@ -205,7 +205,7 @@ int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *ou
  * Reserved for the LD_PRELOAD path (sqlite). To be added here and in
  * ext/engine/disk.c's "locks" section by that work: per inode, keyed by the
  * owner (process/handle), cleared by askew_disk_close and askew_disk_crash
- * (which call askew__disk_locks_drop, a no-op until then), traced as
+ * (which call locks_drop in disk.c, a no-op until then), traced as
  * ASKEW_DISK_OP_LOCK. */
 
 #ifdef __cplusplus
