@@ -42,7 +42,7 @@ _real = {
     name: getattr(os, name)
     for name in (
         "open close read write pread pwrite lseek fsync fdatasync ftruncate fstat stat lstat "
-        "rename replace remove unlink rmdir mkdir listdir scandir truncate"
+        "rename replace remove unlink rmdir mkdir listdir scandir truncate utime"
     ).split()
 }
 
@@ -297,6 +297,21 @@ def _path_call(name: str, what: str) -> Any:
     call.__name__ = name
     call.__doc__ = real.__doc__
     return call
+
+
+def _os_utime(path: Any, *args: Any, **kwargs: Any) -> None:
+    """os.utime under a mount: the file must exist; its times are the
+    disk's own (set by writes), so nothing else changes. pathlib's touch()
+    calls it."""
+    r = _route(path) if not isinstance(path, int) and not kwargs.get("dir_fd") else None
+    if r is None:
+        _real["utime"](path, *args, **kwargs)
+        return
+    nd, rel = r
+    try:
+        nd.disk.stat(rel)
+    except OSError as exc:
+        raise _failed(nd, exc, path, "utime") from None
 
 
 def _os_truncate(path: Any, length: int) -> None:
@@ -671,6 +686,7 @@ def install(names: NameSwap) -> None:
         "listdir": _os_listdir,
         "scandir": _os_scandir,
         "truncate": _os_truncate,
+        "utime": _os_utime,
         "symlink": _no_links("symlink"),
         "link": _no_links("link"),
     }

@@ -71,6 +71,9 @@ def test_open_os_and_pathlib_under_the_mount_reach_the_nodes_disk() -> None:
         assert os.listdir(MOUNT) == ["a.txt", "x"]
         assert [e.name for e in os.scandir(MOUNT)] == ["a.txt", "x"]
         assert sorted(q.name for q in pathlib.Path(MOUNT).iterdir()) == ["a.txt", "x"]
+        (pathlib.Path(MOUNT) / "x" / "t").touch()
+        (pathlib.Path(MOUNT) / "x" / "t").touch()  # exists: os.utime, then nothing
+        os.remove(f"{MOUNT}/x/t")
         with pytest.raises(FileExistsError):
             open(f"{MOUNT}/a.txt", "x")
         with open(f"{MOUNT}/log", "a") as f:
