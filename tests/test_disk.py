@@ -561,3 +561,28 @@ def test_looking_at_a_disk_from_the_test_body_draws_no_fault() -> None:
         assert world._disks[h.id].disk.get_faults()[0] == 1_000_000  # restored
 
     run_sim(body)
+
+
+async def _needs_the_disk_fault(world: askew.World) -> None:
+    async def writer(n: Any) -> None:
+        with open(f"{MOUNT}/f", "wb", buffering=0) as f:
+            await asyncio_sleep(0.5)
+            f.write(b"x")  # EIO when the fault is on: the node raises
+
+    h = world.spawn(writer, disk=MOUNT)
+    other = world.spawn(idle)
+    world.faults.crash(other)  # #0: not needed
+    world.faults.disk(h, eio_write=1.0)  # #1: needed
+    await world.clock.advance(1)
+
+
+def test_the_shrinker_suppresses_a_disk_fault_like_any_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ASKEW_SHRINK", "1")
+    with pytest.raises(SimulationFailure) as info:
+        askew.simulate(seed=7, iterations=1)(_needs_the_disk_fault)()
+    report = info.value.report
+    assert "not needed  #0 " in report and "crash 1" in report
+    assert "needed      #1 " in report and "disk 0: eio read 0 write 1" in report
+    assert "replay shrunk: ASKEW_SUPPRESS=0 " in report
