@@ -231,10 +231,16 @@ def _fd_call(name: str, what: str) -> Any:
 
 
 def _os_fsync(fd: Any) -> None:
+    if fd.__class__ is int and fd < FD_BASE:  # a real descriptor: no detour
+        _real["fsync"](fd)
+        return
     _fsync(fd, False, "fsync")
 
 
 def _os_fdatasync(fd: Any) -> None:
+    if fd.__class__ is int and fd < FD_BASE:
+        _real["fdatasync"](fd)
+        return
     _fsync(fd, True, "fdatasync")
 
 
@@ -466,6 +472,7 @@ class SimFileIO(io.RawIOBase):
         super().__init__()
         self._nd = nd
         self._handle = handle
+        self._fd = _fd_of(nd, handle)
         self._crashes = nd.crashes
         self._readable = "r" in mode or "+" in mode
         self._writable = any(c in mode for c in "wax+")
@@ -507,7 +514,8 @@ class SimFileIO(io.RawIOBase):
         return False
 
     def fileno(self) -> int:
-        return _fd_of(self._nd, self._live())
+        self._live()
+        return self._fd
 
     def readinto(self, b: Any) -> int:
         if not self._readable:
