@@ -168,7 +168,8 @@ def test_a_node_without_a_disk_and_other_paths_see_the_real_file_system(
         async def with_disk(n: Any) -> None:
             with open(f"{MOUNT}/f", "w") as f:
                 f.write("x")
-            n.real = open(real).read()
+            with open(real) as f:
+                n.real = f.read()
 
         d = world.spawn(with_disk, disk=MOUNT)
         p = world.spawn(plain)
