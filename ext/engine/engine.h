@@ -61,6 +61,9 @@ enum askew_stream {
     ASKEW_STREAM_BUGGIFY = 8,
     /* The swarm configuration a seed runs under (askew/_swarm.py). */
     ASKEW_STREAM_SWARM = 9,
+    /* The simulated disks' crash outcomes and faults (ext/engine/disk.c),
+     * one derived stream per disk. */
+    ASKEW_STREAM_DISK = 10,
 };
 
 uint64_t askew_splitmix64_next(uint64_t *state);
@@ -208,7 +211,8 @@ enum askew_event_kind {
     ASKEW_EV_USER = 4,    /* a, b = caller's digest */
     ASKEW_EV_NET = 5,     /* a = message id, b = outcome */
     ASKEW_EV_FAULT = 6,
-    ASKEW_EV_ENTROPY = 7 /* a = bytes drawn */
+    ASKEW_EV_ENTROPY = 7, /* a = bytes drawn */
+    ASKEW_EV_DISK = 8     /* a = op | detail << 8, b = result (ext/engine/disk.h) */
 };
 
 struct askew_trace {
