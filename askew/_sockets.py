@@ -675,7 +675,9 @@ class Endpoint(_Owned, asyncio.Transport):
         self.eof_delivered = False
         self.reading = True
         self.port_held = False
-        self.extra = {
+        # asyncio.BaseTransport.get_extra_info reads _extra (not overridden,
+        # so a test that patches asyncio.Transport.get_extra_info reaches it).
+        self.extra = self._extra = {
             "peername": _sockaddr(remote),
             "sockname": _sockaddr(local),
             "socket": SimSocket(local, remote),
@@ -978,8 +980,10 @@ class Endpoint(_Owned, asyncio.Transport):
                 peer._pump()
 
     def _fatal(self, exc: BaseException, message: str) -> None:
+        # As asyncio's _fatal_error: the handler hears it, then the
+        # protocol's connection_lost gets it.
         self._protocol_error(exc, message)
-        self.abort()
+        self._abort(exc)
 
     def pause_reading(self) -> None:
         self.reading = False
@@ -1016,6 +1020,10 @@ class Endpoint(_Owned, asyncio.Transport):
             self.eof_wanted = True
 
     def abort(self) -> None:
+        self._abort(None)
+
+    def _abort(self, exc: BaseException | None) -> None:
+        """abort(), or a fatal protocol error: connection_lost(exc)."""
         if self.conn_lost:
             return  # closed already: asyncio's _force_close does nothing then
         already_lost = self.conn_lost
@@ -1032,7 +1040,7 @@ class Endpoint(_Owned, asyncio.Transport):
         self.buf.clear()
         if not already_lost:
             self.conn_lost += 1
-            self.loop.call_soon(self._call_connection_lost, None, context=self.ctx)
+            self.loop.call_soon(self._call_connection_lost, exc, context=self.ctx)
 
     def _call_connection_lost(self, exc: BaseException | None) -> None:
         if self.drainers:
@@ -1047,9 +1055,6 @@ class Endpoint(_Owned, asyncio.Transport):
             if server is not None:
                 self.server = None
                 server._detach()
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self.extra.get(name, default)
 
     def set_protocol(self, protocol: Any) -> None:
         self.protocol = protocol
@@ -1203,6 +1208,7 @@ class Server(asyncio.AbstractServer):
         self._loop = loop
         self.protocol_factory = protocol_factory
         self.backlog = backlog
+        self._ssl_context: Any = None  # asyncio.Server's, which suites peek at
         self.listeners: list[Listener] | None = []
         self.serving = False
         self._active = 0
@@ -1361,6 +1367,9 @@ class Host:
             raise RuntimeError("wrap mode's host needs a SimLoop without nodes")
         _alive, incarnation = self._wire.alive(node)
         self._slots = [_HostSlot(node << _core.NODE_TOKEN_SHIFT | incarnation)]
+        # Loopback takes no time: Linux has a loopback or unix-socket write in
+        # the peer's receive queue before send() returns (docs/wrapping.md).
+        self._wire.configure(0, 0, 0, 0, node, node)
         self._hostnames = ["localhost"]
         # The host's own name reaches it, as glibc's /etc/hosts makes it do.
         own = socket.gethostname().lower().rstrip(".")

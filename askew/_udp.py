@@ -228,7 +228,7 @@ class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
         sock = SimSocket(local, remote)
         sock.type = socket.SOCK_DGRAM
         sock.proto = socket.IPPROTO_UDP
-        self.extra = {"peername": remote, "sockname": local, "socket": sock}
+        self.extra = self._extra = {"peername": remote, "sockname": local, "socket": sock}
 
     def __repr__(self) -> str:
         peer = f" -> {_ep(self.remote)}" if self.remote else ""
@@ -344,9 +344,6 @@ class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
 
     def is_closing(self) -> bool:
         return self.closed
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self.extra.get(name, default)
 
     def get_write_buffer_size(self) -> int:
         return 0  # every datagram goes to the wire at once

@@ -72,26 +72,32 @@ def test_a_wrapped_loopback_server_and_client_talk_in_virtual_time() -> None:
     assert any("accept 127.0.0.1:32768 <- 127.0.0.1:32769" in e for e in log)
 
 
-def test_the_seeded_segmenting_applies_in_wrap_mode() -> None:
-    async def main() -> list[int]:
+def test_wrapped_loopback_takes_no_time_and_a_write_past_the_window_arrives_in_pieces() -> None:
+    async def main() -> Any:
         sizes: list[int] = []
 
         class Count(asyncio.Protocol):
             def data_received(self, data: bytes) -> None:
                 sizes.append(len(data))
 
-        server = await asyncio.get_running_loop().create_server(Count, "::1", 9)
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Count, "::1", 9)
         _reader, writer = await asyncio.open_connection("::1", 9)
-        for _ in range(20):
-            writer.write(b"x" * 40000)
+        first = (await asyncio.sleep(0), await asyncio.sleep(0), list(sizes))[2]
+        writer.write(b"x" * 100)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        at_once = list(sizes)  # in the peer's queue before write() returned, as Linux
+        for _ in range(5):
+            writer.write(b"x" * 200_000)
             await writer.drain()
-            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)
         server.close()
-        return sizes
+        return first, at_once, sizes
 
-    sizes, _loop = wrapped(main)
-    assert sum(sizes) == 800_000
-    assert len(sizes) > 20  # writes arrive in pieces the seed chose
+    first, at_once, sizes = wrapped(main)[0]
+    assert first == [] and at_once == [100]
+    assert sum(sizes) == 1_000_100 and max(sizes) <= 65536  # the window cuts each write
 
 
 def test_a_remote_address_or_name_stays_refused_in_wrap_mode() -> None:
