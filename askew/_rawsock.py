@@ -2,15 +2,17 @@
 """Simulated socket objects for the loop's low-level methods (docs/sockets.md,
 "Low-level sockets").
 
-Inside a world, `socket.socket(AF_INET, SOCK_STREAM or SOCK_DGRAM)` called by
-a node's code gives a `RawSocket`: no file descriptor, only what
+Inside a world (a node's code) or a wrapped test, `socket.socket()` for an
+IPv4, IPv6 or AF_UNIX stream or an IPv4 datagram gives a `RawSocket`, and
+`socket.socketpair()` two connected ones: no file descriptor, only what
 `loop.sock_connect`, `sock_accept`, `sock_recv(_into)`, `sock_sendall`,
-`sock_sendto`, `sock_recvfrom(_into)` and `add_reader`/`add_writer` need.
-Underneath it is a TCP `Endpoint` (askew/_sockets.py) or a UDP
-`DatagramEndpoint` (askew/_udp.py) whose protocol fills the socket's
-receive queue, so the bytes meet the same network as a transport's.
-Everything else (the test body, wrap mode, other families, a given
-`fileno`) is a real socket and stays refused as before.
+`sock_sendto`, `sock_recvfrom(_into)`, `sock_sendfile` and
+`add_reader`/`add_writer` need. Underneath it is a TCP `Endpoint`
+(askew/_sockets.py) or a UDP `DatagramEndpoint` (askew/_udp.py) whose
+protocol fills the socket's receive queue, so the bytes meet the same
+network as a transport's; `sock=` hands that endpoint to a transport.
+Everything else (the test body, other families, a given `fileno`) is a
+real socket and stays refused as before.
 """
 
 from __future__ import annotations

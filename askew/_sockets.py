@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Simulated TCP and names: what `create_server`, `create_connection`,
-`getaddrinfo` and `socket.gethostbyname` do inside a world (docs/sockets.md).
+`getaddrinfo` and `socket.gethostbyname` do inside a world, and in a
+wrapped test, whose process is one host (`Host`) reached on loopback
+(docs/sockets.md, docs/wrapping.md). AF_UNIX streams and socketpairs are
+the same connections, addressed (UNIX, path) in the node's own namespace.
 
 A node has an address (`10.0.0.<id+1>`, counted on as a 24-bit number) and
 a hostname (`node-<id>` or the `name=` given at spawn), and reaches itself
