@@ -258,6 +258,25 @@ def test_the_happy_eyeballs_path_raw_connect_then_create_connection_sock_works()
     assert (line, peer) == (b"via sock=\n", ("127.0.0.1", 8080))
 
 
+def test_aiohappyeyeballs_itself_connects_over_ipv6_or_ipv4_loopback() -> None:
+    aiohappyeyeballs = pytest.importorskip("aiohappyeyeballs")
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        server = await asyncio.start_server(echo, "127.0.0.1", 8080)  # IPv4 only
+        infos = await loop.getaddrinfo("::1", 8080, type=socket.SOCK_STREAM)
+        infos += await loop.getaddrinfo("localhost", 8080, type=socket.SOCK_STREAM)
+        sock = await aiohappyeyeballs.start_connection(infos, happy_eyeballs_delay=0.25)
+        reader, writer = await asyncio.open_connection(sock=sock)
+        writer.write(b"ping\n")
+        got = await reader.readline()
+        writer.close()
+        server.close()
+        return got, sock.family
+
+    assert wrapped(main)[0] == (b"ping\n", socket.AF_INET)  # ::1 refused, 127.0.0.1 taken
+
+
 def test_create_server_takes_a_listening_raw_socket() -> None:
     async def main() -> Any:
         listener = socket.socket(socket.AF_INET6)
