@@ -18,7 +18,7 @@ import ssl
 from asyncio import constants, sslproto
 from typing import Any
 
-from . import _sockets
+from . import _rawsock, _sockets
 
 _TLS_KEYWORDS = ("ssl", "server_hostname", "ssl_handshake_timeout", "ssl_shutdown_timeout")
 
@@ -235,6 +235,7 @@ async def sendfile(
     A plain simulated connection has no native path to try, and acts as
     one that has (fallback=False works, as on Linux); a TLS transport
     says what asyncio's does."""
+    _rawsock.sendfile_args(file, offset, count)
     if transport.is_closing():
         raise RuntimeError("Transport is closing")
     mode = getattr(transport, "_sendfile_compatible", constants._SendfileMode.UNSUPPORTED)
@@ -244,28 +245,15 @@ async def sendfile(
         raise RuntimeError(
             f"fallback is disabled and native sendfile is not supported for transport {transport!r}"
         )
-    if offset:
-        file.seek(offset)
-    block = min(count, 16384) if count else 16384
-    buf = bytearray(block)
-    sent = 0
     gate = _Drain(loop, transport)
+
+    async def send(data: bytes) -> None:
+        await gate.drain()
+        transport.write(data)
+
     try:
-        while True:
-            if count:
-                block = min(count - sent, block)
-                if block <= 0:
-                    return sent
-            view = memoryview(buf)[:block]
-            got = file.readinto(view)
-            if not got:
-                return sent
-            await gate.drain()
-            transport.write(view[:got])
-            sent += got
+        return await _rawsock.send_file(file, offset, count, send)
     finally:
-        if sent > 0 and hasattr(file, "seek"):
-            file.seek(offset + sent)
         gate.restore()
 
 
