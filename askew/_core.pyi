@@ -4,7 +4,7 @@
 # its C, and mypy --strict checks both sides of it through this file.
 import asyncio
 import contextvars
-from collections.abc import Callable, Coroutine, Generator, Iterable
+from collections.abc import Callable, Coroutine, Generator, Iterable, Sequence
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -103,6 +103,9 @@ class Network:
     ) -> None: ...
     def link(self, src: int, dst: int, /) -> tuple[int, int, int, int, bool]: ...
     def stats(self) -> dict[str, int]: ...
+    # Message faults (ext/engine/net.h): kind 0 a loss drop, 1 a duplication.
+    def suppress(self, kind: int, ids: Sequence[int], /) -> None: ...
+    def faults(self) -> tuple[list[tuple[int, int, int, int, int]], int]: ...
 
 class Loop:
     # asyncio's surface, in C.
