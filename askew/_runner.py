@@ -221,15 +221,16 @@ class Replay:
         *args: Any,
         timeline: str | None = None,
         trace_json: str | None = None,
-        suppress: Iterable[int] = (),
+        suppress: Iterable[int | str] = (),
         **kwargs: Any,
     ) -> None:
         """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
         are ignored); raises SimulationFailure as the original did.
         timeline / trace_json: write the run's HTML timeline / Chrome trace
         JSON to these paths, whether it passes or fails.
-        suppress: the fault calls (by index, in order of occurrence) the run
-        skips, as a shrunk failure's report names them."""
+        suppress: the fault calls (by index, in order of occurrence) and the
+        message faults ("drop:17", "dup:17") the run skips, as a shrunk
+        failure's report names them."""
         check_seed(seed)
         skipped = parse_suppress(",".join(map(str, suppress)), "suppress")
         fn = getattr(test, "_askew_test", None)
@@ -343,8 +344,8 @@ def _iteration(
     check: bool,
     config: RunConfig,
     views: tuple[str | None, str | None] | None = None,
-    suppress: frozenset[int] = frozenset(),
-    calls: list[tuple[float, str]] | None = None,
+    suppress: frozenset[int | str] = frozenset(),
+    calls: list[tuple[int | str, float, str]] | None = None,
 ) -> SimulationFailure | None:
     """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
     its report if it failed, and the run's fault calls added to `calls`. A
@@ -384,7 +385,7 @@ def _write_views(
     drawn: _swarm.SwarmDraw | None,
     outcome: Outcome,
     views: tuple[str | None, str | None] | None,
-    suppress: frozenset[int] = frozenset(),
+    suppress: frozenset[int | str] = frozenset(),
 ) -> list[str]:
     """The timeline and trace JSON of this run, if asked for (Replay.run's
     paths, or for a failure ASKEW_TIMELINE / ASKEW_TRACE_JSON): the seed is
@@ -403,12 +404,12 @@ def _write_views(
         loop._log_keep(_timeline.LOG_KEPT)
 
 
-def _suppressed_replay(replay: str, suppress: Iterable[int]) -> str:
-    """`replay` (a report's replay line) with the fault calls `suppress` skipped."""
-    listed = ",".join(map(str, sorted(suppress)))
+def _suppressed_replay(replay: str, suppress: Iterable[int | str]) -> str:
+    """`replay` (a report's replay line) with the faults `suppress` skipped."""
+    keys = _shrink.ordered(suppress)
     if replay.endswith(")"):  # askew.Replay.run(test, seed=S)
-        return f"{replay[:-1]}, suppress=[{listed}])"
-    return f"ASKEW_SUPPRESS={listed} {replay}"
+        return f"{replay[:-1]}, suppress=[{','.join(map(repr, keys))}])"
+    return f"ASKEW_SUPPRESS={','.join(map(str, keys))} {replay}"
 
 
 def _set_replay(failure: SimulationFailure, replay: str) -> None:
@@ -420,9 +421,9 @@ def _set_replay(failure: SimulationFailure, replay: str) -> None:
 
 def _analyse_faults(
     failure: SimulationFailure,
-    calls: list[tuple[float, str]],
+    calls: list[tuple[int | str, float, str]],
     budget: float,
-    run: Callable[[frozenset[int]], SimulationFailure | None],
+    run: Callable[[frozenset[int | str]], SimulationFailure | None],
 ) -> None:
     """Which of the failing run's fault calls mattered, and a smaller fault
     set that fails the same way (askew/_shrink.py), `run` re-running its
@@ -430,7 +431,7 @@ def _analyse_faults(
     before the replay line."""
     signature = failure_signature(failure)
 
-    def rerun(suppress: frozenset[int]) -> tuple[str | None, int]:
+    def rerun(suppress: frozenset[int | str]) -> tuple[str | None, int]:
         again = run(suppress)
         if again is None:
             return None, 0
@@ -451,7 +452,7 @@ def _sweep(
     base: int | None,
     iterations: int | None = None,
     views: tuple[str | None, str | None] | None = None,
-    suppress: frozenset[int] | None = None,
+    suppress: frozenset[int | str] | None = None,
 ) -> None:
     __tracebackhide__ = True
     # A run with calls suppressed is a shrunk run's replay: not analysed again.
@@ -479,7 +480,7 @@ def _sweep(
                 watch.sweep_begins(fn, base, n)
             for i in range(n):
                 seed = iteration_seed(base, i)
-                calls: list[tuple[float, str]] = []
+                calls: list[tuple[int | str, float, str]] = []
                 failure = _iteration(
                     loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls
                 )
@@ -567,7 +568,7 @@ def _run_once(
     kwargs: dict[str, Any],
     want_events: bool = False,
     swarm: _swarm.SwarmDraw | None = None,
-    suppress: frozenset[int] = frozenset(),
+    suppress: frozenset[int | str] = frozenset(),
 ) -> Outcome:
     __tracebackhide__ = True
     loop.reset(seed)
@@ -605,7 +606,7 @@ def _run_once(
     events = recent_events(loop, want_events) if failure is not None or want_events else None
     trace_hash = loop.trace_hash
     faults, faults_dropped = world.log._faults, world.log.faults_dropped
-    fault_calls = world._fault_calls
+    fault_calls = world._all_faults()  # shrink3: with the network's message faults
     teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
     if nodes is None and (teardown_error is not None or errors):

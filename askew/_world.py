@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from . import _core
-from ._config import check_offset, check_seconds
+from ._config import MESSAGE_FAULTS, check_offset, check_seconds
 
 _node_var: contextvars.ContextVar[int] = contextvars.ContextVar("askew_node")
 _CoroutineType = types.CoroutineType
@@ -699,12 +699,13 @@ def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
 class World:
     """Everything a simulated test can do to its simulation."""
 
-    def __init__(self, loop: Any, seed: int, suppress: frozenset[int] = frozenset()) -> None:
+    def __init__(self, loop: Any, seed: int, suppress: frozenset[int | str] = frozenset()) -> None:
         self._loop = loop
         self.seed = seed
         # Fault suppression (askew/_shrink.py): every fault call of the run,
         # in order, as (virtual time, what); a call whose index is in
         # `suppress` does nothing. Costs a list append per fault call.
+        # "drop:N" / "dup:N" in `suppress` go to the network (see _all_faults).
         self._suppress = suppress
         self._fault_calls: list[tuple[float, str]] = []
         self._random: random.Random | None = None
@@ -722,6 +723,10 @@ class World:
         self._wire: _core.Network = loop._net
         loop._set_node_var(_node_var)
         self._wire.set_payload_check(check_payload)
+        if any(isinstance(key, str) for key in suppress):  # shrink3: message faults
+            for kind, name in enumerate(MESSAGE_FAULTS):
+                named = (key.partition(":") for key in suppress if isinstance(key, str))
+                self._wire.suppress(kind, [int(n) for k, _, n in named if k == name])
         # Names and TCP (askew/_sockets.py): the stack is made on first use.
         self._hostnames: list[str] = []
         self._names: dict[str, int] = {}
@@ -760,6 +765,25 @@ class World:
         k = len(self._fault_calls)
         self._fault_calls.append((self._loop._now_ns / 1e9, text))
         return k in self._suppress
+
+    def _all_faults(self) -> list[tuple[int | str, float, str]]:
+        """shrink3: the run's faults as (key, virtual time, what): its fault
+        calls (key: the index), then the network's loss drops and
+        duplications (key: "drop:N" / "dup:N", N the send's id), in order."""
+        out: list[tuple[int | str, float, str]] = [
+            (k, t, text) for k, (t, text) in enumerate(self._fault_calls)
+        ]
+        messages, _more = self._wire.faults()
+        for kind, id_, sent_ns, src, dst in messages:
+            what = ("drop", "duplication")[kind]
+            out.append(
+                (
+                    f"{MESSAGE_FAULTS[kind]}:{id_}",
+                    sent_ns / 1e9,
+                    f"{what} of message {id_} (node {src} -> node {dst})",
+                )
+            )
+        return out
 
     def _check_live(self) -> None:
         if self._ended:
