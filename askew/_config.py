@@ -509,6 +509,8 @@ SHRINK_SECONDS_DEFAULT = 10.0  # the wall-time budget of one failure's analysis
 # The network's own faults a suppression can name, by the send's id:
 # "drop:17" (the loss draw dropped message 17), "dup:17" (it was duplicated).
 MESSAGE_FAULTS = ("drop", "dup")  # index = the engine's ASKEW_NET_FAULT_* kind
+# And "nodes:3": World.node_count gives at most 3 (the shrinker's fewer nodes).
+NODES_KEY = "nodes"
 
 
 def parse_suppress(text: str, what: str) -> frozenset[int | str]:
@@ -520,10 +522,11 @@ def parse_suppress(text: str, what: str) -> frozenset[int | str]:
             continue
         kind, colon, rest = word.partition(":")
         index = _int_text(rest if colon else word)
-        if index is None or index < 0 or (colon and (kind not in MESSAGE_FAULTS or index < 1)):
+        known = (*MESSAGE_FAULTS, NODES_KEY)
+        if index is None or index < 0 or (colon and (kind not in known or index < 1)):
             raise ValueError(
-                f"{what} must be fault indices and message faults (drop:N, dup:N) "
-                f"separated by commas, got {text!r}"
+                f"{what} must be fault indices, message faults (drop:N, dup:N) and a "
+                f"node count (nodes:N) separated by commas, got {text!r}"
             )
         out.add(f"{kind}:{index}" if colon else index)
     return frozenset(out)

@@ -25,6 +25,11 @@ Two searches share one wall-time budget:
    reduction: start from the faults found needed in 1 if they suffice,
    else from all, and drop chunks of halving size while the failure
    persists, down to single faults.
+
+Then, if the test asked World.node_count for its node count, the shrunk
+run is tried with the fewest nodes the test allows, then one more at a
+time: the first count that fails the same way is reported (as "nodes:N"
+in the shrunk run's suppress list, read back by node_count).
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+from ._config import NODES_KEY
 
 # A fault: its key (call index, or "drop:N" / "dup:N"), virtual time, what.
 Fault = tuple[int | str, float, str]
@@ -51,7 +58,7 @@ def ordered(keys: Iterable[int | str]) -> list[int | str]:
         if isinstance(key, int):
             return (0, key, "")
         kind, _, n = key.partition(":")
-        return (1, int(n), kind)
+        return (2 if kind == NODES_KEY else 1, int(n), kind)
 
     return sorted(keys, key=rank)
 
@@ -73,13 +80,21 @@ class Analysis:
     reruns: int
     seconds: float
     out_of_time: bool
+    # Fewer nodes (World.node_count): (fewest, default) the test allows, and
+    # the fewest that fail the same way (None: none found or not tried).
+    nodes: tuple[int, int] | None = None
+    nodes_kept: int | None = None
 
     def suppressed(self) -> list[int | str]:
-        """The faults the shrunk run skips (empty if nothing was shrunk)."""
+        """What the shrunk run leaves out: its skipped faults and, if it runs
+        fewer nodes, "nodes:N" (empty if nothing was shrunk)."""
         if self.kept is None:
             return []
         keep = set(self.kept)
-        return ordered(key for key, _, _ in self.faults if key not in keep)
+        out: list[int | str] = [key for key, _, _ in self.faults if key not in keep]
+        if self.nodes_kept is not None:
+            out.append(f"{NODES_KEY}:{self.nodes_kept}")
+        return ordered(out)
 
     def verdict(self, key: int | str) -> tuple[str, str]:
         """(needed / not needed / not tried, what the run without `key` did)."""
@@ -136,10 +151,19 @@ class Analysis:
         said = self.summary()
         if said:
             out.append(f"  in short: {said}")
+        if self.nodes is not None:
+            fewest, default = self.nodes
+            if self.nodes_kept is not None:
+                count = f"{self.nodes_kept} nodes (was {default})"
+                out.append(f"  fewer nodes: fails the same way with {count}")
+            elif self.kept is not None and not self.out_of_time:
+                out.append(f"  fewer nodes: needs all {default} (tried down to {fewest})")
         n = len(self.faults)
-        if self.kept is not None and len(self.kept) < n:
+        if self.kept is not None and (len(self.kept) < n or self.nodes_kept is not None):
             kept = ", ".join(_label(k).strip() for k in ordered(self.kept))
             kept = f"with only {kept}" if kept else "without any fault"
+            if self.nodes_kept is not None:
+                kept += f" on {self.nodes_kept} nodes"
             out.append(
                 f"  shrunk: fails the same way {kept} (steps={self.kept_steps}, was {self.steps})"
             )
@@ -160,6 +184,9 @@ def analyse(
     """Re-run a failing seed with its faults suppressed, within `budget`
     wall seconds (the re-run under way when it runs out ends)."""
     start = clock()
+    # "nodes:F-D" is no fault: the test lets its run have F to D nodes.
+    scale = [key for key, _, _ in faults if f"{key}".startswith(f"{NODES_KEY}:")]
+    faults = [f for f in faults if f[0] not in scale]
     result = Analysis(list(faults), signature, {}, None, None, steps, 0, 0.0, False)
     keys = [key for key, _, _ in faults]
 
@@ -200,8 +227,30 @@ def analyse(
     if not keys:
         kept = []
     result.kept, result.kept_steps = kept, kept_steps
+    if scale and kept is not None:
+        _fewer_nodes(result, str(scale[0]), tried)
     result.seconds = clock() - start
     return result
+
+
+def _fewer_nodes(
+    result: Analysis,
+    scale: str,
+    tried: Callable[[frozenset[int | str]], tuple[str | None, int] | None],
+) -> None:
+    """With the shrunk run's faults left out, try the fewest nodes the test
+    allows first, then one more at a time, up to one fewer than it had: the
+    first count that fails the same way is the shrunk run's."""
+    fewest, _, default = scale.partition(":")[2].partition("-")
+    result.nodes = (int(fewest), int(default))
+    base = frozenset(result.suppressed())
+    for count in range(int(fewest), int(default)):
+        got = tried(base | {f"{NODES_KEY}:{count}"})
+        if got is None:
+            return
+        if got[0] == result.signature:
+            result.nodes_kept, result.kept_steps = count, got[1]
+            return
 
 
 def _reduce(

@@ -368,3 +368,70 @@ def test_delta_debugging_finds_a_needed_message_fault_not_tried_alone() -> None:
     assert len(runs) <= 40, len(runs)
     lines = found.lines("R")
     assert "    ... 24 more message faults, not tried alone" in "\n".join(lines)
+
+
+# ---- fewer nodes: World.node_count ---------------------------------------------
+
+
+async def _overload(world: Any) -> None:
+    n = world.node_count(6, fewest=2)
+    nodes = [world.spawn(_counter) for _ in range(n)]
+    world.faults.skew(n - 1, offset=1.0)  # #0: not needed
+    for node in nodes[1:]:
+        node.send(0, "hi")
+    await world.clock.advance(1)
+    assert nodes[0].got <= 2  # fails from 4 nodes on
+
+
+def test_a_test_that_asks_node_count_is_shrunk_to_the_fewest_nodes_that_fail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    failure = _failure(_overload, monkeypatch)
+    section = _section(failure.report)
+    assert section[0] == "  which faults mattered (4 re-runs)"
+    assert section[3] == "  fewer nodes: fails the same way with 4 nodes (was 6)"
+    assert re.match(
+        r"  shrunk: fails the same way without any fault on 4 nodes \(steps=\d+, was \d+\)$",
+        section[4],
+    )
+    assert section[5].startswith("  replay shrunk: ASKEW_SUPPRESS=0,nodes:4 ASKEW_SEED=7 ")
+    monkeypatch.setenv("ASKEW_SHRINK", "0")
+    test = askew.simulate(seed=7, iterations=1)(_overload)
+    with pytest.raises(SimulationFailure) as info:
+        askew.Replay.run(test, seed=7, suppress=[0, "nodes:4"])
+    assert "  nodes\n     0  alive    got=3\n" in info.value.report
+    assert "     4 " not in info.value.report.split("recent events")[0]
+    askew.Replay.run(test, seed=7, suppress=["nodes:3"])  # passes with 3
+
+
+def test_node_count_is_the_default_outside_shrinking_and_checks_its_arguments() -> None:
+    got: list[int] = []
+
+    async def body(world: Any) -> None:
+        got.append(world.node_count(5, fewest=3))
+        got.append(world.node_count(2))
+        for bad, error in (
+            ({"default": 0}, ValueError),
+            ({"default": 3, "fewest": 4}, ValueError),
+            ({"default": True}, TypeError),
+            ({"default": 3, "fewest": 1.0}, TypeError),
+        ):
+            with pytest.raises(error, match="node_count"):
+                world.node_count(**bad)
+
+    askew.simulate(seed=1, iterations=1)(body)()
+    assert got == [5, 2]
+    askew.Replay.run(askew.simulate(seed=1, iterations=1)(body), seed=1, suppress=["nodes:1"])
+    assert got[2:] == [3, 1]  # capped, never under fewest
+
+
+def test_a_failing_test_that_needs_all_its_nodes_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def needs_six(world: Any) -> None:
+        nodes = [world.spawn(_counter) for _ in range(world.node_count(6, fewest=4))]
+        world.faults.skew(0, offset=1.0)
+        assert len(nodes) < 6
+
+    section = _section(_failure(needs_six, monkeypatch).report)
+    assert "  fewer nodes: needs all 6 (tried down to 4)" in section
