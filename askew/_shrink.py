@@ -148,7 +148,7 @@ class Analysis:
                 f"    ... {untried} more message fault{'s' if untried != 1 else ''}, not tried "
                 f"alone (at most {MESSAGES_TRIED} are, the most recent first)"
             )
-        said = self.summary()
+        said = self.summary() if len(self.verdicts) > 1 else None  # one: the list says it
         if said:
             out.append(f"  in short: {said}")
         if self.nodes is not None:
