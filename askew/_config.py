@@ -472,6 +472,7 @@ ENV_VARIABLES = frozenset(
         "ASKEW_SHRINK",
         "ASKEW_SHRINK_SECONDS",
         "ASKEW_DB",
+        "ASKEW_COVERAGE",  # shrink3: askew/_coverage.py
         *(variable for variable, _parse in KNOBS.values()),
         # the Makefile's and the test suite's own
         "ASKEW_ASAN",

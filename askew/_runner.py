@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from . import _buggify, _core, _shrink, _swarm, _timeline
+from . import _buggify, _core, _coverage, _shrink, _swarm, _timeline
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -474,16 +474,21 @@ def _sweep(
     watch = observer
     coverage: list[_buggify.Summary] = []
     i, seed = 0, base
+    feedback: _coverage.Feedback | None = None  # shrink3: ASKEW_COVERAGE
     try:
         with _sweeping(fn, config, base, coverage) as loop:
             if watch is not None:
                 watch.sweep_begins(fn, base, n)
+            if _coverage.enabled() and n > 1:
+                feedback = _coverage.Feedback(loop, base, config.swarm)
             for i in range(n):
-                seed = iteration_seed(base, i)
+                seed = feedback.seed(i) if feedback else iteration_seed(base, i)
                 calls: list[tuple[int | str, float, str]] = []
                 failure = _iteration(
                     loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls
                 )
+                if feedback is not None:
+                    feedback.observe(seed)
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
@@ -513,6 +518,8 @@ def _sweep(
         exc.args = (interrupted(fn, base, i, n, seed, exc),)
         raise
     finally:
+        if feedback is not None:
+            feedback.report()
         # Also after a failure or Ctrl-C: the progress line must go.
         if watch is not None:
             watch.sweep_ends(coverage[0] if coverage else None)
