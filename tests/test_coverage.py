@@ -135,3 +135,46 @@ def test_a_steered_seed_has_the_pattern_it_was_chosen_for() -> None:
         assert all(_coverage.pattern(s) == want for s in chosen)
     finally:
         loop.close()
+
+
+# ---- the measurement in docs/exploration.md ------------------------------------
+
+
+async def _last_writer(node: Any) -> None:
+    node.value, node.seen = None, 0
+    while True:
+        msg = await node.recv()
+        node.value, node.seen = msg.payload, node.seen + 1
+
+
+async def reorder_and_dup(world: Any) -> None:
+    """A duplicate of an old write landing after a new one: needs swarm's
+    latency spread and duplication together."""
+    nodes = [world.spawn(_last_writer) for _ in range(2)]
+    nodes[0].send(1, "old")
+    await world.clock.advance(0.002)
+    nodes[0].send(1, "new")
+    await world.clock.advance(3)
+    assert not (nodes[1].value == "old" and nodes[1].seen >= 3)
+
+
+def runs_to_first_failure(body: Any, base: int, limit: int) -> int | None:
+    """Runs of a swarm sweep from `base` to its first failure (None: none in
+    `limit`); ASKEW_COVERAGE decides whether it steers. For 20 bases:
+    [runs_to_first_failure(reorder_and_dup, 1000 + b, 2000) for b in range(20)]."""
+    test = askew.simulate(seed=base, iterations=limit, swarm=True)(body)
+    try:
+        test()
+    except askew.SimulationFailure as exc:
+        return (exc.iteration or 0) + 1
+    return None
+
+
+def test_the_measured_case_is_found_with_feedback_on_and_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ASKEW_SHRINK", "0")
+    for mode in ("0", "1"):
+        monkeypatch.setenv("ASKEW_COVERAGE", mode)
+        found = runs_to_first_failure(reorder_and_dup, 1000, 400)
+        assert found is not None and found <= 400
