@@ -526,7 +526,7 @@ def _sweep(
 
 
 def run_iterations(
-    test: Callable[..., Any], base: int, start: int, stop: int
+    test: Callable[..., Any], base: int, start: int, stop: int, edges: list[int] | None = None
 ) -> tuple[list[IterationOutcome], _buggify.Summary]:
     """Run iterations [start, stop) of the simulated test `test` (a function
     decorated with @askew.simulate, taking no fixtures) from base seed
@@ -534,7 +534,9 @@ def run_iterations(
     failure: each iteration's outcome and the buggify/sometimes coverage of
     the range. The knob variables (ASKEW_STRATEGY, ...) apply as they do
     under pytest; ASKEW_SEED and ASKEW_ITERATIONS do not. `askew sweep`'s
-    workers call it on their share of a sweep."""
+    workers call it on their share of a sweep. With ASKEW_COVERAGE=1 and
+    `edges` given, the union of the runs' coverage maps is appended to it
+    (shrink3: askew/_coverage.py; no steering here)."""
     fn = getattr(test, "_askew_test", None)
     spec: _Spec | None = getattr(test, "_askew_spec", None)
     if fn is None or spec is None:
@@ -549,12 +551,19 @@ def run_iterations(
     outcomes: list[IterationOutcome] = []
     coverage: list[_buggify.Summary] = []
     with _sweeping(fn, config, base, coverage, print_coverage=False) as loop:
+        feedback = (
+            _coverage.Feedback(loop, base, False)
+            if edges is not None and _coverage.enabled()
+            else None
+        )
         for i in range(start, stop):
             seed = iteration_seed(base, i)
             try:
                 failure = _iteration(loop, fn, seed, i, (), {}, check, config)
             except NondeterminismError as exc:
                 failure = exc
+            if feedback is not None:
+                feedback.observe(seed)
             if failure is None:
                 outcomes.append(IterationOutcome(i, seed))
                 continue
@@ -564,6 +573,8 @@ def run_iterations(
             )
             outcomes.append(outcome)
             del failure  # its traceback holds the run: collect it with the run
+        if feedback is not None and edges is not None:
+            edges.append(feedback.seen)
     return outcomes, coverage[0]
 
 

@@ -178,3 +178,27 @@ def test_the_measured_case_is_found_with_feedback_on_and_off(
         monkeypatch.setenv("ASKEW_COVERAGE", mode)
         found = runs_to_first_failure(reorder_and_dup, 1000, 400)
         assert found is not None and found <= 400
+
+
+def test_askew_sweep_chunks_carry_their_coverage_to_the_summary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from askew import _sweep
+
+    test = askew.simulate(seed=1, iterations=20)(_ring)
+    edges: list[int] = []
+    _runner.run_iterations(test, 1, 0, 20, edges)
+    assert edges == []  # off unless asked for
+    monkeypatch.setenv("ASKEW_COVERAGE", "1")
+    _runner.run_iterations(test, 1, 0, 20, edges)
+    _runner.run_iterations(test, 1, 20, 40, edges)
+    assert len(edges) == 2 and edges[0].bit_count() > 10
+    result = _sweep.SweepResult("t.py::t", 1, 0, 40, ran=40)
+    for n, part in zip((20, 40), edges, strict=True):
+        result.edges |= part
+        result.edge_growth.append((n, result.edges.bit_count()))
+    line = _sweep.summary(result).splitlines()[-1]
+    assert line == (
+        f"  interleaving coverage: {result.edges.bit_count()} edges (runs: edges, as chunks"
+        f" came back: 20: {edges[0].bit_count()}, 40: {result.edges.bit_count()})"
+    )
