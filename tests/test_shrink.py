@@ -7,6 +7,7 @@ Replay.run(..., suppress=[...])."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -436,3 +437,33 @@ def test_a_failing_test_that_needs_all_its_nodes_says_so(
 
     section = _section(_failure(needs_six, monkeypatch).report)
     assert "  fewer nodes: needs all 6 (tried down to 4)" in section
+
+
+def test_a_dropped_tcp_segment_is_a_message_fault_and_suppressing_it_delivers_it() -> None:
+    from test_sockets import echo_server
+
+    payload = b"".join(b"%06d" % i for i in range(500))
+    seen: dict[str, Any] = {}
+
+    async def body(world: Any) -> None:
+        world.spawn(echo_server)
+        world.net.configure(loss=0.3)
+        got: list[bytes] = []
+
+        async def send_all(node: Any) -> None:
+            reader, writer = await asyncio.open_connection("node-0", 7)
+            writer.write(payload)
+            writer.write_eof()
+            got.append(await reader.read())
+
+        world.spawn(send_all)
+        await world.clock.advance(120)
+        seen["got"] = got
+        seen["drops"] = [key for key, _t, _text in world._all_faults() if key != 0]
+
+    test = askew.simulate(seed=4, iterations=1)(body)
+    askew.Replay.run(test, seed=4)
+    assert seen["got"] == [payload] and seen["drops"]
+    first = seen["drops"][0]
+    askew.Replay.run(test, seed=4, suppress=[first])
+    assert seen["got"] == [payload] and first not in seen["drops"]
