@@ -472,6 +472,7 @@ ENV_VARIABLES = frozenset(
         "ASKEW_SHRINK",
         "ASKEW_SHRINK_SECONDS",
         "ASKEW_DB",
+        "ASKEW_COVERAGE",  # shrink3: askew/_coverage.py
         *(variable for variable, _parse in KNOBS.values()),
         # the Makefile's and the test suite's own
         "ASKEW_ASAN",
@@ -506,20 +507,33 @@ def unknown_env_variables() -> list[str]:
 SHRINK_SECONDS_DEFAULT = 10.0  # the wall-time budget of one failure's analysis
 
 
-def parse_suppress(text: str, what: str) -> frozenset[int]:
-    """A set of fault-call indices written as text: "3,7" (empty: none)."""
-    out: set[int] = set()
+# The network's own faults a suppression can name, by the send's id:
+# "drop:17" (the loss draw dropped message 17), "dup:17" (it was duplicated).
+MESSAGE_FAULTS = ("drop", "dup")  # index = the engine's ASKEW_NET_FAULT_* kind
+# And "nodes:3": World.node_count gives at most 3 (the shrinker's fewer nodes).
+NODES_KEY = "nodes"
+
+
+def parse_suppress(text: str, what: str) -> frozenset[int | str]:
+    """The faults a run skips, written as text: fault-call indices and
+    message faults, "3,7,drop:17,dup:20" (empty: none)."""
+    out: set[int | str] = set()
     for word in text.replace(" ", "").split(","):
         if not word:
             continue
-        index = _int_text(word)
-        if index is None or index < 0:
-            raise ValueError(f"{what} must be fault indices separated by commas, got {text!r}")
-        out.add(index)
+        kind, colon, rest = word.partition(":")
+        index = _int_text(rest if colon else word)
+        known = (*MESSAGE_FAULTS, NODES_KEY)
+        if index is None or index < 0 or (colon and (kind not in known or index < 1)):
+            raise ValueError(
+                f"{what} must be fault indices, message faults (drop:N, dup:N) and a "
+                f"node count (nodes:N) separated by commas, got {text!r}"
+            )
+        out.add(f"{kind}:{index}" if colon else index)
     return frozenset(out)
 
 
-def env_suppress() -> frozenset[int]:
+def env_suppress() -> frozenset[int | str]:
     """ASKEW_SUPPRESS: the fault calls a replayed run skips (askew/_shrink.py)."""
     return parse_suppress(os.environ.get("ASKEW_SUPPRESS", ""), "ASKEW_SUPPRESS")
 

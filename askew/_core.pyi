@@ -5,7 +5,7 @@
 import asyncio
 import contextvars
 import os
-from collections.abc import Callable, Coroutine, Generator, Iterable
+from collections.abc import Callable, Coroutine, Generator, Iterable, Sequence
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -104,6 +104,9 @@ class Network:
     ) -> None: ...
     def link(self, src: int, dst: int, /) -> tuple[int, int, int, int, bool]: ...
     def stats(self) -> dict[str, int]: ...
+    # Message faults (ext/engine/net.h): kind 0 a loss drop, 1 a duplication.
+    def suppress(self, kind: int, ids: Sequence[int], /) -> None: ...
+    def faults(self) -> tuple[list[tuple[int, int, int, int, int]], int]: ...
 
 class Loop:
     # asyncio's surface, in C.

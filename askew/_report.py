@@ -54,8 +54,8 @@ class Outcome:
     # the tasks still ready when a step budget ran out.
     faults: list[Event] = dataclasses.field(default_factory=list)
     faults_dropped: int = 0
-    # Every fault call of the run, in order (World._fault_calls).
-    fault_calls: list[tuple[float, str]] = dataclasses.field(default_factory=list)
+    # Every fault of the run, in order, keyed (World._all_faults).
+    fault_calls: list[tuple[int | str, float, str]] = dataclasses.field(default_factory=list)
     nodes: list[str] | None = None
     spinning: list[str] = dataclasses.field(default_factory=list)
     views: list[str] = dataclasses.field(default_factory=list)  # timeline, trace JSON

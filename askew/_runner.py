@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from . import _buggify, _core, _disk, _shrink, _swarm, _timeline
+from . import _buggify, _core, _coverage, _disk, _shrink, _swarm, _timeline
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -221,15 +221,16 @@ class Replay:
         *args: Any,
         timeline: str | None = None,
         trace_json: str | None = None,
-        suppress: Iterable[int] = (),
+        suppress: Iterable[int | str] = (),
         **kwargs: Any,
     ) -> None:
         """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
         are ignored); raises SimulationFailure as the original did.
         timeline / trace_json: write the run's HTML timeline / Chrome trace
         JSON to these paths, whether it passes or fails.
-        suppress: the fault calls (by index, in order of occurrence) the run
-        skips, as a shrunk failure's report names them."""
+        suppress: the fault calls (by index, in order of occurrence) and the
+        message faults ("drop:17", "dup:17") the run skips, as a shrunk
+        failure's report names them."""
         check_seed(seed)
         skipped = parse_suppress(",".join(map(str, suppress)), "suppress")
         fn = getattr(test, "_askew_test", None)
@@ -352,8 +353,8 @@ def _iteration(
     check: bool,
     config: RunConfig,
     views: tuple[str | None, str | None] | None = None,
-    suppress: frozenset[int] = frozenset(),
-    calls: list[tuple[float, str]] | None = None,
+    suppress: frozenset[int | str] = frozenset(),
+    calls: list[tuple[int | str, float, str]] | None = None,
 ) -> SimulationFailure | None:
     """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
     its report if it failed, and the run's fault calls added to `calls`. A
@@ -393,7 +394,7 @@ def _write_views(
     drawn: _swarm.SwarmDraw | None,
     outcome: Outcome,
     views: tuple[str | None, str | None] | None,
-    suppress: frozenset[int] = frozenset(),
+    suppress: frozenset[int | str] = frozenset(),
 ) -> list[str]:
     """The timeline and trace JSON of this run, if asked for (Replay.run's
     paths, or for a failure ASKEW_TIMELINE / ASKEW_TRACE_JSON): the seed is
@@ -412,12 +413,12 @@ def _write_views(
         loop._log_keep(_timeline.LOG_KEPT)
 
 
-def _suppressed_replay(replay: str, suppress: Iterable[int]) -> str:
-    """`replay` (a report's replay line) with the fault calls `suppress` skipped."""
-    listed = ",".join(map(str, sorted(suppress)))
+def _suppressed_replay(replay: str, suppress: Iterable[int | str]) -> str:
+    """`replay` (a report's replay line) with the faults `suppress` skipped."""
+    keys = _shrink.ordered(suppress)
     if replay.endswith(")"):  # askew.Replay.run(test, seed=S)
-        return f"{replay[:-1]}, suppress=[{listed}])"
-    return f"ASKEW_SUPPRESS={listed} {replay}"
+        return f"{replay[:-1]}, suppress=[{','.join(map(repr, keys))}])"
+    return f"ASKEW_SUPPRESS={','.join(map(str, keys))} {replay}"
 
 
 def _set_replay(failure: SimulationFailure, replay: str) -> None:
@@ -429,9 +430,9 @@ def _set_replay(failure: SimulationFailure, replay: str) -> None:
 
 def _analyse_faults(
     failure: SimulationFailure,
-    calls: list[tuple[float, str]],
+    calls: list[tuple[int | str, float, str]],
     budget: float,
-    run: Callable[[frozenset[int]], SimulationFailure | None],
+    run: Callable[[frozenset[int | str]], SimulationFailure | None],
 ) -> None:
     """Which of the failing run's fault calls mattered, and a smaller fault
     set that fails the same way (askew/_shrink.py), `run` re-running its
@@ -439,7 +440,7 @@ def _analyse_faults(
     before the replay line."""
     signature = failure_signature(failure)
 
-    def rerun(suppress: frozenset[int]) -> tuple[str | None, int]:
+    def rerun(suppress: frozenset[int | str]) -> tuple[str | None, int]:
         again = run(suppress)
         if again is None:
             return None, 0
@@ -460,7 +461,7 @@ def _sweep(
     base: int | None,
     iterations: int | None = None,
     views: tuple[str | None, str | None] | None = None,
-    suppress: frozenset[int] | None = None,
+    suppress: frozenset[int | str] | None = None,
 ) -> None:
     __tracebackhide__ = True
     # A run with calls suppressed is a shrunk run's replay: not analysed again.
@@ -482,16 +483,21 @@ def _sweep(
     watch = observer
     coverage: list[_buggify.Summary] = []
     i, seed = 0, base
+    feedback: _coverage.Feedback | None = None  # shrink3: ASKEW_COVERAGE
     try:
         with _sweeping(fn, config, base, coverage) as loop:
             if watch is not None:
                 watch.sweep_begins(fn, base, n)
+            if _coverage.enabled() and n > 1:
+                feedback = _coverage.Feedback(loop, base, config.swarm)
             for i in range(n):
-                seed = iteration_seed(base, i)
-                calls: list[tuple[float, str]] = []
+                seed = feedback.seed(i) if feedback else iteration_seed(base, i)
+                calls: list[tuple[int | str, float, str]] = []
                 failure = _iteration(
                     loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls
                 )
+                if feedback is not None:
+                    feedback.observe(seed)
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
@@ -521,13 +527,15 @@ def _sweep(
         exc.args = (interrupted(fn, base, i, n, seed, exc),)
         raise
     finally:
+        if feedback is not None:
+            feedback.report()
         # Also after a failure or Ctrl-C: the progress line must go.
         if watch is not None:
             watch.sweep_ends(coverage[0] if coverage else None)
 
 
 def run_iterations(
-    test: Callable[..., Any], base: int, start: int, stop: int
+    test: Callable[..., Any], base: int, start: int, stop: int, edges: list[int] | None = None
 ) -> tuple[list[IterationOutcome], _buggify.Summary]:
     """Run iterations [start, stop) of the simulated test `test` (a function
     decorated with @askew.simulate, taking no fixtures) from base seed
@@ -535,7 +543,9 @@ def run_iterations(
     failure: each iteration's outcome and the buggify/sometimes coverage of
     the range. The knob variables (ASKEW_STRATEGY, ...) apply as they do
     under pytest; ASKEW_SEED and ASKEW_ITERATIONS do not. `askew sweep`'s
-    workers call it on their share of a sweep."""
+    workers call it on their share of a sweep. With ASKEW_COVERAGE=1 and
+    `edges` given, the union of the runs' coverage maps is appended to it
+    (shrink3: askew/_coverage.py; no steering here)."""
     fn = getattr(test, "_askew_test", None)
     spec: _Spec | None = getattr(test, "_askew_spec", None)
     if fn is None or spec is None:
@@ -550,12 +560,19 @@ def run_iterations(
     outcomes: list[IterationOutcome] = []
     coverage: list[_buggify.Summary] = []
     with _sweeping(fn, config, base, coverage, print_coverage=False) as loop:
+        feedback = (
+            _coverage.Feedback(loop, base, False)
+            if edges is not None and _coverage.enabled()
+            else None
+        )
         for i in range(start, stop):
             seed = iteration_seed(base, i)
             try:
                 failure = _iteration(loop, fn, seed, i, (), {}, check, config)
             except NondeterminismError as exc:
                 failure = exc
+            if feedback is not None:
+                feedback.observe(seed)
             if failure is None:
                 outcomes.append(IterationOutcome(i, seed))
                 continue
@@ -565,6 +582,8 @@ def run_iterations(
             )
             outcomes.append(outcome)
             del failure  # its traceback holds the run: collect it with the run
+        if feedback is not None and edges is not None:
+            edges.append(feedback.seen)
     return outcomes, coverage[0]
 
 
@@ -576,7 +595,7 @@ def _run_once(
     kwargs: dict[str, Any],
     want_events: bool = False,
     swarm: _swarm.SwarmDraw | None = None,
-    suppress: frozenset[int] = frozenset(),
+    suppress: frozenset[int | str] = frozenset(),
 ) -> Outcome:
     __tracebackhide__ = True
     loop.reset(seed)
@@ -614,7 +633,7 @@ def _run_once(
     events = recent_events(loop, want_events) if failure is not None or want_events else None
     trace_hash = loop.trace_hash
     faults, faults_dropped = world.log._faults, world.log.faults_dropped
-    fault_calls = world._fault_calls
+    fault_calls = world._all_faults()  # shrink3: with the network's message faults
     teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
     if nodes is None and (teardown_error is not None or errors):

@@ -252,6 +252,7 @@ class ChunkResult:
     failures: list[Failure]
     coverage: Summary
     cpu: float  # CPU seconds the worker spent on the chunk
+    edges: int = 0  # shrink3: its runs' interleaving coverage (ASKEW_COVERAGE)
 
 
 _test: Callable[..., Any] | None = None
@@ -272,14 +273,15 @@ def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
     assert _test is not None
     # Read outside the runs: inside one, askew's scope makes time virtual.
     began = time.process_time()
-    outcomes, coverage = run_iterations(_test, base, start, stop)
+    edges: list[int] = []
+    outcomes, coverage = run_iterations(_test, base, start, stop, edges)
     cpu = time.process_time() - began
     failures = [
         Failure(o.iteration, o.seed, o.signature or "", o.headline or "")
         for o in outcomes
         if o.headline is not None
     ]
-    return ChunkResult(start, stop, failures, coverage, cpu)
+    return ChunkResult(start, stop, failures, coverage, cpu, edges[0] if edges else 0)
 
 
 _cluster_tests: dict[tuple[str, str], Callable[..., Any]] = {}
@@ -322,6 +324,10 @@ class SweepResult:
     stopped: bool = False  # --first stopped it early
     cpu: float = 0.0  # CPU seconds the workers spent running iterations
     interrupted: bool = False  # Ctrl-C stopped it
+    # shrink3: interleaving coverage (ASKEW_COVERAGE=1): the union of the
+    # chunks' maps, and (runs, edges) as chunks came back.
+    edges: int = 0
+    edge_growth: list[tuple[int, int]] = field(default_factory=list)
 
     def groups(self) -> dict[str, list[Failure]]:
         """The failures by signature, each group's smallest seed first."""
@@ -553,6 +559,9 @@ class _Collector:
         result.ran += chunk.stop - chunk.start
         result.cpu += chunk.cpu
         result.coverage = _merge(result.coverage, chunk.coverage)
+        if chunk.edges:  # shrink3
+            result.edges |= chunk.edges
+            result.edge_growth.append((result.ran, result.edges.bit_count()))
         if self.options.first:
             # Printed by finish(): only the first failing iteration counts.
             result.failures += chunk.failures[:1]
@@ -625,6 +634,12 @@ def summary(result: SweepResult) -> str:
     coverage = result.coverage
     if coverage is not None and (coverage.points or coverage.marks):
         lines.extend(str(coverage).splitlines())
+    if result.edges:  # shrink3: askew/_coverage.py
+        growth = ", ".join(f"{runs:,}: {edges}" for runs, edges in result.edge_growth)
+        lines.append(
+            f"  interleaving coverage: {result.edges.bit_count()} edges "
+            f"(runs: edges, as chunks came back: {growth})"
+        )
     return "\n".join(lines)
 
 

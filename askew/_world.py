@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from . import _core
-from ._config import check_offset, check_seconds
+from ._config import MESSAGE_FAULTS, NODES_KEY, check_offset, check_seconds
 
 _node_var: contextvars.ContextVar[int] = contextvars.ContextVar("askew_node")
 _CoroutineType = types.CoroutineType
@@ -745,12 +745,13 @@ def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
 class World:
     """Everything a simulated test can do to its simulation."""
 
-    def __init__(self, loop: Any, seed: int, suppress: frozenset[int] = frozenset()) -> None:
+    def __init__(self, loop: Any, seed: int, suppress: frozenset[int | str] = frozenset()) -> None:
         self._loop = loop
         self.seed = seed
         # Fault suppression (askew/_shrink.py): every fault call of the run,
         # in order, as (virtual time, what); a call whose index is in
         # `suppress` does nothing. Costs a list append per fault call.
+        # "drop:N" / "dup:N" in `suppress` go to the network (see _all_faults).
         self._suppress = suppress
         self._fault_calls: list[tuple[float, str]] = []
         self._random: random.Random | None = None
@@ -768,6 +769,15 @@ class World:
         self._wire: _core.Network = loop._net
         loop._set_node_var(_node_var)
         self._wire.set_payload_check(check_payload)
+        # shrink3: message faults to skip, and the node count's cap (node_count).
+        self._nodes_cap: int | None = None
+        self._nodes_asked: tuple[int, int] | None = None  # (fewest, default)
+        if any(isinstance(key, str) for key in suppress):
+            for kind, name in enumerate(MESSAGE_FAULTS):
+                named = (key.partition(":") for key in suppress if isinstance(key, str))
+                self._wire.suppress(kind, [int(n) for k, _, n in named if k == name])
+            named = (key.partition(":") for key in suppress if isinstance(key, str))
+            self._nodes_cap = next((int(n) for k, _, n in named if k == NODES_KEY), None)
         # Names and TCP (askew/_sockets.py): the stack is made on first use.
         self._hostnames: list[str] = []
         self._names: dict[str, int] = {}
@@ -809,6 +819,49 @@ class World:
         k = len(self._fault_calls)
         self._fault_calls.append((self._loop._now_ns / 1e9, text))
         return k in self._suppress
+
+    def node_count(self, default: int, *, fewest: int = 1) -> int:
+        """How many nodes to spawn: `default`, or fewer (never under `fewest`)
+        when a failure's shrinking tries the run with fewer nodes. A test that
+        spawns `world.node_count(5, fewest=3)` nodes lets the shrinker report
+        "fails the same way with 3 nodes"; one that spawns a fixed number
+        does not, since only the test knows which counts it means to hold."""
+        for name, value in (("default", default), ("fewest", fewest)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"node_count: {name} must be an int, got {value!r}")
+        if not 1 <= fewest <= default:
+            raise ValueError(
+                f"node_count needs 1 <= fewest <= default, got fewest={fewest}, default={default}"
+            )
+        if self._nodes_asked is None:
+            self._nodes_asked = (fewest, default)
+        if self._nodes_cap is None:
+            return default
+        return max(fewest, min(default, self._nodes_cap))
+
+    def _all_faults(self) -> list[tuple[int | str, float, str]]:
+        """shrink3: the run's faults as (key, virtual time, what): its fault
+        calls (key: the index), then the network's loss drops and
+        duplications (key: "drop:N" / "dup:N", N the send's id), in order;
+        last "nodes:F-D" if the test let the shrinker try F to D nodes."""
+        out: list[tuple[int | str, float, str]] = [
+            (k, t, text) for k, (t, text) in enumerate(self._fault_calls)
+        ]
+        messages, _more = self._wire.faults()
+        for kind, id_, sent_ns, src, dst in messages:
+            what = ("drop", "duplication")[kind]
+            out.append(
+                (
+                    f"{MESSAGE_FAULTS[kind]}:{id_}",
+                    sent_ns / 1e9,
+                    f"{what} of message {id_} (node {src} -> node {dst})",
+                )
+            )
+        if self._nodes_asked is not None and self._nodes_asked[0] < self._nodes_asked[1]:
+            # Not a fault: tells the shrinker it may try fewer nodes.
+            fewest, default = self._nodes_asked
+            out.append((f"{NODES_KEY}:{fewest}-{default}", 0.0, f"{default} nodes"))
+        return out
 
     def _check_live(self) -> None:
         if self._ended:

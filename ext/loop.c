@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coverage.h" /* shrink3 */
 #include "handle.h"
 #include "log.h"
 #include "loop.h"
@@ -753,8 +754,14 @@ static PyObject *loop_run(struct askew_loop_state *self, PyObject *Py_UNUSED(ign
                 (self->gate.var == NULL ||
                  askew__node_alive(&self->net->net, h->node, h->incarnation))) {
                 self->node_current = h->node;
-                if ((askew__handle_run(h) < 0 && callback_failed(self, h) < 0) ||
-                    charge_cpu(self, h) < 0) {
+                /* shrink3: interleaving coverage, one pointer test when off. */
+                PyObject *ran = self->coverage ? Py_NewRef(h->callback) : NULL;
+                const int failed =
+                    (askew__handle_run(h) < 0 && callback_failed(self, h) < 0) ||
+                    charge_cpu(self, h) < 0;
+                if (ran != NULL)
+                    askew__coverage_note(self->coverage, self->state, h->node, ran);
+                if (failed) {
                     Py_DECREF(h);
                     self->node_current = -1;
                     return NULL;
@@ -1095,6 +1102,7 @@ static void loop_dealloc(struct askew_loop_state *self)
     askew__skew_free(self);
     askew_sched_free(&self->sched);
     free(self->cpu);
+    PyMem_Free(self->coverage); /* shrink3 */
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -1187,6 +1195,21 @@ static PyObject *loop_log_keep(struct askew_loop_state *self, PyObject *n)
     return askew__log_keep(&self->log, n);
 }
 
+/* shrink3: _coverage(on) and _coverage_take(), interleaving coverage
+ * (coverage.h, askew/_coverage.py). */
+static PyObject *loop_coverage(struct askew_loop_state *self, PyObject *on)
+{
+    if (askew__coverage_set(&self->coverage, on) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_coverage_take(struct askew_loop_state *self,
+                                    PyObject *Py_UNUSED(ignored))
+{
+    return askew__coverage_take(self->coverage);
+}
+
 static PyMethodDef loop_methods[] = {
     {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon,
      METH_FASTCALL | METH_KEYWORDS,
@@ -1212,6 +1235,8 @@ static PyMethodDef loop_methods[] = {
     {"_set_task_factory_raw", (PyCFunction)loop_set_task_factory_raw, METH_O, NULL},
     {"_run", (PyCFunction)loop_run, METH_NOARGS, NULL},
     {"_set_step_hook", (PyCFunction)loop_set_step_hook, METH_O, NULL},
+    {"_coverage", (PyCFunction)loop_coverage, METH_O, NULL},
+    {"_coverage_take", (PyCFunction)loop_coverage_take, METH_NOARGS, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
     {"_reset", (PyCFunction)loop_reset, METH_O, NULL},
     {"_clear", (PyCFunction)loop_clear, METH_NOARGS, NULL},

@@ -11,6 +11,8 @@
 #include "network.h"
 #include "node.h"
 
+struct askew_coverage;
+
 struct askew_skew {
     struct askew_node_clock clock; /* the engine's: ext/engine/skew.c */
     uint32_t paused;               /* pauses open on the node; > 0 runs nothing */
@@ -35,6 +37,7 @@ struct askew_loop_state {
     PyObject *future_kwargs; /* {"loop": self}, for create_future */
     PyObject *time_view;     /* a user's replacement of loop.time, or NULL */
     PyObject *step_hook;     /* called after every step when set (world.always) */
+    struct askew_coverage *coverage; /* shrink3: coverage.h; NULL when off */
     struct askew_skew *skews;
     size_t skews_cap; /* entries, zeroed until used: index is the node id */
     /* Callbacks of paused nodes, in the order they came up; each holds the

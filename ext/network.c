@@ -690,6 +690,69 @@ static PyObject *net_stats(askew_network *n, PyObject *Py_UNUSED(ignored))
                          "in_flight", (unsigned long long)s->in_flight);
 }
 
+/* suppress(kind, ids): the run skips the message faults of `kind`
+ * (ASKEW_NET_FAULT_DROP or _DUP) of the sends `ids` (askew/_shrink.py). */
+static PyObject *net_suppress(askew_network *n, PyObject *args)
+{
+    unsigned int kind;
+    PyObject *seq, *fast;
+    if (!PyArg_ParseTuple(args, "IO", &kind, &seq) || gone(n))
+        return NULL;
+    if ((fast = PySequence_Fast(seq, "suppress(kind, ids): ids must be a sequence")) ==
+        NULL)
+        return NULL;
+    const Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+    uint64_t *ids = PyMem_Calloc(len > 0 ? (size_t)len : 1, sizeof(*ids));
+    int rc = 0;
+    if (ids == NULL) {
+        Py_DECREF(fast);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        ids[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    rc = askew_net_suppress(&n->net, kind, ids, (size_t)len);
+    if (rc < 0) {
+        raise_net(rc, "suppressing message faults");
+        goto fail;
+    }
+    PyMem_Free(ids);
+    Py_DECREF(fast);
+    Py_RETURN_NONE;
+
+fail:
+    PyMem_Free(ids);
+    Py_DECREF(fast);
+    return NULL;
+}
+
+/* faults(): the run's message faults so far, as a list of (kind, id,
+ * sent_ns, src, dst), and the count not kept: (list, more). */
+static PyObject *net_faults(askew_network *n, PyObject *Py_UNUSED(ignored))
+{
+    size_t len;
+    uint64_t more;
+    if (gone(n))
+        return NULL;
+    const struct askew_net_fault *faults = askew_net_faults(&n->net, &len, &more);
+    PyObject *list = PyList_New((Py_ssize_t)len);
+    if (list == NULL)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        const struct askew_net_fault *f = &faults[i];
+        PyObject *item = Py_BuildValue("(IKLII)", f->kind, (unsigned long long)f->id,
+                                       (long long)f->sent_ns, f->src, f->dst);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return Py_BuildValue("(NK)", list, (unsigned long long)more);
+}
+
 /* check_node(id, what): the "unknown node id" check, for askew/_world.py. */
 static PyObject *net_check_node(askew_network *n, PyObject *const *args,
                                 Py_ssize_t nargs)
@@ -727,6 +790,8 @@ static PyMethodDef network_methods[] = {
     {"configure", (PyCFunction)net_configure, METH_VARARGS, NULL},
     {"link", (PyCFunction)net_link, METH_VARARGS, NULL},
     {"stats", (PyCFunction)net_stats, METH_NOARGS, NULL},
+    {"suppress", (PyCFunction)net_suppress, METH_VARARGS, NULL},
+    {"faults", (PyCFunction)net_faults, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -512,6 +512,14 @@ int askew_net_reset(struct askew_net *net, uint64_t seed)
     net->edges_len = 0;
     net->cuts_len = 0;
     memset(&net->stats, 0, sizeof(net->stats));
+    net->seed = seed;
+    net->faults_len = 0;
+    net->faults_more = 0;
+    for (uint32_t k = 0; k < ASKEW_NET_FAULT_KINDS; k++) {
+        free(net->suppress[k]);
+        net->suppress[k] = NULL;
+        net->suppress_len[k] = 0;
+    }
     return 0;
 }
 
@@ -553,7 +561,90 @@ void askew_net_free(struct askew_net *net, askew_net_release_fn release, void *c
     }
     free(net->nodes);
     free(net->edges);
+    free(net->faults);
+    for (uint32_t k = 0; k < ASKEW_NET_FAULT_KINDS; k++)
+        free(net->suppress[k]);
     memset(net, 0, sizeof(*net));
+}
+
+/* ---- message faults ------------------------------------------------------ */
+
+static int id_cmp(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a;
+    const uint64_t y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+int askew_net_suppress(struct askew_net *net, uint32_t kind, const uint64_t *ids,
+                       size_t len)
+{
+    uint64_t *copy = NULL;
+
+    if (kind >= ASKEW_NET_FAULT_KINDS || (len > 0 && ids == NULL))
+        return -EINVAL;
+    if (len > 0) {
+        if (len > SIZE_MAX / sizeof(*copy))
+            return -ENOMEM;
+        copy = malloc(len * sizeof(*copy));
+        if (copy == NULL)
+            return -ENOMEM;
+        memcpy(copy, ids, len * sizeof(*copy));
+        qsort(copy, len, sizeof(*copy), id_cmp);
+    }
+    free(net->suppress[kind]);
+    net->suppress[kind] = copy;
+    net->suppress_len[kind] = len;
+    return 0;
+}
+
+/* Whether this run skips the fault `kind` of send `id`: a binary search,
+ * made only when the draw said drop or duplicate. */
+static int suppressed(const struct askew_net *net, uint32_t kind, uint64_t id)
+{
+    return net->suppress_len[kind] > 0 &&
+           bsearch(&id, net->suppress[kind], net->suppress_len[kind], sizeof(id),
+                   id_cmp) != NULL;
+}
+
+/* List a fault the run made. Best effort: past ASKEW_NET_FAULTS_MAX, or when
+ * the list cannot grow, it is only counted, so a send never fails here. */
+static void fault_note(struct askew_net *net, uint32_t kind, uint64_t id, uint32_t src,
+                       uint32_t dst)
+{
+    struct askew_net_fault *fault;
+
+    if (net->faults_len == net->faults_cap) {
+        size_t cap = net->faults_cap ? net->faults_cap * 2 : 64;
+        struct askew_net_fault *faults;
+
+        if (cap > ASKEW_NET_FAULTS_MAX)
+            cap = ASKEW_NET_FAULTS_MAX;
+        faults =
+            cap > net->faults_cap ? realloc(net->faults, cap * sizeof(*faults)) : NULL;
+        if (faults == NULL) {
+            net->faults_more++;
+            return;
+        }
+        net->faults = faults;
+        net->faults_cap = cap;
+    }
+    fault = &net->faults[net->faults_len++];
+    fault->id = id;
+    fault->sent_ns = net->sched->now_ns;
+    fault->src = src;
+    fault->dst = dst;
+    fault->kind = kind;
+}
+
+const struct askew_net_fault *askew_net_faults(const struct askew_net *net, size_t *len,
+                                               uint64_t *more)
+{
+    *len = net->faults_len;
+    if (more != NULL)
+        *more = net->faults_more;
+    return net->faults;
 }
 
 /* ---- send and deliver ---------------------------------------------------- */
@@ -565,6 +656,17 @@ static int64_t latency_draw(struct askew_net *net, const struct askew_net_link *
     if (link->latency_ns_min == link->latency_ns_max)
         return link->latency_ns_min;
     return askew_rng_range(&net->rng, link->latency_ns_min, link->latency_ns_max);
+}
+
+/* The latency of a suppressed drop: in the link's range like a drawn one,
+ * but a hash of the run's seed and the id, so the NET stream is untouched. */
+static int64_t latency_quiet(const struct askew_net *net,
+                             const struct askew_net_link *link, uint64_t id)
+{
+    uint64_t state = net->seed ^ (id * 0x9e3779b97f4a7c15ULL);
+    const uint64_t span = (uint64_t)(link->latency_ns_max - link->latency_ns_min) + 1;
+
+    return link->latency_ns_min + (int64_t)(askew_splitmix64_next(&state) % span);
 }
 
 static int64_t deadline_at(int64_t now_ns, int64_t latency_ns)
@@ -604,6 +706,8 @@ int askew_net_send(struct askew_net *net, uint32_t src, uint32_t dst, void *payl
     uint64_t id = net->next_id;
     uint32_t outcome = ASKEW_NET_IN_FLIGHT;
     unsigned copies = 0;
+    unsigned ids = 1;
+    int lost = 0;
     int err;
 
     if (!node_valid(net, src) || !node_valid(net, dst) || out == NULL)
@@ -620,15 +724,23 @@ int askew_net_send(struct askew_net *net, uint32_t src, uint32_t dst, void *payl
         outcome = ASKEW_NET_DROPPED_CRASHED;
     } else if (is_cut(net, src, dst, edge)) {
         outcome = ASKEW_NET_DROPPED_PARTITIONED;
-    } else if (askew_rng_chance_ppm(&net->rng, link->loss_ppm)) {
+    } else if ((lost = askew_rng_chance_ppm(&net->rng, link->loss_ppm)) &&
+               !suppressed(net, ASKEW_NET_FAULT_DROP, id)) {
         outcome = ASKEW_NET_DROPPED_LOST;
     } else {
-        int64_t deadline_ns = deadline_at(now_ns, latency_draw(net, link));
+        /* A suppressed drop makes no draw past the loss draw, as a drop. */
+        int64_t deadline_ns = deadline_at(now_ns, lost ? latency_quiet(net, link, id)
+                                                       : latency_draw(net, link));
         msgs[copies++] = msg_make(net, id, src, dst, payload, deadline_ns, 0);
-        if (askew_rng_chance_ppm(&net->rng, link->duplicate_ppm)) {
+        if (!lost && askew_rng_chance_ppm(&net->rng, link->duplicate_ppm)) {
             deadline_ns = deadline_at(now_ns, latency_draw(net, link));
-            msgs[copies++] = msg_make(net, id + 1, src, dst, payload, deadline_ns, 1);
-            outcome = ASKEW_NET_DUPLICATED;
+            if (suppressed(net, ASKEW_NET_FAULT_DUP, id)) {
+                ids = 2; /* the copy's id stays taken, as its draw */
+            } else {
+                msgs[copies++] =
+                    msg_make(net, id + 1, src, dst, payload, deadline_ns, 1);
+                outcome = ASKEW_NET_DUPLICATED;
+            }
         }
     }
     for (unsigned i = 0; i < copies; i++) {
@@ -637,8 +749,12 @@ int askew_net_send(struct askew_net *net, uint32_t src, uint32_t dst, void *payl
             goto fail;
     }
 
-    net->next_id += copies == 2 ? 2 : 1;
+    net->next_id += copies == 2 ? 2 : ids;
     net->stats.sent++;
+    if (outcome == ASKEW_NET_DROPPED_LOST)
+        fault_note(net, ASKEW_NET_FAULT_DROP, id, src, dst);
+    else if (outcome == ASKEW_NET_DUPLICATED)
+        fault_note(net, ASKEW_NET_FAULT_DUP, id, src, dst);
     askew_trace_record(&net->sched->trace, now_ns, ASKEW_EV_NET, (int32_t)src, id,
                        copies > 0 ? ASKEW_NET_IN_FLIGHT : outcome);
     mix(net, OP_SEND_DST, dst, copies);

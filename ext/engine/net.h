@@ -97,6 +97,27 @@ struct askew_net_stats {
      * teardown and counted nowhere; tests/c/fuzz_engine.c checks this). */
 };
 
+/* Message faults: the network's own decisions to lose a message (the loss
+ * draw) or to put a second copy on the wire (the duplicate draw), named by
+ * the send's id (a duplicate's fault names the original's id). A run keeps
+ * the first ASKEW_NET_FAULTS_MAX of them in order, for the shrinker
+ * (askew/_shrink.py); drops by crash or cut are not listed: they follow
+ * from crash and partition calls, which are faults of their own. */
+enum askew_net_fault_kind {
+    ASKEW_NET_FAULT_DROP = 0, /* the loss draw said drop */
+    ASKEW_NET_FAULT_DUP = 1,  /* the duplicate draw said a second copy */
+    ASKEW_NET_FAULT_KINDS = 2
+};
+#define ASKEW_NET_FAULTS_MAX 65536u
+
+struct askew_net_fault {
+    uint64_t id; /* the send's */
+    int64_t sent_ns;
+    uint32_t src;
+    uint32_t dst;
+    uint32_t kind; /* enum askew_net_fault_kind */
+};
+
 struct askew_net_slab;
 
 struct askew_net {
@@ -120,6 +141,16 @@ struct askew_net {
     struct askew_net_slab *slabs; /* the pool's memory, SLAB_MSGS messages each */
     size_t slabs_len;
     struct askew_net_stats stats;
+    uint64_t seed; /* the run's, for the latency of a suppressed drop */
+    /* The run's message faults (see askew_net_fault_kind), in order; at most
+     * ASKEW_NET_FAULTS_MAX, `faults_more` counts those not kept. */
+    struct askew_net_fault *faults;
+    size_t faults_len;
+    size_t faults_cap;
+    uint64_t faults_more;
+    /* Per kind, the sorted ids whose fault this run skips (owned). */
+    uint64_t *suppress[ASKEW_NET_FAULT_KINDS];
+    size_t suppress_len[ASKEW_NET_FAULT_KINDS];
 };
 
 /* What the binding gets back for a message: at delivery (delivered or
@@ -152,8 +183,9 @@ int askew_net_init(struct askew_net *net, struct askew_sched *sched);
 /* Drain (see askew_net_drain) and free everything. */
 void askew_net_free(struct askew_net *net, askew_net_release_fn release, void *ctx);
 /* Start a run: no nodes, the default model, no cuts, counters zero, ids from
- * 1, the NET stream from askew_seed_stream(seed, ASKEW_STREAM_NET). Keeps the
- * memory for the next run. -EBUSY while messages are in flight. */
+ * 1, the NET stream from askew_seed_stream(seed, ASKEW_STREAM_NET), no
+ * message faults listed or suppressed. Keeps the memory for the next run.
+ * -EBUSY while messages are in flight. */
 int askew_net_reset(struct askew_net *net, uint64_t seed);
 /* Take every message off the wire (and off the timer heap, if still there)
  * in send order, handing each to `release` (may be NULL) with outcome
@@ -210,6 +242,24 @@ void askew_net_heal(struct askew_net *net);
 int askew_net_link_cut(const struct askew_net *net, uint32_t src, uint32_t dst,
                        int *cut);
 
+/* Skip, for the rest of the run, the faults of `kind` of the sends whose ids
+ * are `ids` (any order, repeats allowed; replaces the kind's previous set):
+ *   ASKEW_NET_FAULT_DROP: a send whose loss draw says drop is put on the
+ *     wire once instead, its latency taken without a draw (a hash of the
+ *     run's seed and the id, in the link's range), and no duplicate draw
+ *     made: exactly the draws of the drop;
+ *   ASKEW_NET_FAULT_DUP: a send whose duplicate draw says yes still makes
+ *     the copy's latency draw and takes id + 1, but puts no copy on the wire.
+ * So the NET stream and the ids stay those of the run without suppression
+ * up to the point the program behaves otherwise. -EINVAL for a bad kind,
+ * -ENOMEM (nothing changed). */
+int askew_net_suppress(struct askew_net *net, uint32_t kind, const uint64_t *ids,
+                       size_t len);
+/* The run's message faults so far, in order (borrowed, valid until the next
+ * send or reset); `*more` (may be NULL) gets the count not kept. */
+const struct askew_net_fault *askew_net_faults(const struct askew_net *net, size_t *len,
+                                               uint64_t *more);
+
 /* Put a message on the wire at the scheduler's now_ns. Draws, in this
  * order, from the NET stream, and only those reached:
  *   1. src crashed: drop "crashed" (no draw);
@@ -220,6 +270,8 @@ int askew_net_link_cut(const struct askew_net *net, uint32_t src, uint32_t dst,
  *   5. askew_rng_chance_ppm(duplicate_ppm): if so, a second copy
  *      with its own latency draw as in 4, added to the heap after the
  *      original (so a tie in deadline keeps send order in the heap's seq).
+ * A lost send and a duplicated one are listed as message faults (see
+ * askew_net_faults), unless suppressed (see askew_net_suppress).
  * Every send takes an id (dropped ones too) and records one trace event
  * (node = src, a = id, b = ASKEW_NET_IN_FLIGHT or the drop), plus one
  * (a = id + 1, b = ASKEW_NET_DUPLICATED) for a duplicate; dst, deadlines and

@@ -535,6 +535,114 @@ START_TEST(test_net_send_draws_loss_then_latency_then_duplicate)
 }
 END_TEST
 
+/* ---- message faults: listing and suppression ------------------------------ */
+
+#define FAULT_SENDS 300
+
+/* One run of FAULT_SENDS sends 0 -> 1 at 30 % loss and 30 % duplication,
+ * with the ids in drop[] and dup[] suppressed; each send's result and the
+ * NET stream's state after it. */
+static void fault_run(const uint64_t *drop, size_t drops, const uint64_t *dup,
+                      size_t dups, struct askew_net_sent *sent, struct askew_rng *after)
+{
+    h_open(31, 2);
+    configure(1 * MS, 9 * MS, 300000, 300000);
+    ck_assert_int_eq(askew_net_suppress(&h.net, ASKEW_NET_FAULT_DROP, drop, drops), 0);
+    ck_assert_int_eq(askew_net_suppress(&h.net, ASKEW_NET_FAULT_DUP, dup, dups), 0);
+    for (uintptr_t i = 0; i < FAULT_SENDS; i++) {
+        sent[i] = send_ok(0, 1, i + 1);
+        after[i] = h.net.rng;
+    }
+}
+
+START_TEST(test_net_lost_and_duplicated_sends_are_listed_as_faults_in_send_order)
+{
+    static struct askew_net_sent sent[FAULT_SENDS];
+    static struct askew_rng after[FAULT_SENDS];
+    size_t len, j = 0;
+    uint64_t more;
+
+    fault_run(NULL, 0, NULL, 0, sent, after);
+    const struct askew_net_fault *faults = askew_net_faults(&h.net, &len, &more);
+    for (size_t i = 0; i < FAULT_SENDS; i++) {
+        if (sent[i].outcome == ASKEW_NET_IN_FLIGHT)
+            continue;
+        ck_assert_uint_lt(j, len);
+        ck_assert_uint_eq(faults[j].id, sent[i].id);
+        ck_assert_uint_eq(faults[j].kind, sent[i].outcome == ASKEW_NET_DROPPED_LOST
+                                              ? ASKEW_NET_FAULT_DROP
+                                              : ASKEW_NET_FAULT_DUP);
+        ck_assert_uint_eq(faults[j].src, 0);
+        ck_assert_uint_eq(faults[j].dst, 1);
+        j++;
+    }
+    ck_assert_uint_eq(j, len);
+    ck_assert_uint_gt(len, 100); /* both kinds, many of each */
+    ck_assert_uint_eq(more, 0);
+    /* A reset forgets them. */
+    advance_to(20 * MS);
+    ck_assert_int_eq(askew_net_reset(&h.net, 31), 0);
+    (void)askew_net_faults(&h.net, &len, &more);
+    ck_assert_uint_eq(len, 0);
+    h_close();
+}
+END_TEST
+
+START_TEST(test_net_suppressed_faults_deliver_once_and_keep_the_stream_and_ids)
+{
+    static struct askew_net_sent plain[FAULT_SENDS], quiet[FAULT_SENDS];
+    static struct askew_rng plain_rng[FAULT_SENDS], quiet_rng[FAULT_SENDS];
+    static uint64_t drop[FAULT_SENDS], dup[FAULT_SENDS];
+    size_t drops = 0, dups = 0, len;
+    uint64_t more;
+
+    fault_run(NULL, 0, NULL, 0, plain, plain_rng);
+    h_close();
+    for (size_t i = 0; i < FAULT_SENDS; i++) {
+        if (plain[i].outcome == ASKEW_NET_DROPPED_LOST)
+            drop[drops++] = plain[i].id;
+        else if (plain[i].outcome == ASKEW_NET_DUPLICATED)
+            dup[dups++] = plain[i].id;
+    }
+    ck_assert_uint_gt(drops, 10);
+    ck_assert_uint_gt(dups, 10);
+    fault_run(drop, drops, dup, dups, quiet, quiet_rng);
+    for (size_t i = 0; i < FAULT_SENDS; i++) {
+        /* Same ids and the same stream after every send: nothing shifted. */
+        ck_assert_uint_eq(quiet[i].id, plain[i].id);
+        ck_assert_mem_eq(&quiet_rng[i], &plain_rng[i], sizeof(quiet_rng[i]));
+        /* Every send is one copy on the wire; unsuppressed ones as before. */
+        ck_assert_uint_eq(quiet[i].outcome, ASKEW_NET_IN_FLIGHT);
+        ck_assert_uint_eq(quiet[i].copies, 1);
+        if (plain[i].outcome == ASKEW_NET_DROPPED_LOST) {
+            ck_assert_int_ge(quiet[i].deadline_ns, 1 * MS);
+            ck_assert_int_le(quiet[i].deadline_ns, 9 * MS);
+        } else {
+            ck_assert_int_eq(quiet[i].deadline_ns, plain[i].deadline_ns);
+        }
+    }
+    (void)askew_net_faults(&h.net, &len, &more);
+    ck_assert_uint_eq(len, 0); /* a suppressed fault is not one of the run's */
+    advance_to(20 * MS);
+    ck_assert_uint_eq(h.events_len, FAULT_SENDS);
+    for (size_t i = 0; i < h.events_len; i++)
+        ck_assert_uint_eq(h.events[i].d.outcome, ASKEW_NET_DELIVERED);
+    check_balance();
+    /* A reset forgets the suppression: the next run drops again. */
+    ck_assert_int_eq(askew_net_reset(&h.net, 31), 0);
+    uint32_t id;
+    ck_assert_int_eq(askew_net_node_add(&h.net, &id), 0);
+    ck_assert_int_eq(askew_net_node_add(&h.net, &id), 0);
+    configure(1 * MS, 9 * MS, 1000000, 0);
+    ck_assert_uint_eq(send_ok(0, 1, 1).outcome, ASKEW_NET_DROPPED_LOST);
+    ck_assert_int_eq(askew_net_suppress(&h.net, ASKEW_NET_FAULT_KINDS, NULL, 0),
+                     -EINVAL);
+    ck_assert_int_eq(askew_net_suppress(&h.net, ASKEW_NET_FAULT_DROP, NULL, 3),
+                     -EINVAL);
+    h_close();
+}
+END_TEST
+
 START_TEST(test_net_drain_hands_back_every_payload_in_flight_in_send_order)
 {
     h_open(23, 3);
@@ -1109,6 +1217,10 @@ Suite *net_suite(void)
     tcase_add_test(tc, test_net_unknown_node_is_einval);
     tcase_add_test(tc, test_net_fixed_latency_and_zero_ppm_draw_nothing);
     tcase_add_test(tc, test_net_send_draws_loss_then_latency_then_duplicate);
+    tcase_add_test(
+        tc, test_net_lost_and_duplicated_sends_are_listed_as_faults_in_send_order);
+    tcase_add_test(tc,
+                   test_net_suppressed_faults_deliver_once_and_keep_the_stream_and_ids);
     tcase_add_test(tc, test_net_drain_hands_back_every_payload_in_flight_in_send_order);
     tcase_add_test(tc, test_net_reset_with_messages_in_flight_is_ebusy);
     tcase_add_test(tc, test_net_free_releases_messages_still_in_flight);
