@@ -397,8 +397,10 @@ def _write_views(
         return []
     loop._log_keep(_timeline.TIMELINE_KEPT)
     try:
-        _run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
-        return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views)
+        # Await sites are noted in this run only (askew/_timeline.py, Sites).
+        with _timeline.Sites(loop) as sites:
+            _run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
+        return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views, sites.sites)
     finally:
         loop._log_keep(_timeline.LOG_KEPT)
 
