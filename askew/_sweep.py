@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import gc
 import importlib
 import inspect
 import multiprocessing
@@ -272,6 +273,13 @@ def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
     assert _test is not None
     # Read outside the runs: inside one, askew's scope makes time virtual.
     began = time.process_time()
+    # The runner collects the whole heap before a range and freezes it, so
+    # each run's collection scans only that run. A worker's heap that is not
+    # the test's (a Dask worker's: ~57,000 objects, 25 ms a chunk against 4
+    # ms in a local worker) is frozen first, so that collection scans only
+    # what is new (0.3 ms). Its garbage is left to the collections between
+    # chunks (the runner unfreezes everything at the range's end).
+    gc.freeze()
     outcomes, coverage = run_iterations(_test, base, start, stop)
     cpu = time.process_time() - began
     failures = [
