@@ -225,7 +225,8 @@ def shard_range(seeds: int, shard: tuple[int, int] | None) -> tuple[int, int]:
 def chunks(start: int, stop: int, workers: int) -> Iterator[tuple[int, int]]:
     """[start, stop) in chunks for the workers: about four per worker so
     they finish together, at least _CHUNK_MIN iterations (a chunk's set-up,
-    a full collection, costs ~10 ms: several runs) and at most _CHUNK_MAX
+    a task's round trip and a loop, is worth a few runs; see _run_chunk for
+    the collection it no longer makes) and at most _CHUNK_MAX
     (failures stream back as chunks finish, and --first waits for the
     chunks running)."""
     size = max(_CHUNK_MIN, min(_CHUNK_MAX, (stop - start) // (workers * 4)))
