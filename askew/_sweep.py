@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
+import gc
 import importlib
 import inspect
 import multiprocessing
@@ -224,7 +225,8 @@ def shard_range(seeds: int, shard: tuple[int, int] | None) -> tuple[int, int]:
 def chunks(start: int, stop: int, workers: int) -> Iterator[tuple[int, int]]:
     """[start, stop) in chunks for the workers: about four per worker so
     they finish together, at least _CHUNK_MIN iterations (a chunk's set-up,
-    a full collection, costs ~10 ms: several runs) and at most _CHUNK_MAX
+    a task's round trip and a loop, is worth a few runs; see _run_chunk for
+    the collection it no longer makes) and at most _CHUNK_MAX
     (failures stream back as chunks finish, and --first waits for the
     chunks running)."""
     size = max(_CHUNK_MIN, min(_CHUNK_MAX, (stop - start) // (workers * 4)))
@@ -273,6 +275,11 @@ def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
     assert _test is not None
     # Read outside the runs: inside one, askew's scope makes time virtual.
     began = time.process_time()
+    # A worker's heap that is not the test's (a Dask worker's: ~57,000
+    # objects) is frozen first, so that the runner's collections inside the
+    # range scan only what is new. Its garbage is left to the collections
+    # between chunks (the runner unfreezes everything at the range's end).
+    gc.freeze()
     edges: list[int] = []
     outcomes, coverage = run_iterations(_test, base, start, stop, edges)
     cpu = time.process_time() - began

@@ -14,6 +14,13 @@ sent (messages travel by reference). A delivery is paired with the oldest
 unpaired send of the same (src, dst, payload identity): two sends of one
 object on one link may be paired crosswise, and then the two arrows carry
 the same payload.
+
+Await sites: while a timeline's run runs, Sites (a profile hook, installed
+for that run only) notes for each log entry the innermost frame of user
+code — not askew's, not the standard library's — that made it: the line
+that sent, emitted or injected the fault; for a delivery, the line whose
+`await node.recv()` took the message. Runs without a timeline never see
+the hook.
 """
 
 from __future__ import annotations
@@ -21,13 +28,23 @@ from __future__ import annotations
 import html
 import json
 import os
+import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType, TracebackType
 from typing import Any
 
 from . import _core
-from ._world import _KIND_NAMES, _NET_DELIVERY, _NET_SEND, _OUTCOMES, _short_repr, event_from_entry
+from ._world import (
+    _KIND_NAMES,
+    _NET_DELIVERY,
+    _NET_SEND,
+    _OUTCOMES,
+    Node,
+    _short_repr,
+    event_from_entry,
+)
 
 # Entries a timeline's run keeps: the whole of any run that fits in memory
 # (an entry is 32 bytes plus the payload it holds on to).
@@ -39,16 +56,133 @@ _SENT, _SENT_TWICE, _DELIVERED = 0, 1, 2
 Entry = tuple[int, int, int, int, int, object]
 
 
+# ---- await sites -----------------------------------------------------------------
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_RUNNER = os.path.join(_PACKAGE, "_runner.py")
+_RECV = Node.recv.__code__
+# Path -> how a site names it, or None for askew's and the standard
+# library's files; filled by the first timeline's run (importing this
+# module costs a run nothing).
+_shown: dict[str, str | None] = {}
+
+
+def _shown_path(path: str) -> str | None:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    roots = {os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")}
+    if path.startswith((*roots, _PACKAGE, "<frozen")):
+        return None
+    if path.startswith("<"):
+        return path
+    shown = os.path.relpath(path)  # relative to where the run started, if under it
+    return path if shown.startswith(".." + os.sep) else shown
+
+
+def user_site(frame: FrameType | None) -> str | None:
+    """`file:line in function` of the innermost frame of user code from
+    `frame` outwards, or None if the run's own frames (the runner) come
+    first: the loop or askew did it, not a line of the user's."""
+    while frame is not None:
+        code = frame.f_code
+        path = code.co_filename
+        if path == _RUNNER:
+            return None
+        try:
+            shown = _shown[path]
+        except KeyError:
+            shown = _shown[path] = _shown_path(path)
+        if shown is not None:
+            return f"{shown}:{frame.f_lineno} in {code.co_qualname}"
+        frame = frame.f_back
+    return None
+
+
+class Sites:
+    """The await site of each log entry of the run made while installed (a
+    `with` block around one timeline run), by entry number.
+
+    A profile hook sees every call and return: an entry that appears during
+    a call into C made from Python (Network.send_from, Loop._log_emit...)
+    gets the innermost user frame of that call's caller; one that appears
+    between two Python events (a delivery made by the loop's run) gets none,
+    until the receiving task's `Node.recv` returns its message: then the
+    line that awaited it. A profiler already installed keeps running."""
+
+    def __init__(self, loop: Any) -> None:
+        self._count = loop._log_count
+        self._recent = loop._log_recent
+        self._seen = 0
+        self.sites: dict[int, str] = {}
+        # (src, dst, payload identity) -> entry numbers of deliveries not yet received
+        self._unread: dict[tuple[int, int, int], deque[int]] = {}
+        self._outer: Any = None
+
+    def __enter__(self) -> Sites:
+        self._outer = sys.getprofile()
+        sys.setprofile(self._event)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        sys.setprofile(self._outer)
+
+    def _event(self, frame: FrameType, event: str, arg: Any) -> None:
+        # Only two kinds of event matter, and this runs on every call and
+        # return of the run: keep the others to two comparisons.
+        if event == "c_return" or event == "c_exception":
+            count = self._count()
+            if count != self._seen:  # the C function just called logged
+                self._take(count, user_site(frame))
+        # A coroutine's "return" is also each suspension (arg: what it yields).
+        elif event == "return" and frame.f_code is _RECV and arg.__class__ is _core.Message:
+            count = self._count()
+            if count != self._seen:  # the loop's own entries: no user frame made them
+                self._take(count, None)
+            queue = self._unread.get((arg.src, arg.dst, id(arg.payload)))
+            if queue:
+                k = queue.popleft()
+                site = user_site(frame.f_back)
+                if site is not None:
+                    self.sites[k] = site
+        if self._outer is not None:
+            self._outer(frame, event, arg)
+
+    def _take(self, count: int, site: str | None) -> None:
+        """Entries [seen, count) are new: each gets `site`; deliveries wait
+        for their recv. Entries made by the loop itself (deliveries, sends
+        of its callbacks) are taken at the next C call's return: the frames
+        up from there reach the runner first, so they get no site."""
+        if count < self._seen:  # the loop's reset cleared the log: a new run
+            self._seen = 0
+            self.sites.clear()
+            self._unread.clear()
+        for k, entry in enumerate(self._recent(count - self._seen), self._seen):
+            if entry[1] == _NET_DELIVERY and entry[4] == _DELIVERED:
+                self._unread.setdefault((entry[3], entry[2], id(entry[5])), deque()).append(k)
+            elif site is not None:
+                self.sites[k] = site
+        self._seen = count
+
+
+# ---- the run's data ----------------------------------------------------------------
+
+
 @dataclass
 class RunData:
     """One run as the timeline draws it; times in virtual nanoseconds."""
 
     title: str
     nodes: list[int] = field(default_factory=list)
-    # (send_ns, deliver_ns or None, src, dst, payload repr, outcome text)
-    messages: list[tuple[int, int | None, int, int, str, str]] = field(default_factory=list)
-    # (t_ns, lane (-1: the test body), kind, text)
-    events: list[tuple[int, int, str, str]] = field(default_factory=list)
+    # (send_ns, deliver_ns or None, src, dst, payload repr, outcome text,
+    #  the user's line that sent it, the user's line that received it)
+    messages: list[tuple[int, int | None, int, int, str, str, str | None, str | None]] = field(
+        default_factory=list
+    )
+    # (t_ns, lane (-1: the test body), kind, text, the user's line that made it)
+    events: list[tuple[int, int, str, str, str | None]] = field(default_factory=list)
     failure: tuple[int, str] | None = None
     complete: bool = True  # False if the ring overflowed
 
@@ -57,24 +191,29 @@ class RunData:
         return sum(1 for m in self.messages if m[5] == "delivered")
 
 
-def collect(loop: Any, title: str) -> RunData:
-    """The run the loop's log holds, paired and named."""
+def collect(loop: Any, title: str, sites: dict[int, str] | None = None) -> RunData:
+    """The run the loop's log holds, paired and named; `sites` (Sites.sites
+    of the same run) gives each entry's await site."""
     entries: list[Entry] = loop._log_recent(TIMELINE_KEPT)
-    data = RunData(title, complete=int(loop._log_count()) <= len(entries))
+    count = int(loop._log_count())
+    data = RunData(title, complete=count <= len(entries))
+    first = count - len(entries)  # the number of entries[0]
+    site = (sites or {}).get
     waiting: dict[tuple[int, int, int], deque[int]] = {}
     nodes: set[int] = set()
-    for entry in entries:
+    for number, entry in enumerate(entries, first):
         t_ns, kind, node, peer, outcome, detail = entry
         if kind == _NET_SEND:
             nodes.update((node, peer))
             name = _outcome(outcome)
+            sent = (t_ns, None, node, peer, _short_repr(detail), name, site(number), None)
             if outcome in (_SENT, _SENT_TWICE):
                 key = (node, peer, id(detail))
                 for _ in range(2 if outcome == _SENT_TWICE else 1):
                     waiting.setdefault(key, deque()).append(len(data.messages))
-                    data.messages.append((t_ns, None, node, peer, _short_repr(detail), name))
+                    data.messages.append(sent)
             else:  # dropped as it was sent
-                data.messages.append((t_ns, None, node, peer, _short_repr(detail), name))
+                data.messages.append(sent)
             continue
         if kind == _NET_DELIVERY:
             src, dst = peer, node
@@ -82,7 +221,8 @@ def collect(loop: Any, title: str) -> RunData:
             if queue:
                 k = queue.popleft()
                 m = data.messages[k]
-                data.messages[k] = (m[0], t_ns, src, dst, m[4], _outcome(outcome))
+                arrived = (t_ns, src, dst, m[4], _outcome(outcome), m[6], site(number))
+                data.messages[k] = (m[0], *arrived)
             continue
         event = event_from_entry(entry)
         lane = -1 if node < 0 else node
@@ -90,7 +230,7 @@ def collect(loop: Any, title: str) -> RunData:
             nodes.add(lane)
         if event.kind in ("assert", "error"):
             data.failure = (t_ns, event.text)
-        data.events.append((t_ns, lane, _KIND_NAMES.get(kind, "event"), event.text))
+        data.events.append((t_ns, lane, _KIND_NAMES.get(kind, "event"), event.text, site(number)))
     data.nodes = sorted(n for n in nodes if n >= 0)
     return data
 
@@ -155,7 +295,8 @@ function draw(){
   mk('text',{x:6,y:y+4,'class':'lanelabel'}).textContent=n<0?'test body':'node '+n;});
  let arrows=0,drops=0;
  D.messages.forEach(m=>{const s=m[0],d=m[1];if(!inPage(s)&&!(d!==null&&inPage(d)))return;
-  const tip=m[2]+' -> '+m[3]+'  '+m[4]+'\n'+m[5]+'\nsent '+sec(s)+(d!==null?'\narrived '+sec(d):'');
+  const tip=m[2]+' -> '+m[3]+'  '+m[4]+'\n'+m[5]+'\nsent '+sec(s)+(m[6]?' by '+m[6]:'')
+   +(d!==null?'\narrived '+sec(d):'')+(m[7]?'\nawaited at '+m[7]:'');
   if(d===null||m[5]!=='delivered'){drops++;const end=d===null?s+(t1-t0)*0.01:d;
    mk('line',{x1:X(s),y1:laneY(m[2]),x2:X(end),y2:(laneY(m[2])+laneY(m[3]))/2,
     'class':'msg dropped'},null,tip);return;}
@@ -168,7 +309,8 @@ function draw(){
   mk('rect',{x:X(s[1]),y:y,width:Math.max(1,X(s[2])-X(s[1])),height:h,'class':'span '+s[3]},null,
    s[4]+'\n'+sec(s[1])+' .. '+sec(s[2]));});
  D.events.forEach(e=>{if(!inPage(e[0]))return;const x=X(e[0]);
-  const g=mk('g',{'class':'ev '+e[2]},null,sec(e[0])+'  '+e[2]+'\n'+e[3]);
+  const g=mk('g',{'class':'ev '+e[2]},null,
+   sec(e[0])+'  '+e[2]+'\n'+e[3]+(e[4]?'\nat '+e[4]:''));
   if(e[1]<0&&(e[2]==='net'||e[2]==='fault')){
    mk('line',{x1:x,x2:x,y1:TOP,y2:TOP+lanes.length*LH,stroke:'#06c','stroke-dasharray':'4 3'},g);
    mk('text',{x:x+3,y:TOP+10,'class':'axis'},g).textContent=e[3].slice(0,30);}
@@ -275,7 +417,7 @@ def trace_events(data: RunData) -> dict[str, Any]:
         out.append(
             {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
         )
-    for t_ns, lane, kind, text in data.events:
+    for t_ns, lane, kind, text, site in data.events:
         out.append(
             {
                 "ph": "i",
@@ -285,11 +427,12 @@ def trace_events(data: RunData) -> dict[str, Any]:
                 "pid": lane + 1,
                 "tid": 0,
                 "ts": t_ns / 1000,
-                "args": {"text": text},
+                "args": {"text": text, "site": site},
             }
         )
-    for k, (sent, arrived, src, dst, payload, outcome) in enumerate(data.messages):
-        args = {"src": src, "dst": dst, "payload": payload, "outcome": outcome}
+    for k, (sent, arrived, src, dst, payload, outcome, by, at) in enumerate(data.messages):
+        args: dict[str, Any] = {"src": src, "dst": dst, "payload": payload}
+        args.update({"outcome": outcome, "sent by": by, "awaited at": at})
         name = f"{src}->{dst} {payload}"[:60]
         out.append(
             {
@@ -343,9 +486,15 @@ def trace_events(data: RunData) -> dict[str, Any]:
     return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": {"title": data.title}}
 
 
-def write(loop: Any, title: str, timeline: str | None, trace_json: str | None) -> list[str]:
+def write(
+    loop: Any,
+    title: str,
+    timeline: str | None,
+    trace_json: str | None,
+    sites: dict[int, str] | None = None,
+) -> list[str]:
     """Write the run the loop's log holds to the files asked for; their paths."""
-    data = collect(loop, title)
+    data = collect(loop, title, sites)
     written = []
     makers: tuple[tuple[str | None, Callable[[], str]], ...] = (
         (timeline, lambda: html_page(data)),

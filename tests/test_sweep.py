@@ -427,6 +427,35 @@ def test_the_readme_sweep_command_finds_the_quickstart_failure() -> None:
     assert "(stopped at the first failure)" in proc.stdout
 
 
+def test_a_chunk_leaves_its_workers_heap_as_it_found_it(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk freezes the worker's heap (a Dask worker's is not the test's)
+    instead of collecting it, and unfreezes it after: its garbage is there
+    for the next collection, and the chunk fails what run_iterations fails."""
+    import gc
+
+    test = _sweep.resolve(f"{target.name}::test_leader_election")
+    monkeypatch.setattr(_sweep, "_test", test)
+    finalized: list[int] = []
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            finalized.append(1)
+
+    Cycle()  # garbage of the worker's own, before the chunk
+    chunk = _sweep._run_chunk(42, 0, 12)
+    assert finalized == []  # frozen through the chunk, not collected by it
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert finalized == [1]
+    outcomes, _coverage = run_iterations(test, 42, 0, 12)
+    assert [f.iteration for f in chunk.failures] == [o.iteration for o in outcomes if o.headline]
+
+
 # ---- --cluster: Dask distributed ------------------------------------------------
 
 

@@ -5,6 +5,8 @@ the page without errors and draws what the run did."""
 
 from __future__ import annotations
 
+import html
+import inspect
 import json
 import os
 import re
@@ -209,6 +211,12 @@ def _chromium() -> str | None:
 def _open_in_chromium(page: Path) -> tuple[dict[str, Any], str]:
     """What the page says it drew (its <pre id=summary>) once loaded in
     headless Chromium, and the browser's log (console messages included)."""
+    drawn, stderr, _dom = _load_in_chromium(page)
+    return drawn, stderr
+
+
+def _load_in_chromium(page: Path) -> tuple[dict[str, Any], str, str]:
+    """_open_in_chromium's two, and the DOM the page's script built."""
     browser = _chromium()
     assert browser is not None
     done = subprocess.run(
@@ -218,7 +226,7 @@ def _open_in_chromium(page: Path) -> tuple[dict[str, Any], str]:
     )  # fmt: skip
     summary = re.search(r'<pre id="summary">(.*?)</pre>', done.stdout, re.S)
     assert summary is not None, done.stdout[-2000:]
-    return json.loads(summary.group(1)), done.stderr
+    return json.loads(summary.group(1)), done.stderr, done.stdout
 
 
 @pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
@@ -301,3 +309,73 @@ def test_chromium_opens_the_timeline_of_100000_events(tmp_path: Path) -> None:
     _views(tmp_path, _long_run)
     drawn, _stderr = _open_in_chromium(tmp_path / "run.html")
     assert drawn["errors"] == [] and drawn["pages"] > 1 and drawn["lanes"] == 2
+
+
+def _line_of(fn: Any, text: str) -> str:
+    """`file:line in name` of the first line of fn's source holding text."""
+    lines, first = inspect.getsourcelines(fn)
+    k = next(k for k, line in enumerate(lines) if text in line)
+    path = os.path.relpath(inspect.getfile(fn))
+    return f"{path}:{first + k} in {fn.__qualname__}"
+
+
+def test_each_event_knows_the_user_line_that_made_it(tmp_path: Path) -> None:
+    page, trace = _views(tmp_path, _known_run)
+    data = _page_data(page)
+    send, recv = _line_of(_pinger, "await node.send("), _line_of(_pinger, ":= await node.recv(")
+    last_recv = _line_of(_pinger, "(await node.recv()).src")
+    delivered = [m for m in data["messages"] if m[5] == "delivered"]
+    assert delivered and all(m[6] == send for m in delivered)
+    assert {m[7] for m in delivered} <= {recv, last_recv}  # where the receiver awaited it
+    assert all(m[6] == send for m in data["messages"])  # dropped ones too
+    sites = {e[3]: e[4] for e in data["events"]}
+    assert sites["started"] == _line_of(_known_run, 'world.log.emit("started")')
+    assert sites["crash 2"] == _line_of(_known_run, "world.faults.crash(")
+    assert sites["0 up"] == _line_of(_pinger, 'node.emit("up")')
+    flows = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "deliver"]
+    assert all(e["args"]["sent by"] == send for e in flows)
+
+
+def test_only_a_timelines_run_notes_await_sites(tmp_path: Path) -> None:
+    """A run without a timeline runs without the hook; the timeline's run
+    (the last: Replay.run runs its seed, then once more for its views) with it."""
+    hooks: list[Any] = []
+
+    async def run(world: Any) -> None:
+        hooks.append(sys.getprofile())
+
+    askew.Replay.run(run, seed=3)
+    askew.Replay.run(run, seed=3, timeline=str(tmp_path / "t.html"))
+    assert len(hooks) == 3 and hooks[:2] == [None, None] and hooks[2] is not None
+    assert sys.getprofile() is None  # and it is gone after
+
+
+def test_a_profiler_already_installed_keeps_running(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is _pinger.__code__:
+            seen.append(event)
+
+    sys.setprofile(profiler)
+    try:
+        _views(tmp_path, _known_run)
+    finally:
+        sys.setprofile(None)
+    assert seen
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+def test_chromium_shows_the_await_site_on_hover(tmp_path: Path) -> None:
+    _views(tmp_path, _known_run)
+    drawn, _stderr, dom = _load_in_chromium(tmp_path / "run.html")
+    assert drawn["errors"] == []
+    # The hover text is each drawn element's <title>, as the browser built it.
+    titles = [html.unescape(t) for t in re.findall(r"<title>(.*?)</title>", dom, re.S)]
+    started = [t for t in titles if t.endswith("world\nstarted\nat " + _line_of(_known_run,
+               'world.log.emit("started")'))]  # fmt: skip
+    assert len(started) == 1, titles[:20]
+    arrows = [t for t in titles if "\ndelivered\n" in t]
+    send, recv = _line_of(_pinger, "await node.send("), _line_of(_pinger, ":= await node.recv(")
+    assert arrows and all(f" by {send}\n" in t for t in arrows)
+    assert any(t.endswith(f"\nawaited at {recv}") for t in arrows)
