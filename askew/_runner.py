@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from . import _buggify, _core, _shrink, _swarm, _timeline
+from . import _buggify, _core, _disk, _shrink, _swarm, _timeline
 from ._config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -48,7 +48,7 @@ from ._config import (
     env_views,
     parse_suppress,
 )
-from ._determinism import scope
+from ._determinism import NameSwap, scope
 from ._loop import SimLoop
 from ._report import (
     Outcome,
@@ -318,10 +318,13 @@ def _sweeping(
     loop = SimLoop(base, config)
     gc.collect()
     scope.enter()
+    disk_names = NameSwap()
     gc.freeze()  # what exists now is never scanned by the collections below
     try:
+        _disk.install(disk_names)  # file I/O under a node's mount (askew/_disk.py)
         yield loop
     finally:
+        disk_names.undo()
         loop.close()
         gc.unfreeze()
         scope.exit()

@@ -244,6 +244,13 @@ class Node:
             return got
         return await got
 
+    @property
+    def disk(self) -> str | None:
+        """The mount of this node's simulated disk (spawn(..., disk="/data")),
+        or None: under it, this node's file I/O goes to its disk."""
+        nd = self._askew_world._disks.get(self.id)
+        return None if nd is None else nd.mount
+
     def emit(self, text: str) -> None:
         """Log an event of this node (shown in failure reports)."""
         world = self._askew_world
@@ -485,6 +492,10 @@ class Faults:
         w._loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
         slot.token = -1
         w.log._emit(_KIND_CRASH, node_id, f"crash {node_id}")
+        if node_id in w._disks:
+            from . import _disk
+
+            _disk.crashed(w, node_id)
 
     def restart(self, node: int | NodeHandle) -> None:
         """Run the node's target again under the same id, with fresh state."""
@@ -537,6 +548,41 @@ class Faults:
             return
         w._loop._set_skew(node_id, round(offset * 1e9), round(drift * 1e9))
         w.log._emit(_KIND_FAULT, node_id, text)
+
+    def disk(
+        self,
+        node: int | NodeHandle,
+        *,
+        eio_read: float = 0.0,
+        eio_write: float = 0.0,
+        eio_fsync: float = 0.0,
+        bitrot: float = 0.0,
+        latency: float | tuple[float, float] = 0.0,
+        capacity: int | None = None,
+    ) -> None:
+        """Faults of node's simulated disk from now on (docs/disks.md): each
+        read, write or fsync fails with EIO with its probability, a read
+        returns one bit flipped with probability `bitrot`, every operation
+        costs the node `latency` seconds (or uniform in a (min, max) pair)
+        of its clock, and writes past `capacity` bytes held fail with
+        ENOSPC. Replaces the node's earlier disk faults; all zero is none."""
+        from . import _disk
+
+        w = self._world
+        node_id = w._node_id(node, "faults.disk")
+        text, args = _disk.check_faults(
+            w,
+            node_id,
+            eio_read=eio_read,
+            eio_write=eio_write,
+            eio_fsync=eio_fsync,
+            bitrot=bitrot,
+            latency=latency,
+            capacity=capacity,
+        )
+        w._check_live()
+        if not w._fault_call(text):
+            _disk.apply_faults(w, node_id, text, args)
 
 
 class _Pause:
@@ -726,9 +772,12 @@ class World:
         self._hostnames: list[str] = []
         self._names: dict[str, int] = {}
         self._tcp: Any = None
-        from . import _sockets
+        # Simulated disks (askew/_disk.py), by node id: spawn(..., disk=...).
+        self._disks: dict[int, Any] = {}
+        from . import _disk, _sockets
 
         _sockets.begin(self)
+        _disk.begin(self)
 
     def __repr__(self) -> str:
         if self._ended:
@@ -779,13 +828,26 @@ class World:
         self._wire.check_node(node, what)
         return node
 
-    def spawn(self, target: Callable[..., Any], *args: Any, name: str | None = None) -> NodeHandle:
+    def spawn(
+        self,
+        target: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        disk: str | None = None,
+    ) -> NodeHandle:
         """Start a node running target(node, *args) (an async function), or
         Cls(node, *args).run() for a class; returns its handle. `name` is
         its hostname (default node-<id>), which the simulated resolver
-        answers with its address."""
+        answers with its address. `disk` is the mount of a simulated disk
+        of its own (docs/disks.md): under that path its file I/O goes to a
+        disk that survives its crashes as a real one would."""
         if name is not None:
             _check_hostname(name, self._names)
+        mount = None
+        if disk is not None:
+            from . import _disk
+
+            mount = _disk.check_mount(disk)
         if not callable(target):
             raise TypeError(
                 f"spawn() needs an async function or a class with `async def run(self)`, "
@@ -803,7 +865,15 @@ class World:
         slot = _Slot(target, args)
         self._slots.append(slot)
         slot.handle = NodeHandle(self, node_id, slot)
-        self.log._emit(_KIND_SPAWN, node_id, f"spawn {node_id} {_target_name(target)}")
+        text = f"spawn {node_id} {_target_name(target)}"
+        if mount is not None:
+            from . import _disk
+
+            if node_id >= _disk.NODES_MAX:
+                raise ValueError(f"spawn(disk=...): at most {_disk.NODES_MAX} nodes have a disk")
+            self._disks[node_id] = _disk.NodeDisk(self, node_id, mount)
+            text += f" disk={mount}"
+        self.log._emit(_KIND_SPAWN, node_id, text)
         self._start(node_id)
         return slot.handle
 
@@ -878,9 +948,23 @@ class World:
 
     def _end(self) -> None:
         self._ended = True
-        from . import _sockets
+        from . import _disk, _sockets
 
         _sockets.end(self)
+        _disk.end(self)
+
+    def disk(self, node: int | NodeHandle) -> Any:
+        """The test body's view of node's simulated disk (askew/_disk.py
+        DiskView): read, exists, listdir, walk, usage, as the node sees it
+        now. Outside the node, the mount path itself is the real one."""
+        node_id = self._node_id(node, "disk")
+        self._check_live()
+        nd = self._disks.get(node_id)
+        if nd is None:
+            raise ValueError(f'disk: node {node_id} has no disk; spawn it with disk="/data"')
+        from ._disk import DiskView
+
+        return DiskView(self, nd)
 
     def address(self, node: int | NodeHandle) -> str:
         """The node's IPv4 address: 10.0.0.1 for node 0, 10.0.0.2 for node 1..."""

@@ -214,8 +214,8 @@ END_TEST
 
 START_TEST(test_disk_an_unsynced_write_is_torn_per_sector)
 {
-    const size_t len = 8 * ASKEW_DISK_SECTOR;
-    char *old = malloc(len), *new = malloc(len), *got = malloc(len + 1);
+    enum { len = 8 * ASKEW_DISK_SECTOR };
+    static char old[len], new[len], got[len + 1];
     memset(old, 'o', len);
     memset(new, 'n', len);
     int torn = 0;
@@ -244,9 +244,6 @@ START_TEST(test_disk_an_unsynced_write_is_torn_per_sector)
         d_close();
     }
     ck_assert_int_gt(torn, 0);
-    free(old);
-    free(new);
-    free(got);
 }
 END_TEST
 
