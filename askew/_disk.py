@@ -28,7 +28,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from . import _core
+from . import _core, _preload
 from ._determinism import NameSwap
 from ._world import _KIND_FAULT, _TOKEN_SHIFT, World, _node_var, _ppm
 
@@ -61,6 +61,7 @@ class NodeDisk:
         self.mount = mount
         self.disk = _core.Disk(world._loop, node)
         self.crashes = 0
+        _preload.mount_disk(world._loop, node, mount, self.disk)  # C code reaches it too
 
 
 def check_mount(mount: object, taken: dict[int, NodeDisk] | None = None) -> str:
@@ -98,6 +99,7 @@ def end(world: World) -> None:
     global _world
     if _world is world:
         _world = None
+    _preload.unmount_disks(world._loop)
 
 
 def _caller_disk() -> NodeDisk | None:
