@@ -348,11 +348,30 @@ static int64_t file_fcntl(struct askew_loop_state *loop, struct slot *s,
     }
 }
 
+/* close() of an fd a crashed incarnation opened (its connection collected
+ * by the next one, say): the crash closed the engine's handle, so only the
+ * slot is freed. Slots are never reused while such an fd may still be held,
+ * so a stale fd never reaches a file the next incarnation opened. */
+static int64_t close_dead(const struct askew_loop_state *loop, int fd)
+{
+    if (fd < (int)ASKEW_DISK_FD_BASE || (PyObject *)loop != owner_loop)
+        return -EBADF;
+    const uint32_t raw = (uint32_t)(fd - ASKEW_DISK_FD_BASE);
+    if ((raw >> 16) != epoch || (raw & 0xffff) >= SLOTS_MAX)
+        return -EBADF;
+    struct slot *s = &slots[raw & 0xffff];
+    if (s->mount == NULL || s->incarnation == live_incarnation(loop, s->mount->node))
+        return -EBADF;
+    free(s->path);
+    *s = (struct slot){0};
+    return -EBADF; /* the fd died with its process */
+}
+
 static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
 {
     struct slot *s = slot_of(loop, c->fd);
     if (s == NULL)
-        return -EBADF;
+        return c->op == ASKEW_DCALL_CLOSE ? close_dead(loop, c->fd) : -EBADF;
     struct mount *m = s->mount;
     struct askew_disk *d = m->disk;
     struct askew_disk_stat st;
