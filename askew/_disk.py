@@ -167,6 +167,7 @@ def _failed(nd: NodeDisk, exc: OSError, path: Any, what: str) -> OSError:
     if path is not None:
         exc.filename = path
     if exc.errno == errno.EIO and _world is not None and not _world._ended:
+        what = {"pread": "read", "pwrite": "write", "fdatasync": "fsync"}.get(what, what)
         _world.log._emit(_KIND_FAULT, nd.node, f"disk {nd.node}: EIO on {what}")
     return exc
 
@@ -464,10 +465,10 @@ class SimFileIO(io.RawIOBase):
         return f"<askew SimFileIO name={self.name!r} mode={self.mode!r}>"
 
     def _live(self) -> int:
-        if self.closed:
-            raise ValueError("I/O operation on closed file")
         if self._nd.crashes != self._crashes:
             raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
         return self._handle
 
     def _call(self, what: str, *args: Any) -> Any:
@@ -517,7 +518,11 @@ class SimFileIO(io.RawIOBase):
     def write(self, b: Any) -> int:
         if not self._writable:
             raise io.UnsupportedOperation("write")
-        return int(self._call("pwrite", bytes(b)))
+        handle = self._live()
+        try:  # the hot path: no getattr, no copy (the binding takes a buffer)
+            return int(self._nd.disk.pwrite(handle, b))
+        except OSError as exc:
+            raise _failed(self._nd, exc, None, "write") from None
 
     def seek(self, pos: int, whence: int = 0) -> int:
         return int(self._call("lseek", pos, whence))

@@ -41,6 +41,7 @@ BENCHES = [
     "sweep",
     "linearizability",
     "sockets",
+    "disk",
 ]
 
 

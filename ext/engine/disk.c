@@ -43,6 +43,7 @@ struct inode {
     uint32_t cur_links; /* entries naming it in the current tree */
     uint32_t dur_links; /* entries naming it in durable snapshots */
     uint32_t opens;
+    uint32_t log_refs; /* unsynced directory operations naming it */
     /* a file */
     unsigned char *cur;
     size_t cur_size;
@@ -264,7 +265,7 @@ static void maybe_free(struct askew_disk *d, uint64_t ino)
 {
     struct inode *n = inode_get(d, ino);
     if (n && n->cur_links == 0 && n->dur_links == 0 && n->opens == 0 &&
-        ino != ASKEW_DISK_ROOT_INO)
+        n->log_refs == 0 && ino != ASKEW_DISK_ROOT_INO)
         inode_release(d, n);
 }
 
@@ -406,6 +407,9 @@ static int log_add(struct askew_disk *d, uint32_t kind, uint64_t dir1,
         free(op->name2);
         return -ENOMEM;
     }
+    struct inode *named = inode_get(d, ino);
+    if (named)
+        named->log_refs++;
     op->seq = ++d->log_seq;
     op->kind = kind;
     op->dir1 = dir1;
@@ -415,17 +419,36 @@ static int log_add(struct askew_disk *d, uint32_t kind, uint64_t dir1,
     return 0;
 }
 
-/* Forget the oldest k operations. */
-static void log_drop(struct askew_disk *d, size_t k)
+/* Forget the oldest k operations; with `gc`, an inode only they held goes
+ * (the crash sweeps instead). */
+static void log_drop(struct askew_disk *d, size_t k, int gc)
 {
     if (k == 0)
         return;
     for (size_t i = 0; i < k; i++) {
         free(d->log[i].name1);
         free(d->log[i].name2);
+        struct inode *n = inode_get(d, d->log[i].ino);
+        if (n && n->log_refs)
+            n->log_refs--;
     }
+    if (gc)
+        for (size_t i = 0; i < k; i++)
+            maybe_free(d, d->log[i].ino);
     memmove(d->log, d->log + k, (d->log_len - k) * sizeof(*d->log));
     d->log_len -= k;
+}
+
+/* Take back the operation just added (its caller failed after it). */
+static void log_pop(struct askew_disk *d)
+{
+    struct dirop *op = &d->log[--d->log_len];
+    struct inode *n = inode_get(d, op->ino);
+    if (n && n->log_refs)
+        n->log_refs--;
+    free(op->name1);
+    free(op->name2);
+    d->log_seq--;
 }
 
 static int op_synced(const struct askew_disk *d, uint64_t dir, uint64_t seq)
@@ -445,7 +468,7 @@ static void log_prune(struct askew_disk *d)
             break;
         k++;
     }
-    log_drop(d, k);
+    log_drop(d, k, 1);
 }
 
 static int dir_sync(struct askew_disk *d, struct inode *dir)
@@ -570,7 +593,7 @@ void askew_disk_free(struct askew_disk *disk)
         if (n != NULL)
             inode_destroy(disk, n);
     }
-    log_drop(disk, disk->log_len);
+    log_drop(disk, disk->log_len, 0);
     free(disk->log);
     free(disk->inodes);
     free(disk->handles);
@@ -631,9 +654,10 @@ static int link_in(struct askew_disk *d, struct inode *dir, const char *name,
     uint64_t old;
     if (dmap_set(&dir->ents, name, n->ino, &old))
         return -ENOMEM;
-    if (log_add(d, DIROP_LINK, dir->ino, name, 0, NULL, n->ino)) {
+    const int rc = log_add(d, DIROP_LINK, dir->ino, name, 0, NULL, n->ino);
+    if (rc) {
         (void)dmap_del(&dir->ents, name);
-        return -ENOMEM;
+        return rc;
     }
     ASKEW_ASSERT(old == 0);
     n->cur_links++;
@@ -792,12 +816,11 @@ static int do_rename(struct askew_disk *d, const char *from, const char *to)
         return -EINVAL;
     struct inode *sdir = inode_get(d, a.dir), *tdir = inode_get(d, b.dir);
     uint64_t old;
-    if (log_add(d, DIROP_RENAME, a.dir, a.name, b.dir, b.name, src->ino))
-        return -ENOMEM;
+    rc = log_add(d, DIROP_RENAME, a.dir, a.name, b.dir, b.name, src->ino);
+    if (rc)
+        return rc;
     if (dmap_set(&tdir->ents, b.name, src->ino, &old)) {
-        d->log_len--;
-        free(d->log[d->log_len].name1);
-        free(d->log[d->log_len].name2);
+        log_pop(d);
         return -ENOMEM;
     }
     (void)dmap_del(&sdir->ents, a.name);
@@ -836,8 +859,9 @@ static int do_remove(struct askew_disk *d, const char *path, int want_dir)
         return -EISDIR;
     if (want_dir && n->ents.len)
         return -ENOTEMPTY;
-    if (log_add(d, DIROP_UNLINK, dir->ino, lk.name, 0, NULL, n->ino))
-        return -ENOMEM;
+    rc = log_add(d, DIROP_UNLINK, dir->ino, lk.name, 0, NULL, n->ino);
+    if (rc)
+        return rc;
     (void)dmap_del(&dir->ents, lk.name);
     dir->mtime_ns = d->sched->now_ns;
     n->cur_links--;
@@ -1292,7 +1316,7 @@ int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *ou
             replay_set(d, op->dir2, op->seq, op->name2, op->ino);
         }
     }
-    log_drop(d, d->log_len);
+    log_drop(d, d->log_len, 0);
     /* 2. each file's size and dirty sectors, in inode order */
     for (size_t i = 0; i < d->inodes_len; i++) {
         struct inode *n = d->inodes[i];

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -305,6 +306,31 @@ START_TEST(test_disk_rename_without_directory_fsync_may_keep_the_old_file)
 }
 END_TEST
 
+START_TEST(test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash)
+{
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        d_open(seed);
+        char buf[16], want[16];
+        for (int v = 1; v <= 9; v++) {
+            snprintf(want, sizeof(want), "%d", v);
+            ck_assert_int_eq(put("s.tmp", want, 1), 0);
+            ck_assert_int_eq(askew_disk_rename(disk, "s.tmp", "s"), 0);
+        }
+        struct askew_disk_crash_result res;
+        ck_assert_int_eq(askew_disk_crash(disk, &res), 0);
+        /* k operations kept: each save is a create and a rename */
+        const int64_t n = get("s", buf, sizeof(buf));
+        if (res.dirops_kept < 2) {
+            ck_assert_int_eq(n, -ENOENT);
+        } else {
+            ck_assert_int_eq(n, 1);
+            ck_assert_int_eq(buf[0] - '0', (int)res.dirops_kept / 2);
+        }
+        d_close();
+    }
+}
+END_TEST
+
 START_TEST(test_disk_capacity_bounds_memory_with_enospc)
 {
     d_open(4);
@@ -423,6 +449,8 @@ Suite *disk_suite(void)
     tcase_add_test(tc, test_disk_an_unsynced_write_is_torn_per_sector);
     tcase_add_test(tc, test_disk_unsynced_directory_operations_survive_as_a_prefix);
     tcase_add_test(tc, test_disk_rename_without_directory_fsync_may_keep_the_old_file);
+    tcase_add_test(tc,
+                   test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash);
     tcase_add_test(tc, test_disk_capacity_bounds_memory_with_enospc);
     tcase_add_test(tc, test_disk_faults_fail_calls_and_latency_is_handed_back);
     tcase_add_test(tc, test_disk_same_seed_gives_the_same_outcome_and_trace_hash);
