@@ -20,10 +20,13 @@
 #include "preload_disk.h"
 
 #define CAPSULE_NAME "askew._core.disk"
-/* Simulated fds open at once, all nodes together (EMFILE past it): a fd is
- * ASKEW_DISK_FD_BASE + epoch << 16 + slot, with 14 bits of epoch. */
-#define SLOTS_MAX  4096
-#define EPOCH_MASK 0x3fff
+/* A simulated fd is ASKEW_DISK_FD_BASE + (node << 16) + the engine's
+ * handle, the numbering askew/_disk.py gives Python's simulated
+ * descriptors too: one fd means one open file whichever side opened it, so
+ * Python's fcntl.lockf or os.readv on a simulated file reach this hook. */
+#define FD_NODE_SHIFT  16
+#define FD_HANDLE_MASK 0xffff
+#define FD_NODES_MAX   16384
 
 struct mount {
     int64_t node;
@@ -34,35 +37,30 @@ struct mount {
     PyObject *owner;         /* strong: keeps the disk alive */
     struct askew_disk_locks locks;
     long long lock_token; /* the incarnation whose process locks are held */
+    struct slot *fds;     /* by engine handle: what C code's open knew */
+    size_t fds_cap;
 };
 
+/* What the disk's handle table does not keep: an fd's FD_CLOEXEC and the
+ * path it was opened by (a directory fd's, for the *at calls). Zero for a
+ * handle Python opened. */
 struct slot {
-    struct mount *mount; /* NULL: free */
+    struct mount *mount;
     int fh;
-    uint32_t incarnation;
     int cloexec;
-    char *path; /* the absolute path it was opened by (for *at calls) */
+    char *path;
 };
 
 static PyObject *owner_loop;  /* strong; the loop the tables belong to */
-static struct mount **mounts; /* each its own allocation: slots point at them */
+static struct mount **mounts; /* each its own allocation */
 static size_t mounts_len, mounts_cap;
-static struct slot slots[SLOTS_MAX];
-static uint32_t epoch;
-
-static void slots_clear(void)
-{
-    for (size_t i = 0; i < SLOTS_MAX; i++) {
-        free(slots[i].path);
-        slots[i] = (struct slot){0};
-    }
-    epoch = (epoch + 1) & EPOCH_MASK;
-}
 
 static void mounts_clear(void)
 {
-    slots_clear();
     for (size_t i = 0; i < mounts_len; i++) {
+        for (size_t k = 0; k < mounts[i]->fds_cap; k++)
+            free(mounts[i]->fds[k].path);
+        free(mounts[i]->fds);
         free(mounts[i]->path);
         askew_disk_locks_free(&mounts[i]->locks);
         Py_CLEAR(mounts[i]->capsule);
@@ -118,7 +116,10 @@ static int normalise(const char *in, char *out, size_t cap)
 
 /* `path` relative to dirfd made absolute and normalised into out: 0, 1
  * when it cannot be on a disk (relative to a real directory fd), -errno. */
-static int resolve(int dirfd, const char *path, char *out, size_t cap)
+static struct slot *slot_of(const struct askew_loop_state *loop, int fd);
+
+static int resolve(const struct askew_loop_state *loop, int dirfd, const char *path,
+                   char *out, size_t cap)
 {
     char joined[PATH_MAX * 2];
     if (path == NULL)
@@ -134,11 +135,10 @@ static int resolve(int dirfd, const char *path, char *out, size_t cap)
             return 1;
         base = cwd;
     } else if (dirfd >= (int)ASKEW_DISK_FD_BASE) {
-        const uint32_t i = (uint32_t)(dirfd - ASKEW_DISK_FD_BASE) & 0xffff;
-        if (((uint32_t)(dirfd - ASKEW_DISK_FD_BASE) >> 16) != epoch || i >= SLOTS_MAX ||
-            slots[i].mount == NULL)
+        const struct slot *s = slot_of(loop, dirfd);
+        if (s == NULL || s->path == NULL)
             return -EBADF;
-        base = slots[i].path;
+        base = s->path;
     } else {
         return 1;
     }
@@ -186,27 +186,44 @@ static uint32_t live_incarnation(const struct askew_loop_state *loop, int64_t no
     return alive ? inc : UINT32_MAX;
 }
 
-/* The slot of a simulated fd the running node may use, or NULL: an fd of
- * an earlier run, of another node, or of a crashed incarnation is EBADF
- * (the engine closed its handle at the crash). */
+static struct mount *mount_of_node(int64_t node)
+{
+    for (size_t i = 0; i < mounts_len; i++)
+        if (mounts[i]->node == node)
+            return mounts[i];
+    return NULL;
+}
+
+/* Room for handle fh's slot; 0 or -ENOMEM. */
+static int slot_room(struct mount *m, int fh)
+{
+    return askew__grow((void **)&m->fds, &m->fds_cap, (size_t)fh + 1, sizeof(*m->fds));
+}
+
+/* The slot of a simulated fd the running node may use, or NULL (EBADF): an
+ * fd of another node, or whose handle is closed (a crash closes them all).
+ * Numbers are reused as the kernel reuses them: an fd kept past a crash
+ * names whatever the next incarnation opened under that handle. */
 static struct slot *slot_of(const struct askew_loop_state *loop, int fd)
 {
-    if (fd < (int)ASKEW_DISK_FD_BASE || (PyObject *)loop != owner_loop)
+    if (loop == NULL || fd < (int)ASKEW_DISK_FD_BASE || (PyObject *)loop != owner_loop)
         return NULL;
     const uint32_t raw = (uint32_t)(fd - ASKEW_DISK_FD_BASE);
-    const uint32_t i = raw & 0xffff;
-    if ((raw >> 16) != epoch || i >= SLOTS_MAX)
+    const int64_t node = raw >> FD_NODE_SHIFT;
+    const int fh = (int)(raw & FD_HANDLE_MASK);
+    struct mount *m = node == loop->node_current ? mount_of_node(node) : NULL;
+    if (m == NULL || askew_disk_flags(m->disk, fh) < 0 || slot_room(m, fh) < 0)
         return NULL;
-    struct slot *s = &slots[i];
-    if (s->mount == NULL || s->mount->node != loop->node_current ||
-        s->incarnation != live_incarnation(loop, s->mount->node))
-        return NULL;
+    struct slot *s = &m->fds[fh];
+    s->mount = m;
+    s->fh = fh;
     return s;
 }
 
 static int slot_fd(const struct slot *s)
 {
-    return (int)(ASKEW_DISK_FD_BASE + (epoch << 16) + (uint32_t)(s - slots));
+    return (int)(ASKEW_DISK_FD_BASE + ((uint32_t)s->mount->node << FD_NODE_SHIFT) +
+                 (uint32_t)s->fh);
 }
 
 /* An engine call costs the node the latency the disk drew for it. */
@@ -234,39 +251,36 @@ static void fill_stat(const struct mount *m, const struct askew_disk_stat *st,
 static int64_t open_file(struct askew_loop_state *loop, struct mount *m,
                          const char *abs, const char *rel, struct askew_disk_call *c)
 {
-    size_t i = 0;
-    while (i < SLOTS_MAX && slots[i].mount != NULL)
-        i++;
-    if (i == SLOTS_MAX)
-        return -EMFILE;
+    if (m->node >= FD_NODES_MAX)
+        return -EMFILE; /* its fds would leave the simulated range */
     char *copy = strdup(abs);
     if (copy == NULL)
         return -ENOMEM;
     const int fh =
         (int)charged(loop, m, askew_disk_open(m->disk, rel, c->flags, c->mode));
-    if (fh < 0) {
+    if (fh < 0 || slot_room(m, fh) < 0) {
         free(copy);
-        return fh;
+        if (fh >= 0)
+            (void)askew_disk_close(m->disk, fh);
+        return fh < 0 ? fh : -ENOMEM;
     }
-    slots[i] = (struct slot){.mount = m,
-                             .fh = fh,
-                             .incarnation = live_incarnation(loop, m->node),
-                             .cloexec = (c->flags & O_CLOEXEC) != 0,
-                             .path = copy};
-    return slot_fd(&slots[i]);
+    struct slot *s = &m->fds[fh];
+    free(s->path);
+    *s = (struct slot){
+        .mount = m, .fh = fh, .cloexec = (c->flags & O_CLOEXEC) != 0, .path = copy};
+    return slot_fd(s);
 }
 
 /* The process locks of a crashed incarnation died with it. */
 static uint64_t lock_owner(struct askew_loop_state *loop, struct slot *s, int ofd)
 {
     struct mount *m = s->mount;
-    const long long token = askew__node_token(m->node, s->incarnation);
+    const long long token = askew__node_token(m->node, live_incarnation(loop, m->node));
     if (m->lock_token != token) {
         askew_disk_locks_drop(&m->locks, 0, ASKEW_DISK_LOCK_ANY);
         m->lock_token = token;
     }
-    (void)loop;
-    return ofd ? (1ull << 63) | (uint64_t)(s - slots) : (uint64_t)token;
+    return ofd ? (1ull << 63) | (uint64_t)s->fh : (uint64_t)token;
 }
 
 static int64_t file_lock(struct askew_loop_state *loop, struct slot *s, int cmd,
@@ -348,30 +362,11 @@ static int64_t file_fcntl(struct askew_loop_state *loop, struct slot *s,
     }
 }
 
-/* close() of an fd a crashed incarnation opened (its connection collected
- * by the next one, say): the crash closed the engine's handle, so only the
- * slot is freed. Slots are never reused while such an fd may still be held,
- * so a stale fd never reaches a file the next incarnation opened. */
-static int64_t close_dead(const struct askew_loop_state *loop, int fd)
-{
-    if (fd < (int)ASKEW_DISK_FD_BASE || (PyObject *)loop != owner_loop)
-        return -EBADF;
-    const uint32_t raw = (uint32_t)(fd - ASKEW_DISK_FD_BASE);
-    if ((raw >> 16) != epoch || (raw & 0xffff) >= SLOTS_MAX)
-        return -EBADF;
-    struct slot *s = &slots[raw & 0xffff];
-    if (s->mount == NULL || s->incarnation == live_incarnation(loop, s->mount->node))
-        return -EBADF;
-    free(s->path);
-    *s = (struct slot){0};
-    return -EBADF; /* the fd died with its process */
-}
-
 static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
 {
     struct slot *s = slot_of(loop, c->fd);
     if (s == NULL)
-        return c->op == ASKEW_DCALL_CLOSE ? close_dead(loop, c->fd) : -EBADF;
+        return -EBADF;
     struct mount *m = s->mount;
     struct askew_disk *d = m->disk;
     struct askew_disk_stat st;
@@ -383,7 +378,7 @@ static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
         askew_disk_locks_drop(&m->locks, 0, lock_owner(loop, s, 1));
         rc = charged(loop, m, askew_disk_close(d, s->fh));
         free(s->path);
-        *s = (struct slot){0};
+        *s = (struct slot){0}; /* s is m->fds[fh]: the handle is free again */
         return rc;
     case ASKEW_DCALL_READ:
         return charged(loop, m,
@@ -417,8 +412,8 @@ static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
 static int64_t rename_call(struct askew_loop_state *loop, struct askew_disk_call *c)
 {
     char from[PATH_MAX], to[PATH_MAX];
-    int r1 = resolve(c->fd, c->path, from, sizeof(from));
-    int r2 = resolve(c->dirfd2, c->path2, to, sizeof(to));
+    int r1 = resolve(loop, c->fd, c->path, from, sizeof(from));
+    int r2 = resolve(loop, c->dirfd2, c->path2, to, sizeof(to));
     if (r1 < 0 || r2 < 0)
         return r1 < 0 ? r1 : r2;
     const char *rel_from = NULL, *rel_to = NULL;
@@ -450,7 +445,7 @@ int64_t askew__preload_disk_call(void *ctx, struct askew_disk_call *c)
     if (c->path == NULL)
         return fd_call(loop, c);
     char abs[PATH_MAX];
-    const int r = resolve(c->fd, c->path, abs, sizeof(abs));
+    const int r = resolve(loop, c->fd, c->path, abs, sizeof(abs));
     if (r != 0)
         return r < 0 ? r : ASKEW_DISK_PASS;
     const char *rel = NULL;
@@ -570,7 +565,7 @@ static PyObject *disk_routed(PyObject *Py_UNUSED(module), PyObject *args)
                           PyUnicode_FSConverter, &path_obj))
         return NULL;
     char abs[PATH_MAX];
-    int r = resolve(AT_FDCWD, PyBytes_AS_STRING(path_obj), abs, sizeof(abs));
+    int r = resolve(NULL, AT_FDCWD, PyBytes_AS_STRING(path_obj), abs, sizeof(abs));
     Py_DECREF(path_obj);
     const char *rel;
     int refuse = 0;
@@ -594,5 +589,10 @@ static PyMethodDef disk_methods[] = {
 
 int askew__preload_disk_setup(PyObject *module)
 {
+    /* The numbering of simulated fds, for askew/_disk.py: defined once. */
+    if (PyModule_AddIntConstant(module, "DISK_FD_BASE", ASKEW_DISK_FD_BASE) < 0 ||
+        PyModule_AddIntConstant(module, "DISK_FD_NODE_SHIFT", FD_NODE_SHIFT) < 0 ||
+        PyModule_AddIntConstant(module, "DISK_FD_NODES_MAX", FD_NODES_MAX) < 0)
+        return -1;
     return PyModule_AddFunctions(module, disk_methods);
 }

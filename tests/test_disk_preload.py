@@ -137,6 +137,29 @@ main()
     assert "copy [('from sqlite',)]" in out, out
 
 
+def test_a_descriptor_python_opened_is_one_c_code_can_lock(tmp_path: Path) -> None:
+    out = _program(
+        tmp_path,
+        _HEADER
+        + """
+import fcntl
+
+async def node(n):
+    fd = os.open(MOUNT + "/f", os.O_RDWR | os.O_CREAT)
+    os.write(fd, b"abc")
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # C's fcntl, Python's descriptor
+    print("mode", fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+    os.close(fd)
+"""
+        + _NODE_MAIN
+        + """
+main()
+""",
+    )
+    assert "mode True" in out, out
+
+
 def test_mmap_of_a_simulated_file_fails_the_run_naming_mmap(tmp_path: Path) -> None:
     out = _program(
         tmp_path,
