@@ -149,7 +149,7 @@ def _guard_sqlite(loop: Any) -> None:
     @functools.wraps(original)
     def connect(database: Any, *args: Any, **kwargs: Any) -> Any:
         core = _core_module()
-        path = _sqlite_path(database, bool(kwargs.get("uri", args[5] if len(args) > 5 else False)))
+        path = _sqlite_path(database, bool(kwargs.get("uri", args[6] if len(args) > 6 else False)))
         if isinstance(path, (str, bytes, os.PathLike)) and path not in (
             ":memory:",
             b":memory:",
