@@ -30,7 +30,8 @@ pytestmark = pytest.mark.skipif(not LIB.is_file(), reason="needs the built prelo
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_")}
-    env.pop("LD_PRELOAD", None)
+    if not os.environ.get("ASKEW_ASAN"):  # under `make asan`, libasan stays first
+        env.pop("LD_PRELOAD", None)
     env.pop("PYTEST_ADDOPTS", None)
     env["PYTHONPATH"] = str(REPO)
     env.update(extra)
