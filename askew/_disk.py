@@ -25,7 +25,6 @@ import io
 import os
 import stat as stat_mod
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from . import _core, _preload
@@ -45,7 +44,7 @@ _real = {
     name: getattr(os, name)
     for name in (
         "open close read write pread pwrite lseek fsync fdatasync ftruncate fstat stat lstat "
-        "rename replace remove unlink rmdir mkdir listdir scandir truncate"
+        "rename replace remove unlink rmdir mkdir listdir scandir truncate utime"
     ).split()
 }
 
@@ -106,7 +105,7 @@ def end(world: World) -> None:
 
 def _caller_disk() -> NodeDisk | None:
     world = _world
-    if world is None or not world._disks:
+    if world is None or world._ended or not world._disks:
         return None
     token = _node_var.get(None)
     if token is None:
@@ -236,10 +235,16 @@ def _fd_call(name: str, what: str) -> Any:
 
 
 def _os_fsync(fd: Any) -> None:
+    if fd.__class__ is int and fd < FD_BASE:  # a real descriptor: no detour
+        _real["fsync"](fd)
+        return
     _fsync(fd, False, "fsync")
 
 
 def _os_fdatasync(fd: Any) -> None:
+    if fd.__class__ is int and fd < FD_BASE:
+        _real["fdatasync"](fd)
+        return
     _fsync(fd, True, "fdatasync")
 
 
@@ -302,6 +307,21 @@ def _path_call(name: str, what: str) -> Any:
     call.__name__ = name
     call.__doc__ = real.__doc__
     return call
+
+
+def _os_utime(path: Any, *args: Any, **kwargs: Any) -> None:
+    """os.utime under a mount: the file must exist; its times are the
+    disk's own (set by writes), so nothing else changes. pathlib's touch()
+    calls it."""
+    r = _route(path) if not isinstance(path, int) and not kwargs.get("dir_fd") else None
+    if r is None:
+        _real["utime"](path, *args, **kwargs)
+        return
+    nd, rel = r
+    try:
+        nd.disk.stat(rel)
+    except OSError as exc:
+        raise _failed(nd, exc, path, "utime") from None
 
 
 def _os_truncate(path: Any, length: int) -> None:
@@ -456,6 +476,7 @@ class SimFileIO(io.RawIOBase):
         super().__init__()
         self._nd = nd
         self._handle = handle
+        self._fd = _fd_of(nd, handle)
         self._crashes = nd.crashes
         self._readable = "r" in mode or "+" in mode
         self._writable = any(c in mode for c in "wax+")
@@ -497,7 +518,8 @@ class SimFileIO(io.RawIOBase):
         return False
 
     def fileno(self) -> int:
-        return _fd_of(self._nd, self._live())
+        self._live()
+        return self._fd
 
     def readinto(self, b: Any) -> int:
         if not self._readable:
@@ -676,6 +698,7 @@ def install(names: NameSwap) -> None:
         "listdir": _os_listdir,
         "scandir": _os_scandir,
         "truncate": _os_truncate,
+        "utime": _os_utime,
         "symlink": _no_links("symlink"),
         "link": _no_links("link"),
     }
@@ -757,10 +780,31 @@ def apply_faults(world: World, node: int, text: str, args: tuple[int, ...]) -> N
     world.log._emit(_KIND_FAULT, node, text)
 
 
+class _Quiet:
+    """The disk with its faults off for a look from the test body: no EIO,
+    no bit rot, no latency, no draw from its stream, so looking never
+    changes what the run's own calls meet."""
+
+    def __init__(self, nd: NodeDisk) -> None:
+        self._disk = nd.disk
+        self._saved: tuple[int, ...] = ()
+
+    def __enter__(self) -> _core.Disk:
+        self._saved = self._disk.get_faults()
+        if any(self._saved[:6]):
+            self._disk.set_faults(0, 0, 0, 0, 0, 0, self._saved[6])
+        return self._disk
+
+    def __exit__(self, *exc: object) -> None:
+        if any(self._saved[:6]):
+            self._disk.set_faults(*self._saved)
+
+
 class DiskView:
     """world.disk(node): the test body's look at a node's disk, as the
     node's code would see it now (the page cache included, not only what is
-    durable). Paths are inside the disk ("/" is the mount)."""
+    durable). Paths are inside the disk ("/" is the mount). Looking draws
+    no fault."""
 
     def __init__(self, world: World, nd: NodeDisk) -> None:
         self._world = world
@@ -779,34 +823,43 @@ class DiskView:
 
     def read(self, path: str) -> bytes:
         """The file's bytes now; FileNotFoundError if it does not exist."""
-        disk = self._nd.disk
-        handle = disk.open(self._rel(path), os.O_RDONLY)
-        try:
-            return disk.pread(handle, disk.fstat(handle)[1], 0)
-        finally:
-            disk.close(handle)
+        rel = self._rel(path)
+        with _Quiet(self._nd) as disk:
+            handle = disk.open(rel, os.O_RDONLY)
+            try:
+                return disk.pread(handle, disk.fstat(handle)[1], 0)
+            finally:
+                disk.close(handle)
 
     def exists(self, path: str) -> bool:
-        try:
-            self._nd.disk.stat(self._rel(path))
-        except OSError:
-            return False
+        rel = self._rel(path)
+        with _Quiet(self._nd) as disk:
+            try:
+                disk.stat(rel)
+            except OSError:
+                return False
         return True
 
     def listdir(self, path: str = "/") -> list[str]:
-        return [os.fsdecode(n) for n, _i, _d in self._nd.disk.list(self._rel(path))]
+        rel = self._rel(path)
+        with _Quiet(self._nd) as disk:
+            return [os.fsdecode(n) for n, _i, _d in disk.list(rel)]
 
-    def walk(self) -> Iterator[str]:
+    def walk(self) -> list[str]:
         """Every file's path, depth first, sorted."""
+        self._world._check_live()
+        found: list[str] = []
         stack = ["/"]
-        while stack:
-            top = stack.pop()
-            for name, _ino, is_dir in reversed(self._nd.disk.list(top)):
-                path = top.rstrip("/") + "/" + os.fsdecode(name)
-                if is_dir:
-                    stack.append(path)
-                else:
-                    yield path
+        with _Quiet(self._nd) as disk:
+            while stack:
+                top = stack.pop()
+                for name, _ino, is_dir in reversed(disk.list(top)):
+                    path = top.rstrip("/") + "/" + os.fsdecode(name)
+                    if is_dir:
+                        stack.append(path)
+                    else:
+                        found.append(path)
+        return found
 
     def usage(self) -> dict[str, int]:
         """Bytes held (durable copy and page cache), files, open handles,
@@ -815,4 +868,6 @@ class DiskView:
         return self._nd.disk.usage()
 
     def is_dir(self, path: str) -> bool:
-        return bool(stat_mod.S_ISDIR(self._nd.disk.stat(self._rel(path))[3]))
+        rel = self._rel(path)
+        with _Quiet(self._nd) as disk:
+            return bool(stat_mod.S_ISDIR(disk.stat(rel)[3]))

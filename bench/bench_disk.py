@@ -8,6 +8,13 @@ the system call path, not a device); the askew side runs it in a node spawned wi
 `disk="/data"`, inside one `@askew.simulate` run, so every call crosses the patched `open`
 and `os` functions into the C model. Read `vs` as "times cheaper than real tmpfs" (below 1:
 dearer); the figure is wall ns per fsynced record.
+
+The peers (simloom, simloop; Python 3.12+, `.venv313/bin/python bench/bench_disk.py`) have no
+file I/O interception: their `SimDisk` is an explicit key-value API, so the same code cannot
+run there. Their rows run the nearest thing in their own API, one key per record: simloom's
+`disk.write(key, record)` + `disk.fsync(key)`, simloop's buffered, torn disk `disk[key] =
+record` + `disk.sync()`, on a bare SimDisk (no world). They show what a dictionary store
+costs, not a file system; read them as a floor, not a race.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ import tempfile
 
 from _harness import (
     Side,
+    Unavailable,
     askew_simulate,
     compare,
+    import_peer,
     parser,
     print_header,
     print_table,
@@ -89,15 +98,43 @@ def askew_side(n: int):
     return factory
 
 
+def peer_side(name: str, n: int):
+    def factory():
+        peer = import_peer(name)
+        keys = [f"wal/{i}" for i in range(n)]
+
+        def run() -> int:
+            disk = peer.SimDisk()
+            if name == "simloom":
+                for key in keys:
+                    disk.write(key, RECORD)
+                    disk.fsync(key)
+            else:
+                disk._configure(buffered=True, torn=True)
+                for key in keys:
+                    disk[key] = RECORD
+                    disk.sync()
+            return n
+
+        return run
+
+    return factory
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser(__doc__).parse_args(argv)
     print_header("bench_disk", args)
     n = scaled(args.quick, 20_000, 2_000)
     repeats = args.repeats or (3 if args.quick else 5)
-    results = compare(
-        [Side(REAL, real_side(n)), Side("askew (simulated disk)", askew_side(n))],
-        repeats=repeats,
-    )
+    sides = [Side(REAL, real_side(n)), Side("askew (simulated disk)", askew_side(n))]
+    for peer in ("simloom", "simloop"):
+        try:
+            import_peer(peer)
+        except Unavailable as exc:
+            print(f"{peer}: n/a ({exc})")
+            continue
+        sides.append(Side(f"{peer} SimDisk (own key-value API)", peer_side(peer, n)))
+    results = compare(sides, repeats=repeats)
     print_table(
         f"{n:,} appends of 100 bytes, each flushed and fsynced",
         results,

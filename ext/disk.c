@@ -365,6 +365,16 @@ static PyObject *d_set_faults(askew_disk_object *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *d_get_faults(askew_disk_object *self, PyObject *Py_UNUSED(a))
+{
+    struct askew_disk_faults f;
+    askew_disk_get_faults(self->disk, &f);
+    return Py_BuildValue("(IIIILLK)", f.eio_read_ppm, f.eio_write_ppm, f.eio_fsync_ppm,
+                         f.bitrot_ppm, (long long)f.latency_ns_min,
+                         (long long)f.latency_ns_max,
+                         (unsigned long long)f.capacity_bytes);
+}
+
 static PyObject *d_usage(askew_disk_object *self, PyObject *Py_UNUSED(a))
 {
     struct askew_disk_usage u;
@@ -413,6 +423,8 @@ static PyMethodDef disk_methods[] = {
     {"set_faults", (PyCFunction)d_set_faults, METH_VARARGS,
      "set_faults(eio_read_ppm, eio_write_ppm, eio_fsync_ppm, bitrot_ppm, "
      "latency_ns_min, latency_ns_max, capacity_bytes)"},
+    {"get_faults", (PyCFunction)d_get_faults, METH_NOARGS,
+     "The arguments set_faults was last given (the defaults if never)."},
     {"usage", (PyCFunction)d_usage, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

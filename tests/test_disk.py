@@ -71,6 +71,9 @@ def test_open_os_and_pathlib_under_the_mount_reach_the_nodes_disk() -> None:
         assert os.listdir(MOUNT) == ["a.txt", "x"]
         assert [e.name for e in os.scandir(MOUNT)] == ["a.txt", "x"]
         assert sorted(q.name for q in pathlib.Path(MOUNT).iterdir()) == ["a.txt", "x"]
+        (pathlib.Path(MOUNT) / "x" / "t").touch()
+        (pathlib.Path(MOUNT) / "x" / "t").touch()  # exists: os.utime, then nothing
+        os.remove(f"{MOUNT}/x/t")
         with pytest.raises(FileExistsError):
             open(f"{MOUNT}/a.txt", "x")
         with open(f"{MOUNT}/log", "a") as f:
@@ -539,3 +542,47 @@ def test_a_disk_run_hashes_alike_in_processes_with_different_hash_seeds() -> Non
     results = json_in_hash_seeds(_CHILD, hash_seeds=("0", "1", "12345"))
     assert results[0] == results[1] == results[2]
     assert results[0][0] == disk_trace(1234)[0]
+
+
+def test_looking_at_a_disk_from_the_test_body_draws_no_fault() -> None:
+    async def body(world: askew.World) -> None:
+        async def node(n: Any) -> None:
+            with open(f"{MOUNT}/f", "wb") as f:
+                f.write(b"data")
+
+        h = world.spawn(node, disk=MOUNT)
+        await world.clock.advance(1)
+        world.faults.disk(h, eio_read=1.0, bitrot=1.0, latency=0.5)
+        t = world.now
+        view = world.disk(h)
+        assert view.read("/f") == b"data"
+        assert view.exists("/f") and view.listdir() == ["f"] and view.walk() == ["/f"]
+        assert world.now == t
+        assert world._disks[h.id].disk.get_faults()[0] == 1_000_000  # restored
+
+    run_sim(body)
+
+
+async def _needs_the_disk_fault(world: askew.World) -> None:
+    async def writer(n: Any) -> None:
+        with open(f"{MOUNT}/f", "wb", buffering=0) as f:
+            await asyncio_sleep(0.5)
+            f.write(b"x")  # EIO when the fault is on: the node raises
+
+    h = world.spawn(writer, disk=MOUNT)
+    other = world.spawn(idle)
+    world.faults.crash(other)  # #0: not needed
+    world.faults.disk(h, eio_write=1.0)  # #1: needed
+    await world.clock.advance(1)
+
+
+def test_the_shrinker_suppresses_a_disk_fault_like_any_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ASKEW_SHRINK", "1")
+    with pytest.raises(SimulationFailure) as info:
+        askew.simulate(seed=7, iterations=1)(_needs_the_disk_fault)()
+    report = info.value.report
+    assert "not needed  #0 " in report and "crash 1" in report
+    assert "needed      #1 " in report and "disk 0: eio read 0 write 1" in report
+    assert "replay shrunk: ASKEW_SUPPRESS=0 " in report

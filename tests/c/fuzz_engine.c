@@ -7,13 +7,19 @@
  * a seed: `make test-c` runs a bounded number, `make fuzz` many more, and a
  * failure prints the seed and iteration that replay it. With
  * -DASKEW_LIBFUZZER it is libFuzzer's LLVMFuzzerTestOneInput instead. Never
- * reads the host clock. */
+ * reads the host clock. The same input is then read again as file operations
+ * on one simulated disk (ext/engine/disk.h), checked against a model of the
+ * files' bytes. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <fcntl.h>
+
+#include "disk.h"
 #include "engine.h"
 #include "net.h"
 
@@ -506,6 +512,171 @@ static void op_clear(uint8_t arg)
     }
 }
 
+/* ---- the disk: the same input read again as a program of file operations --- */
+
+/* Six names (four files at most in the root, two in d/) checked against a
+ * model of their current bytes; a "sync all" makes everything durable, so
+ * a crash right after it must change nothing; after any crash the model is
+ * read back from the disk and the disk holds exactly twice (durable copy
+ * and cache) the bytes of what it names. */
+#define D_NAMES 6
+#define D_MAX   2048
+static const char *const d_names[D_NAMES] = {"a", "b", "c", "d/x", "d/y", "e"};
+
+struct d_model {
+    int exists[D_NAMES];
+    size_t size[D_NAMES];
+    uint8_t bytes[D_NAMES][D_MAX];
+    int synced; /* nothing changed since the last sync-all */
+};
+
+static void d_read_back(struct askew_disk *disk, struct d_model *m)
+{
+    for (int i = 0; i < D_NAMES; i++) {
+        const int fh = askew_disk_open(disk, d_names[i], O_RDONLY, 0);
+        CHECK(fh >= 0 || fh == -ENOENT);
+        m->exists[i] = fh >= 0;
+        m->size[i] = 0;
+        if (fh < 0)
+            continue;
+        const int64_t got = askew_disk_pread(disk, fh, m->bytes[i], D_MAX, 0);
+        CHECK(got >= 0 && got <= D_MAX);
+        m->size[i] = (size_t)got;
+        CHECK(askew_disk_close(disk, fh) == 0);
+    }
+}
+
+static void d_check(struct askew_disk *disk, const struct d_model *m)
+{
+    static uint8_t buf[D_MAX + 1];
+    for (int i = 0; i < D_NAMES; i++) {
+        struct askew_disk_stat st;
+        const int rc = askew_disk_stat(disk, d_names[i], &st);
+        CHECK(rc == (m->exists[i] ? 0 : -ENOENT));
+        if (rc)
+            continue;
+        CHECK(st.size == m->size[i]);
+        const int fh = askew_disk_open(disk, d_names[i], O_RDONLY, 0);
+        CHECK(fh >= 0);
+        CHECK(askew_disk_pread(disk, fh, buf, sizeof buf, 0) == (int64_t)m->size[i]);
+        CHECK(memcmp(buf, m->bytes[i], m->size[i]) == 0);
+        CHECK(askew_disk_close(disk, fh) == 0);
+    }
+}
+
+static void d_sync_all(struct askew_disk *disk, struct d_model *m)
+{
+    for (int i = 0; i < D_NAMES; i++) {
+        if (!m->exists[i])
+            continue;
+        const int fh = askew_disk_open(disk, d_names[i], O_RDONLY, 0);
+        CHECK(fh >= 0 && askew_disk_fsync(disk, fh) == 0 &&
+              askew_disk_close(disk, fh) == 0);
+    }
+    static const char *const dirs[] = {"/", "d"};
+    for (int i = 0; i < 2; i++) {
+        const int fh = askew_disk_open(disk, dirs[i], O_RDONLY | O_DIRECTORY, 0);
+        CHECK(fh >= 0 && askew_disk_fsync(disk, fh) == 0 &&
+              askew_disk_close(disk, fh) == 0);
+    }
+    m->synced = 1;
+}
+
+static void fuzz_disk(const uint8_t *data, size_t len)
+{
+    static struct d_model m;
+    struct askew_disk *disk;
+    memset(&m, 0, sizeof m);
+    CHECK(askew_disk_new(&disk, &F.sched, 1, data[0]) == 0);
+    CHECK(askew_disk_mkdir(disk, "d", 0755) == 0);
+    for (size_t pc = 1; pc + 2 < len; pc += 3) {
+        const uint8_t op = data[pc], a = data[pc + 1], b = data[pc + 2];
+        const int i = a % D_NAMES, j = b % D_NAMES;
+        if (op % 8 >= 1 && op % 8 <= 5)
+            m.synced = 0; /* a change; reads, syncs and crashes keep it */
+        switch (op % 8) {
+        case 0: { /* read a range, compare */
+            d_check(disk, &m);
+            break;
+        }
+        case 1:
+        case 2: { /* write b bytes of value a at offset (a * 13) % D_MAX */
+            const size_t off = (size_t)(a * 13u) % (D_MAX / 2), n = 1 + b % 700;
+            const int fh = askew_disk_open(disk, d_names[i], O_WRONLY | O_CREAT, 0644);
+            CHECK(fh >= 0);
+            uint8_t chunk[700];
+            memset(chunk, a, n);
+            CHECK(askew_disk_pwrite(disk, fh, chunk, n, (int64_t)off) == (int64_t)n);
+            if (op & 16)
+                CHECK(askew_disk_fdatasync(disk, fh) == 0);
+            CHECK(askew_disk_close(disk, fh) == 0);
+            if (off > m.size[i])
+                memset(m.bytes[i] + m.size[i], 0, off - m.size[i]);
+            memset(m.bytes[i] + off, a, n);
+            if (off + n > m.size[i])
+                m.size[i] = off + n;
+            m.exists[i] = 1;
+            break;
+        }
+        case 3: { /* rename i over j */
+            const int rc = askew_disk_rename(disk, d_names[i], d_names[j]);
+            CHECK(rc == (m.exists[i] ? 0 : -ENOENT));
+            if (rc == 0 && i != j) {
+                m.exists[j] = 1;
+                m.size[j] = m.size[i];
+                memcpy(m.bytes[j], m.bytes[i], m.size[i]);
+                m.exists[i] = 0;
+                m.size[i] = 0;
+            }
+            break;
+        }
+        case 4: { /* unlink */
+            CHECK(askew_disk_unlink(disk, d_names[i]) == (m.exists[i] ? 0 : -ENOENT));
+            m.exists[i] = 0;
+            m.size[i] = 0;
+            break;
+        }
+        case 5: { /* truncate */
+            const size_t n = (size_t)b * 7 % D_MAX;
+            const int rc = askew_disk_truncate(disk, d_names[i], (int64_t)n);
+            CHECK(rc == (m.exists[i] ? 0 : -ENOENT));
+            if (rc == 0) {
+                if (n > m.size[i])
+                    memset(m.bytes[i] + m.size[i], 0, n - m.size[i]);
+                m.size[i] = n;
+            }
+            break;
+        }
+        case 6:
+            d_sync_all(disk, &m);
+            break;
+        default: { /* crash */
+            struct askew_disk_crash_result res;
+            CHECK(askew_disk_crash(disk, &res) == 0);
+            if (m.synced) {
+                CHECK(res.sectors_kept + res.sectors_lost + res.dirops_kept +
+                          res.dirops_lost ==
+                      0);
+                d_check(disk, &m);
+            }
+            d_read_back(disk, &m);
+            struct askew_disk_usage u;
+            askew_disk_usage(disk, &u);
+            uint64_t bytes = 0;
+            for (int k = 0; k < D_NAMES; k++)
+                bytes += 2 * m.size[k];
+            CHECK(u.bytes == bytes && u.handles == 0 && u.dirty == 0 && u.dirops == 0);
+            struct askew_disk_stat st;
+            if (askew_disk_stat(disk, "d", &st) != 0) /* the mkdir was lost */
+                CHECK(askew_disk_mkdir(disk, "d", 0755) == 0);
+            break;
+        }
+        }
+        d_check(disk, &m);
+    }
+    askew_disk_free(disk);
+}
+
 /* ---- one input --------------------------------------------------------------- */
 
 int askew_fuzz_one(const uint8_t *data, size_t len)
@@ -573,6 +744,7 @@ int askew_fuzz_one(const uint8_t *data, size_t len)
     }
     CHECK(items_pending() == 0 && F.sched.timers.len == 0 && msgs_in_flight() == 0);
     check_balance();
+    fuzz_disk(data, len);
     askew_net_free(&F.net, NULL, NULL);
     askew_sched_free(&F.sched);
     return 0;
