@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* C code on a node's simulated disk (ext/preload_disk.h): the table of
- * mounts (node, path, engine disk) the Python layer registers, the table of
- * simulated fds the preload hands out, and the disk hook that resolves a
- * path to the running node's disk and calls the engine (ext/engine/disk.h).
- * The hook runs on the simulation thread, possibly without the GIL: it
- * never calls Python and never allocates Python objects. Both tables are
- * process-wide, like the preload's own state (one simulation thread per
- * process); they belong to one loop at a time, and a mount for another
- * loop replaces them. */
+ * mounts (node, path, engine disk, and per handle what C code's open knew)
+ * the Python layer registers, and the disk hook that resolves a path to the
+ * running node's disk or an fd to its handle and calls the engine
+ * (ext/engine/disk.h). The hook runs on the simulation thread, possibly
+ * without the GIL: it never calls Python and never allocates Python
+ * objects. The table is process-wide, like the preload's own state (one
+ * simulation thread per process); it belongs to one loop at a time, and a
+ * mount for another loop replaces it. */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
