@@ -205,6 +205,24 @@ async def main(world):
     assert "NondeterminismError" in out and "another node's mount" in out, out
 
 
+def test_c_code_of_the_test_body_under_a_mount_is_refused(tmp_path: Path) -> None:
+    out = _program(
+        tmp_path,
+        _HEADER
+        + """
+async def owner(n):
+    await asyncio.sleep(10)
+
+@askew.simulate(seed=3, iterations=1)
+async def main(world):
+    world.spawn(owner, disk=MOUNT)
+    sqlite3.connect(MOUNT + "/db").execute("CREATE TABLE t (v TEXT)")
+"""
+        + _FIRST_LINE,
+    )
+    assert "NondeterminismError" in out and "code outside every node" in out, out
+
+
 def test_without_the_preload_sqlite_connect_on_a_mount_is_refused_naming_askew_exec(
     tmp_path: Path,
 ) -> None:
