@@ -54,12 +54,13 @@ def _run(
 
 
 def _program(tmp_path: Path, body: str, *, preload: bool = True, **env: str) -> str:
-    """Run `body` (with MOUNT, an empty real directory, as the disk's mount) in a
-    child; its stdout, after checking it exited 0 and left MOUNT empty."""
+    """Run `body` (after _HEADER, with MOUNT, an empty real directory, as the
+    disk's mount) in a child; its stdout, after checking it exited 0 and left
+    MOUNT empty."""
     mount = tmp_path / "mnt"
     mount.mkdir(exist_ok=True)
     script = tmp_path / "program.py"
-    script.write_text(f"MOUNT = {str(mount)!r}\n" + textwrap.dedent(body))
+    script.write_text(f"MOUNT = {str(mount)!r}\n" + _HEADER + textwrap.dedent(body))
     proc = _run([sys.executable, str(script)], preload=preload, **env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list(mount.iterdir()) == [], "the real directory under the mount was written"
@@ -89,8 +90,7 @@ except askew.SimulationFailure as exc:
 def test_sqlite_inside_a_node_keeps_its_rows_on_the_simulated_disk_only(tmp_path: Path) -> None:
     out = _program(
         tmp_path,
-        _HEADER
-        + """
+        """
 async def node(n):
     db = sqlite3.connect(MOUNT + "/db")
     db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)")
@@ -114,8 +114,7 @@ main()
 def test_python_and_sqlite_in_one_node_read_each_others_files(tmp_path: Path) -> None:
     out = _program(
         tmp_path,
-        _HEADER
-        + """
+        """
 async def node(n):
     db = sqlite3.connect(MOUNT + "/a.db")
     db.execute("CREATE TABLE t (v TEXT)")
@@ -141,8 +140,7 @@ main()
 def test_a_descriptor_python_opened_is_one_c_code_can_lock(tmp_path: Path) -> None:
     out = _program(
         tmp_path,
-        _HEADER
-        + """
+        """
 import fcntl
 
 async def node(n):
@@ -164,8 +162,7 @@ main()
 def test_mmap_of_a_simulated_file_fails_the_run_naming_mmap(tmp_path: Path) -> None:
     out = _program(
         tmp_path,
-        _HEADER
-        + """
+        """
 async def node(n):
     db = sqlite3.connect(MOUNT + "/db")
     db.execute("PRAGMA mmap_size=1048576")
@@ -185,8 +182,7 @@ def test_c_code_of_a_node_without_that_disk_is_refused_not_sent_to_the_real_disk
 ) -> None:
     out = _program(
         tmp_path,
-        _HEADER
-        + """
+        """
 async def owner(n):
     await asyncio.sleep(10)
 
@@ -208,8 +204,7 @@ async def main(world):
 def test_c_code_of_the_test_body_under_a_mount_is_refused(tmp_path: Path) -> None:
     out = _program(
         tmp_path,
-        _HEADER
-        + """
+        """
 async def owner(n):
     await asyncio.sleep(10)
 
@@ -228,8 +223,7 @@ def test_without_the_preload_sqlite_connect_on_a_mount_is_refused_naming_askew_e
 ) -> None:
     out = _program(
         tmp_path,
-        _HEADER
-        + """
+        """
 async def node(n):
     sqlite3.connect(MOUNT + "/db")
 """
@@ -275,12 +269,12 @@ main()
 def test_a_sqlite_node_that_crashes_replays_exactly_across_processes(tmp_path: Path) -> None:
     # One mount path for every run: it is in the world log, and so in the hash.
     outs = [
-        _program(tmp_path, _HEADER + _HASHES, SEED="11", PYTHONHASHSEED=hash_seed)
+        _program(tmp_path, _HASHES, SEED="11", PYTHONHASHSEED=hash_seed)
         for hash_seed in ("0", "1", "2")
     ]
     assert re.search(r"^rows .+ trace 0x[0-9a-f]+ log -?\d+$", outs[0], re.M), outs[0]
     assert outs[0] == outs[1] == outs[2]
-    assert _program(tmp_path, _HEADER + _HASHES, SEED="12") != outs[0]
+    assert _program(tmp_path, _HASHES, SEED="12") != outs[0]
 
 
 @pytest.mark.parametrize(
