@@ -350,6 +350,14 @@ static int64_t file_fcntl(struct askew_loop_state *loop, struct slot *s,
         return 0;
     case F_GETFL:
         return askew_disk_flags(s->mount->disk, s->fh);
+    case F_SETFL: {
+        /* O_NONBLOCK, O_ASYNC, O_NOATIME change nothing on a disk file;
+         * turning O_APPEND on or off is not modelled. */
+        const int now = askew_disk_flags(s->mount->disk, s->fh);
+        if (now < 0)
+            return now;
+        return ((now ^ (int)c->off) & O_APPEND) == 0 ? 0 : ASKEW_DISK_REFUSE;
+    }
     case F_GETLK:
     case F_SETLK:
     case F_SETLKW:
@@ -358,7 +366,7 @@ static int64_t file_fcntl(struct askew_loop_state *loop, struct slot *s,
     case F_OFD_SETLKW:
         return file_lock(loop, s, c->flags, c->lock);
     default:
-        return ASKEW_DISK_REFUSE; /* F_SETFL, F_DUPFD, leases...: not modelled */
+        return ASKEW_DISK_REFUSE; /* F_DUPFD, leases, seals...: not modelled */
     }
 }
 

@@ -148,6 +148,8 @@ async def node(n):
     os.write(fd, b"abc")
     fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # C's fcntl, Python's descriptor
     print("mode", fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDWR)
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)  # nothing to change on a file
     fcntl.lockf(fd, fcntl.LOCK_UN)
     os.close(fd)
 """
