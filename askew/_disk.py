@@ -27,14 +27,16 @@ import stat as stat_mod
 import sys
 from typing import Any
 
-from . import _core
+from . import _core, _preload
 from ._determinism import NameSwap
 from ._world import _KIND_FAULT, _TOKEN_SHIFT, World, _node_var, _ppm
 
-FD_BASE = 1 << 30
-_FD_NODE_SHIFT = 16
+# One numbering with the preload's disk hook (ext/preload_disk.c), so C code
+# and Python share descriptors.
+FD_BASE = _core.DISK_FD_BASE
+_FD_NODE_SHIFT = _core.DISK_FD_NODE_SHIFT
 _FD_HANDLE_MASK = (1 << _FD_NODE_SHIFT) - 1
-NODES_MAX = 1 << 14  # nodes with a disk: their descriptors stay below 2**31
+NODES_MAX = _core.DISK_FD_NODES_MAX  # nodes with a disk: descriptors stay below 2**31
 _BLKSIZE = 4096
 
 _real_open = builtins.open
@@ -60,6 +62,7 @@ class NodeDisk:
         self.mount = mount
         self.disk = _core.Disk(world._loop, node)
         self.crashes = 0
+        _preload.mount_disk(world._loop, node, mount, self.disk)  # C code reaches it too
 
 
 def check_mount(mount: object, taken: dict[int, NodeDisk] | None = None) -> str:
@@ -97,6 +100,7 @@ def end(world: World) -> None:
     global _world
     if _world is world:
         _world = None
+    _preload.unmount_disks(world._loop)
 
 
 def _caller_disk() -> NodeDisk | None:

@@ -388,7 +388,15 @@ static PyObject *d_usage(askew_disk_object *self, PyObject *Py_UNUSED(a))
         (unsigned long long)f.capacity_bytes);
 }
 
+/* _capsule(): the engine disk for the preload's disk hook
+ * (ext/preload_disk.c), which the caller keeps alive by holding self. */
+static PyObject *d_capsule(askew_disk_object *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyCapsule_New(self->disk, "askew._core.disk", NULL);
+}
+
 static PyMethodDef disk_methods[] = {
+    {"_capsule", (PyCFunction)d_capsule, METH_NOARGS, NULL},
     {"open", (PyCFunction)d_open, METH_VARARGS,
      "open(path, flags, mode=0o666) -> handle"},
     {"stat", (PyCFunction)d_stat, METH_VARARGS,

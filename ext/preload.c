@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "loop.h"
+#include "preload_disk.h"
 
 static const struct askew_preload_api *api;
 static int api_found; /* the symbol is there, whatever its ABI */
@@ -78,6 +79,12 @@ static const char *kind_hint(uint32_t kind)
                "differ across processes even inside a run. Make such keys outside "
                "the run, or from os.urandom inside it (for example "
                "Ed25519PrivateKey.from_private_bytes(os.urandom(32)))";
+    case ASKEW_VIOLATION_DISK:
+        return "the simulated disk cannot serve this call: mmap and the other calls it "
+               "does not model on a simulated fd, a stream (fopen) on it, or a path on "
+               "a disk the running node cannot reach (another node's mount, or code "
+               "outside every node); use read/write/pread/pwrite, and reach a node's "
+               "disk from code that node runs";
     default:
         return "refused by the preload";
     }
@@ -464,7 +471,9 @@ int askew__preload_enter(void *ctx)
         .on_violation = on_violation,
         .sleep = askew__loop_consume_ns,
         .handoff = preload_handoff,
+        .disk = askew__preload_disk_call,
     };
+    askew__preload_disk_enter(ctx);
     int rc = api->enter(&hooks);
     if (rc < 0) {
         PyErr_Format(PyExc_RuntimeError,
@@ -495,11 +504,12 @@ static PyObject *preload_status(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 {
     /* A 1.0 preload works, but refuses every sleep: say which one is here. */
     return Py_BuildValue(
-        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O}", "found", api_found ? Py_True : Py_False,
+        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O,s:O}", "found", api_found ? Py_True : Py_False,
         "active", api_ok ? Py_True : Py_False, "path", api_path[0] ? api_path : NULL,
         "self_test", api_msg, "abi", api != NULL ? api_abi : NULL, "sleeps_cost_time",
         api_ok && api->abi_minor >= 1 ? Py_True : Py_False, "refuses_handoffs",
-        api_ok && api->abi_minor >= 2 ? Py_True : Py_False);
+        api_ok && api->abi_minor >= 2 ? Py_True : Py_False, "serves_disks",
+        api_ok && api->abi_minor >= 3 ? Py_True : Py_False);
 }
 
 static PyMethodDef preload_methods[] = {
@@ -575,7 +585,7 @@ int askew__preload_setup(PyObject *module)
             api_ok = api->self_test(api_msg, sizeof(api_msg)) == 0;
         }
     }
-    if (askew__refusal_setup(module) < 0)
+    if (askew__refusal_setup(module) < 0 || askew__preload_disk_setup(module) < 0)
         return -1;
     return PyModule_AddFunctions(module, preload_methods);
 }

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define ASKEW_PRELOAD_ABI_MAJOR 1u
-#define ASKEW_PRELOAD_ABI_MINOR 2u
+#define ASKEW_PRELOAD_ABI_MINOR 3u
 #define ASKEW_PRELOAD_GET_API   "askew_preload_get_api"
 
 /* Virtual time at the Unix epoch offset below: 2020-01-01T00:00:00Z. The
@@ -34,6 +34,73 @@ extern "C" {
  * function. Each returns 0 or a negative errno. The table only grows at its
  * end, with a minor ABI bump: `size` says which hooks a caller knows, and
  * the preload treats every hook past it as NULL. */
+/* Since ABI 1.3: file calls on a node's simulated disk (the `disk` hook).
+ * Every fd the hook hands out is at least ASKEW_DISK_FD_BASE, which the
+ * kernel never hands out (an fd is below RLIMIT_NOFILE, itself at most
+ * fs.nr_open: 2^20 by default), so the preload tells a simulated fd from a
+ * real one by one comparison, and a simulated fd that reaches a call the
+ * preload does not interpose fails there with EBADF, never touching a file. */
+#define ASKEW_DISK_FD_BASE 0x40000000
+
+/* What a disk call asks. Path calls carry `path` (and `dirfd`: AT_FDCWD, a
+ * simulated directory fd, or a real one); fd calls carry `fd`. */
+enum askew_disk_call_op {
+    ASKEW_DCALL_OPEN = 1,     /* path, flags, mode: a new fd */
+    ASKEW_DCALL_CLOSE = 2,    /* fd */
+    ASKEW_DCALL_READ = 3,     /* fd, buf, len, off (-1: at the fd's offset) */
+    ASKEW_DCALL_WRITE = 4,    /* fd, buf, len, off (-1: at the fd's offset) */
+    ASKEW_DCALL_SEEK = 5,     /* fd, off, flags = whence: the new offset */
+    ASKEW_DCALL_SYNC = 6,     /* fd, flags = 1 for fdatasync */
+    ASKEW_DCALL_TRUNCATE = 7, /* fd, or path; off = the length */
+    ASKEW_DCALL_STAT = 8,     /* fd, or path; st */
+    ASKEW_DCALL_ACCESS = 9,   /* path, mode = access's mode */
+    ASKEW_DCALL_UNLINK = 10,  /* path, flags = AT_REMOVEDIR for rmdir */
+    ASKEW_DCALL_RENAME = 11,  /* path, dirfd, path2, dirfd2, flags = renameat2's */
+    ASKEW_DCALL_MKDIR = 12,   /* path, mode */
+    ASKEW_DCALL_FCNTL = 13,   /* fd, flags = cmd, off = the int argument, lock */
+    ASKEW_DCALL_ROUTE = 14    /* path: 0 when it is on the node's disk */
+};
+
+/* stat's fields as the disk has them; the preload fills struct stat and
+ * struct statx from it. */
+struct askew_disk_stat_out {
+    uint64_t dev;
+    uint64_t ino;
+    uint64_t size;
+    uint64_t blocks; /* 512-byte blocks */
+    uint32_t mode;   /* S_IFREG or S_IFDIR | permission bits */
+    uint32_t nlink;
+    int64_t mtime_ns;
+};
+
+/* struct flock, whatever off_t the caller was built with. */
+struct askew_disk_flock {
+    int32_t type;   /* F_RDLCK, F_WRLCK, F_UNLCK */
+    int32_t whence; /* SEEK_SET, SEEK_CUR, SEEK_END */
+    int64_t start;
+    int64_t len; /* 0: to the end of the file, however it grows */
+    int32_t pid; /* F_GETLK: the holder's */
+};
+
+struct askew_disk_call {
+    uint32_t op; /* enum askew_disk_call_op */
+    int32_t fd;  /* the simulated fd, or a path's directory fd */
+    int32_t dirfd2;
+    int32_t flags;
+    uint32_t mode;
+    const char *path;
+    const char *path2;
+    void *buf;
+    uint64_t len;
+    int64_t off;
+    struct askew_disk_stat_out *st;
+    struct askew_disk_flock *lock;
+};
+
+/* The disk hook's answers besides a result >= 0 or a negative errno. */
+#define ASKEW_DISK_PASS   INT64_MIN       /* not on a simulated disk: libc's call */
+#define ASKEW_DISK_REFUSE (INT64_MIN + 1) /* a disk this node cannot reach: refused */
+
 struct askew_preload_hooks {
     uint32_t size; /* sizeof(struct askew_preload_hooks) */
     void *ctx;
@@ -60,6 +127,15 @@ struct askew_preload_hooks {
      * the sem_wait; then it may take the GIL. When NULL, no handoff is ever
      * recorded. */
     int (*handoff)(void *ctx, int waiting);
+    /* Since ABI 1.3. A file call on the simulation thread for a path, or on
+     * a simulated fd: a result >= 0 or a negative errno as the system call
+     * would return it, ASKEW_DISK_PASS when the path is not on the running
+     * node's disk (libc's call then runs), ASKEW_DISK_REFUSE when it is on
+     * a disk the running node cannot reach (another node's mount, or no
+     * node runs): the preload refuses and records the call. Never called
+     * outside a run: a simulated fd there is EBADF. When NULL (an older
+     * table), every path passes and every simulated fd is EBADF. */
+    int64_t (*disk)(void *ctx, struct askew_disk_call *call);
 };
 
 enum askew_violation_kind {
@@ -73,7 +149,11 @@ enum askew_violation_kind {
         7, /* work handed to another thread (sem_post, sem_wait) */
     /* A clock or entropy read from an object carrying its own OpenSSL (its
      * generator cannot replay); the call itself is answered as usual. */
-    ASKEW_VIOLATION_OWN_RNG = 8
+    ASKEW_VIOLATION_OWN_RNG = 8,
+    /* A file call the simulated disk cannot serve: mmap or another call on
+     * a simulated fd that the disk does not handle, a path on a disk the
+     * running node cannot reach. */
+    ASKEW_VIOLATION_DISK = 9
 };
 
 #define ASKEW_VIOLATION_FRAMES 8

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Opening /dev/urandom or /dev/random: open, open64, openat, openat64, the
- * _FORTIFY_SOURCE entry points __open_2 and __open64_2, fopen and fopen64.
- * Inside a run such an open is refused with EACCES and recorded, because
- * those bytes would bypass the run's entropy stream; every other path, and
- * every call outside a run, goes to libc unchanged. Only the literal paths
- * are recognised: a symlink or a relative path to the device is not. */
+/* The open family: open, open64, openat, openat64, the _FORTIFY_SOURCE
+ * entry points __open_2 and __open64_2, creat, creat64, fopen and fopen64.
+ * Inside a run, opening /dev/urandom or /dev/random is refused with EACCES
+ * and recorded, because those bytes would bypass the run's entropy stream
+ * (only the literal paths are recognised: a symlink or a relative path to
+ * the device is not); a path on the running node's simulated disk opens
+ * there and gets a simulated fd (hook_disk.c), except through fopen, which
+ * is refused. Every other path, and every call outside a run, goes to libc
+ * unchanged. */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +37,21 @@ static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
     return (int)askew__raw_syscall(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
 }
 
+#define RET __builtin_return_address(0)
+
+/* An open of a path on the running node's simulated disk: 1 when the disk
+ * answered (*rc is a simulated fd, or -1 with errno). */
+static int disk_open(const struct askew_preload_hooks *h, int dirfd, const char *path,
+                     int flags, mode_t mode, const char *name, void *ret, long *rc)
+{
+    struct askew_disk_call c = {.op = ASKEW_DCALL_OPEN,
+                                .fd = dirfd,
+                                .path = path,
+                                .flags = flags,
+                                .mode = mode};
+    return askew__disk_path(h, &c, name, ret, rc);
+}
+
 /* The open family's optional mode argument, read only when flags say it is
  * there (reading it otherwise is undefined). Expands inside the variadic
  * function, whose last named parameter is `flags`. */
@@ -49,8 +67,13 @@ static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
 
 #define OPEN_BODY(name, dirfd_expr, call_real)                                         \
     const struct askew_preload_hooks *h = askew__t_hooks;                              \
-    if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path))                           \
-        return ASKEW_REFUSE(h, ASKEW_VIOLATION_DEVRANDOM, #name, 0, 0, EACCES);        \
+    if (ASKEW_UNLIKELY(h != NULL)) {                                                   \
+        long rc;                                                                       \
+        if (is_random_device(path))                                                    \
+            return ASKEW_REFUSE(h, ASKEW_VIOLATION_DEVRANDOM, #name, 0, 0, EACCES);    \
+        if (disk_open(h, (dirfd_expr), path, flags, mode, #name, RET, &rc))            \
+            return (int)rc;                                                            \
+    }                                                                                  \
     __typeof__(&name) real = REAL(name);                                               \
     if (ASKEW_LIKELY(real != NULL))                                                    \
         return call_real;                                                              \
@@ -96,7 +119,21 @@ ASKEW_EXPORT int __open64_2(const char *path, int flags)
     OPEN_BODY(__open64_2, AT_FDCWD, real(path, flags));
 }
 
-/* fopen and fopen64 differ only in the function they pass through to. */
+ASKEW_EXPORT int creat(const char *path, mode_t mode)
+{
+    int flags = O_CREAT | O_WRONLY | O_TRUNC;
+    OPEN_BODY(creat, AT_FDCWD, real(path, mode));
+}
+
+ASKEW_EXPORT int creat64(const char *path, mode_t mode)
+{
+    int flags = O_CREAT | O_WRONLY | O_TRUNC;
+    OPEN_BODY(creat64, AT_FDCWD, real(path, mode));
+}
+
+/* fopen and fopen64 differ only in the function they pass through to. A
+ * stream on the simulated disk is refused: glibc opens it with its own
+ * open, which no interposer sees, so it would reach the real file system. */
 static FILE *open_stream(const char *name, FILE *(*real)(const char *, const char *),
                          const char *path, const char *mode, void *caller)
 {
@@ -104,6 +141,14 @@ static FILE *open_stream(const char *name, FILE *(*real)(const char *, const cha
     if (ASKEW_UNLIKELY(h != NULL) && is_random_device(path)) {
         (void)askew__refuse_errno(h, ASKEW_VIOLATION_DEVRANDOM, name, 0, 0, caller,
                                   EACCES);
+        return NULL;
+    }
+    struct askew_disk_call c = {.op = ASKEW_DCALL_ROUTE, .fd = AT_FDCWD, .path = path};
+    long rc;
+    if (ASKEW_UNLIKELY(h != NULL) && askew__disk_path(h, &c, name, caller, &rc)) {
+        if (rc == 0)
+            (void)askew__refuse_errno(h, ASKEW_VIOLATION_DISK, name, 0, 0, caller,
+                                      EACCES);
         return NULL;
     }
     if (ASKEW_LIKELY(real != NULL))

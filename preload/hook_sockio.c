@@ -11,6 +11,7 @@
  * run the cost is the usual thread-local load and branch. */
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <limits.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -61,28 +62,68 @@ static int refused(const char *call, int fd, void *ret)
                                   (long)(a3), (long)(a4), (long)(a5));                 \
     } while (0)
 
+/* read and write on a simulated fd (hook_disk.c): at the fd's offset. */
+static ssize_t disk_rw(uint32_t op, int fd, void *buf, size_t n, const char *name,
+                       void *ret)
+{
+    struct askew_disk_call c = {.op = op, .fd = fd, .buf = buf, .len = n, .off = -1};
+    return askew__disk_fdcall(&c, name, ret);
+}
+
+/* readv and writev on a simulated fd: one buffer after another, stopping
+ * at a short transfer as the kernel would report it. */
+static ssize_t disk_rwv(uint32_t op, int fd, const struct iovec *iov, int iovcnt,
+                        const char *name, void *ret)
+{
+    if (iovcnt < 0 || iovcnt > IOV_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    ssize_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        ssize_t got = disk_rw(op, fd, iov[i].iov_base, iov[i].iov_len, name, ret);
+        if (got < 0)
+            return total > 0 ? total : -1;
+        total += got;
+        if ((size_t)got < iov[i].iov_len)
+            break;
+    }
+    return total;
+}
+
 ASKEW_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
+    if (askew__disk_fd(fd))
+        return disk_rw(ASKEW_DCALL_READ, fd, buf, n, "read", RET);
     FORWARD(read, SYS_read, real(fd, buf, n), fd, buf, n, 0, 0, 0);
 }
 
 ASKEW_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
+    if (askew__disk_fd(fd))
+        return disk_rw(ASKEW_DCALL_WRITE, fd, (void *)buf, n, "write", RET);
     FORWARD(write, SYS_write, real(fd, buf, n), fd, buf, n, 0, 0, 0);
 }
 
 ASKEW_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
+    if (askew__disk_fd(fd))
+        return disk_rwv(ASKEW_DCALL_READ, fd, iov, iovcnt, "readv", RET);
     FORWARD(readv, SYS_readv, real(fd, iov, iovcnt), fd, iov, iovcnt, 0, 0, 0);
 }
 
 ASKEW_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
+    if (askew__disk_fd(fd))
+        return disk_rwv(ASKEW_DCALL_WRITE, fd, iov, iovcnt, "writev", RET);
     FORWARD(writev, SYS_writev, real(fd, iov, iovcnt), fd, iov, iovcnt, 0, 0, 0);
 }
 
 ASKEW_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
+    if (askew__disk_fd(fd))
+        return disk_rw(ASKEW_DCALL_READ, fd, buf, n < buflen ? n : buflen, "__read_chk",
+                       RET);
     FORWARD(__read_chk, SYS_read, real(fd, buf, n, buflen), fd, buf, n, 0, 0, 0);
 }
 

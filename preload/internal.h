@@ -117,6 +117,25 @@ int askew__hook_random(const struct askew_preload_hooks *h, void *buf,
 int askew__hook_handoff(const struct askew_preload_hooks *h, int waiting) ASKEW_HIDDEN;
 /* -ENOSYS when the extension gave no sleep hook (a table from ABI 1.0). */
 int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns) ASKEW_HIDDEN;
+/* ASKEW_DISK_PASS without a disk hook (a table from before ABI 1.3). */
+int64_t askew__hook_disk(const struct askew_preload_hooks *h,
+                         struct askew_disk_call *call) ASKEW_HIDDEN;
+
+/* The simulated disk (hook_disk.c). A simulated fd is one the disk hook
+ * handed out: one comparison tells it from a real one. */
+static inline int askew__disk_fd(int fd)
+{
+    return ASKEW_UNLIKELY(fd >= ASKEW_DISK_FD_BASE);
+}
+/* A path call inside a run: 1 when the disk answered it (*rc is the call's
+ * result, errno set on -1; a refusal is recorded), 0 when libc's call must
+ * run. `name` and `ret` name the interposer for a refusal's record. */
+int askew__disk_path(const struct askew_preload_hooks *h, struct askew_disk_call *call,
+                     const char *name, void *ret, long *rc) ASKEW_HIDDEN;
+/* A call on a simulated fd: its result, or -1 and errno (EBADF outside a
+ * run or without a disk hook). */
+long askew__disk_fdcall(struct askew_disk_call *call, const char *name,
+                        void *ret) ASKEW_HIDDEN;
 
 /* The simulation side of calls that syscall() also dispatches. Each keeps
  * the libc contract of the call it is named after (-1 and errno). */

@@ -179,6 +179,17 @@ int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns)
     return rc;
 }
 
+int64_t askew__hook_disk(const struct askew_preload_hooks *h,
+                         struct askew_disk_call *call)
+{
+    if (h->disk == NULL)
+        return ASKEW_DISK_PASS;
+    askew__t_hooks = NULL;
+    int64_t rc = h->disk(h->ctx, call);
+    askew__t_hooks = h;
+    return rc;
+}
+
 static int in_self(uintptr_t pc)
 {
     return pc >= self_text_lo && pc < self_text_hi;

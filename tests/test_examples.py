@@ -40,8 +40,10 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _start(target: str, **env: str) -> subprocess.Popen[str]:
+    # C code on a simulated disk (the sqlite examples) runs under askew-exec.
+    exec_ = [sys.executable, "-m", "askew._cli"] if "/sqlite_" in target else []
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target],
+        [*exec_, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target],
         cwd=REPO,
         env=_env(**env),
         stdout=subprocess.PIPE,

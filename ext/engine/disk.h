@@ -202,11 +202,47 @@ int askew_disk_flags(const struct askew_disk *disk, int fh);
 int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *out);
 
 /* ---- byte-range locks (fcntl F_SETLK/F_SETLKW/F_GETLK, OFD locks) --------
- * Reserved for the LD_PRELOAD path (sqlite). To be added here and in
- * ext/engine/disk.c's "locks" section by that work: per inode, keyed by the
- * owner (process/handle), cleared by askew_disk_close and askew_disk_crash
- * (which call locks_drop in disk.c, a no-op until then), traced as
- * ASKEW_DISK_OP_LOCK. */
+ * (The LD_PRELOAD path's block: issue 15 item 4.) POSIX record locks as
+ * sqlite takes them, in a table the caller owns (one per disk), keyed by
+ * inode and an opaque owner: the binding uses the node's incarnation token
+ * for process-owned locks and the open file for OFD ones. A lock of one
+ * owner never conflicts with its own; setting a range replaces the owner's
+ * locks on it (splitting them), F_UNLCK removes them. Ranges are [start,
+ * end), end ASKEW_DISK_LOCK_EOF for "to the end of the file, however it
+ * grows". Types are Linux's F_RDLCK, F_WRLCK, F_UNLCK. Nothing here draws
+ * or blocks: a lock that would wait is the caller's to refuse. */
+#define ASKEW_DISK_LOCK_EOF INT64_MAX
+
+struct askew_disk_lock {
+    uint64_t ino;
+    uint64_t owner;
+    int64_t start;
+    int64_t end;
+    int type;
+};
+
+struct askew_disk_locks {
+    struct askew_disk_lock *v;
+    size_t len;
+    size_t cap;
+};
+
+void askew_disk_locks_free(struct askew_disk_locks *t);
+/* F_GETLK: 1 and the first conflicting lock of another owner in *out
+ * (out may be NULL), or 0 when `type` could be set. -EINVAL for a bad type
+ * or an empty or negative range. */
+int askew_disk_lock_test(const struct askew_disk_locks *t, uint64_t ino, uint64_t owner,
+                         int type, int64_t start, int64_t end,
+                         struct askew_disk_lock *out);
+/* F_SETLK: 0, -EAGAIN when another owner holds a conflicting lock (the
+ * table is unchanged), -EINVAL, -ENOMEM (unchanged). */
+int askew_disk_lock_set(struct askew_disk_locks *t, uint64_t ino, uint64_t owner,
+                        int type, int64_t start, int64_t end);
+/* Remove the locks of `owner` on `ino`; ino 0 is every inode, owner
+ * ASKEW_DISK_LOCK_ANY every owner (close(2) drops a process's locks on the
+ * file; a crash drops them all). */
+#define ASKEW_DISK_LOCK_ANY UINT64_MAX
+void askew_disk_locks_drop(struct askew_disk_locks *t, uint64_t ino, uint64_t owner);
 
 #ifdef __cplusplus
 }

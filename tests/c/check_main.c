@@ -13,6 +13,7 @@ Suite *skew_suite(void);
 Suite *grow_suite(void);
 __attribute__((weak)) Suite *net_suite(void);
 __attribute__((weak)) Suite *disk_suite(void);
+__attribute__((weak)) Suite *disk_locks_suite(void);
 
 int main(void)
 {
@@ -26,6 +27,8 @@ int main(void)
         srunner_add_suite(sr, net_suite());
     if (disk_suite)
         srunner_add_suite(sr, disk_suite());
+    if (disk_locks_suite)
+        srunner_add_suite(sr, disk_locks_suite());
     srunner_run_all(sr, CK_NORMAL);
     const int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -1155,6 +1158,234 @@ START_TEST(test_sim_clock_and_entropy_from_an_object_with_its_own_openssl_are_re
 }
 END_TEST
 
+/* ---- the simulated disk (ABI 1.3) ---------------------------------------- */
+
+/* The extension's disk hook, played by one file "/sim/f" of up to 64 bytes
+ * on fd ASKEW_DISK_FD_BASE + 7; "/sim/other" is another node's disk. */
+#define SIM_FD (ASKEW_DISK_FD_BASE + 7)
+
+static struct {
+    char data[64];
+    uint64_t size;
+    int64_t pos;
+    int open;
+    int calls;
+    uint32_t last_op;
+    int lock_type;
+} disk;
+
+static int64_t test_disk(void *ctx, struct askew_disk_call *c)
+{
+    (void)ctx;
+    disk.calls++;
+    disk.last_op = c->op;
+    if (c->path != NULL) {
+        if (strncmp(c->path, "/sim/other", 10) == 0)
+            return ASKEW_DISK_REFUSE;
+        if (strcmp(c->path, "/sim/f") != 0)
+            return ASKEW_DISK_PASS;
+        if (c->op == ASKEW_DCALL_OPEN) {
+            disk.open = 1;
+            disk.pos = 0;
+            return SIM_FD;
+        }
+        if (c->op == ASKEW_DCALL_STAT) {
+            memset(c->st, 0, sizeof(*c->st));
+            c->st->ino = 12;
+            c->st->size = disk.size;
+            c->st->mode = S_IFREG | 0644;
+            c->st->nlink = 1;
+            return 0;
+        }
+        return c->op == ASKEW_DCALL_UNLINK || c->op == ASKEW_DCALL_ROUTE ? 0 : -ENOSYS;
+    }
+    if (c->fd != SIM_FD || !disk.open)
+        return -EBADF;
+    int64_t off = c->off < 0 ? disk.pos : c->off;
+    switch (c->op) {
+    case ASKEW_DCALL_WRITE:
+        if (off + (int64_t)c->len > 64)
+            return -ENOSPC;
+        memcpy(disk.data + off, c->buf, c->len);
+        if ((uint64_t)(off + (int64_t)c->len) > disk.size)
+            disk.size = (uint64_t)(off + (int64_t)c->len);
+        if (c->off < 0)
+            disk.pos += (int64_t)c->len;
+        return (int64_t)c->len;
+    case ASKEW_DCALL_READ: {
+        int64_t n = off >= (int64_t)disk.size ? 0 : (int64_t)disk.size - off;
+        if (n > (int64_t)c->len)
+            n = (int64_t)c->len;
+        memcpy(c->buf, disk.data + off, (size_t)n);
+        if (c->off < 0)
+            disk.pos += n;
+        return n;
+    }
+    case ASKEW_DCALL_SEEK:
+        disk.pos = c->flags == SEEK_END ? (int64_t)disk.size + c->off : c->off;
+        return disk.pos;
+    case ASKEW_DCALL_STAT:
+        memset(c->st, 0, sizeof(*c->st));
+        c->st->size = disk.size;
+        c->st->mode = S_IFREG | 0644;
+        return 0;
+    case ASKEW_DCALL_SYNC:
+    case ASKEW_DCALL_TRUNCATE:
+        return 0;
+    case ASKEW_DCALL_CLOSE:
+        disk.open = 0;
+        return 0;
+    case ASKEW_DCALL_FCNTL:
+        if (c->lock != NULL) {
+            disk.lock_type = c->lock->type;
+            c->lock->type = F_UNLCK;
+            return 0;
+        }
+        return c->flags == F_GETFL ? O_RDWR : ASKEW_DISK_REFUSE;
+    default:
+        return ASKEW_DISK_REFUSE;
+    }
+}
+
+static const struct askew_preload_hooks disk_hooks = {
+    .size = sizeof(struct askew_preload_hooks),
+    .now = test_now,
+    .random = test_random,
+    .on_violation = test_on_violation,
+    .sleep = test_sleep,
+    .disk = test_disk,
+};
+
+START_TEST(test_sim_a_path_on_the_disk_opens_a_simulated_fd_that_no_kernel_fd_equals)
+{
+    memset(&disk, 0, sizeof(disk));
+    ck_assert_int_eq(api->enter(&disk_hooks), 0);
+    int fd = open("/sim/f", O_RDWR | O_CREAT, 0644);
+    ck_assert_int_eq(fd, SIM_FD);
+    ck_assert_int_ge(fd, ASKEW_DISK_FD_BASE);
+    ck_assert_int_eq(write(fd, "hello", 5), 5);
+    ck_assert_int_eq(pwrite(fd, "J", 1, 0), 1);
+    ck_assert_int_eq(pwrite64(fd, "!", 1, 5), 1);
+    char buf[16] = {0};
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    ck_assert_int_eq(read(fd, buf, sizeof(buf)), 6);
+    ck_assert_str_eq(buf, "Jello!");
+    memset(buf, 0, sizeof(buf));
+    ck_assert_int_eq(pread64(fd, buf, 4, 1), 4);
+    ck_assert_str_eq(buf, "ello");
+    struct iovec iov[2] = {{.iov_base = "ab", .iov_len = 2},
+                           {.iov_base = "c", .iov_len = 1}};
+    ck_assert_int_eq(lseek64(fd, 0, SEEK_END), 6);
+    ck_assert_int_eq(writev(fd, iov, 2), 3);
+    struct stat sb;
+    ck_assert_int_eq(fstat(fd, &sb), 0);
+    ck_assert_int_eq(sb.st_size, 9);
+    ck_assert_int_eq(stat("/sim/f", &sb), 0);
+    ck_assert_int_eq(sb.st_ino, 12);
+    ck_assert(S_ISREG(sb.st_mode));
+    struct statx sx;
+    ck_assert_int_eq(statx(AT_FDCWD, "/sim/f", 0, STATX_BASIC_STATS, &sx), 0);
+    ck_assert_int_eq(sx.stx_size, 9);
+    ck_assert_int_eq(fsync(fd), 0);
+    ck_assert_int_eq(fdatasync(fd), 0);
+    ck_assert_int_eq(ftruncate(fd, 3), 0);
+    ck_assert_int_eq(fcntl(fd, F_GETFL), O_RDWR);
+    struct flock fl = {
+        .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    ck_assert_int_eq(fcntl(fd, F_SETLK, &fl), 0);
+    ck_assert_int_eq(disk.lock_type, F_WRLCK);
+    ck_assert_int_eq(fcntl(fd, F_GETLK, &fl), 0);
+    ck_assert_int_eq(fl.l_type, F_UNLCK);
+    ck_assert_int_eq(fchmod(fd, 0600), 0);
+    ck_assert_int_eq(close(fd), 0);
+    ck_assert_int_eq(unlink("/sim/f"), 0);
+    ck_assert_int_eq(api->violations(), 0);
+    /* A path off the disk is the real file system's. */
+    int real = open("/dev/null", O_RDONLY);
+    ck_assert_int_ge(real, 0);
+    ck_assert_int_lt(real, ASKEW_DISK_FD_BASE);
+    ck_assert_int_eq(close(real), 0);
+    api->leave();
+}
+END_TEST
+
+START_TEST(
+    test_sim_mmap_and_unmodelled_calls_on_a_simulated_fd_are_refused_and_recorded)
+{
+    memset(&disk, 0, sizeof(disk));
+    ck_assert_int_eq(api->enter(&disk_hooks), 0);
+    int fd = open("/sim/f", O_RDWR);
+    ck_assert_int_eq(fd, SIM_FD);
+    errno = 0;
+    ck_assert_ptr_eq(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0), MAP_FAILED);
+    ck_assert_int_eq(errno, ENODEV);
+    ck_assert_str_eq(last_call(), "mmap");
+    struct askew_violation v;
+    ck_assert_int_eq(api->violation_get(api->violations() - 1, &v), 0);
+    ck_assert_int_eq(v.kind, ASKEW_VIOLATION_DISK);
+    ck_assert_int_eq(dup(fd), -1);
+    ck_assert_str_eq(last_call(), "dup");
+    ck_assert_int_eq(fcntl(fd, F_DUPFD, 0), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_str_eq(last_call(), "fcntl");
+    ck_assert_int_eq(flock(fd, LOCK_EX), -1);
+    ck_assert_str_eq(last_call(), "flock");
+    /* A stream cannot be served: fopen of a path on the disk is refused. */
+    ck_assert_ptr_null(fopen("/sim/f", "r"));
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_str_eq(last_call(), "fopen");
+    /* Another node's disk. */
+    ck_assert_int_eq(open("/sim/other/x", O_RDONLY), -1);
+    ck_assert_int_eq(errno, EACCES);
+    ck_assert_str_eq(last_call(), "open");
+    ck_assert_int_eq(st.callbacks, (int)api->violations());
+    api->leave();
+}
+END_TEST
+
+START_TEST(test_a_simulated_fd_outside_its_run_is_ebadf_and_touches_nothing)
+{
+    memset(&disk, 0, sizeof(disk));
+    ck_assert_int_eq(api->enter(&disk_hooks), 0);
+    int fd = open("/sim/f", O_RDWR);
+    api->leave();
+    char c;
+    errno = 0;
+    ck_assert_int_eq(read(fd, &c, 1), -1);
+    ck_assert_int_eq(errno, EBADF);
+    ck_assert_int_eq(write(fd, "x", 1), -1);
+    ck_assert_int_eq(errno, EBADF);
+    struct stat sb;
+    ck_assert_int_eq(fstat(fd, &sb), -1);
+    ck_assert_int_eq(errno, EBADF);
+    ck_assert_int_eq(close(fd), -1);
+    ck_assert_int_eq(errno, EBADF);
+    ck_assert_int_eq(disk.calls, 1);
+    /* Outside a run the path is the real file system's, which has none. */
+    ck_assert_int_eq(open("/sim/f", O_RDONLY), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_int_eq(api->violations(), 0);
+}
+END_TEST
+
+START_TEST(test_sim_a_table_from_abi_1_2_passes_every_path_and_has_no_simulated_fd)
+{
+    struct {
+        struct askew_preload_hooks h;
+    } old = {disk_hooks};
+    old.h.size = (uint32_t)offsetof(struct askew_preload_hooks, disk);
+    memset(&disk, 0, sizeof(disk));
+    ck_assert_int_eq(api->enter(&old.h), 0);
+    ck_assert_int_eq(open("/sim/f", O_RDONLY), -1);
+    ck_assert_int_eq(errno, ENOENT); /* the real file system's answer */
+    char c;
+    ck_assert_int_eq(read(SIM_FD, &c, 1), -1);
+    ck_assert_int_eq(errno, EBADF);
+    ck_assert_int_eq(disk.calls, 0);
+    api->leave();
+}
+END_TEST
+
 static Suite *preload_suite(void)
 {
     Suite *s = suite_create("preload");
@@ -1202,6 +1433,19 @@ static Suite *preload_suite(void)
     tcase_add_test(tc, test_sim_timed_waits_time_out_at_once_unless_ready);
     tcase_add_test(tc, test_sim_condvar_waits_translate_virtual_deadlines);
     tcase_add_test(tc, test_the_ring_keeps_the_newest_refusals);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("disk");
+    tcase_add_checked_fixture(tc, find_api, NULL);
+    tcase_add_test(
+        tc, test_sim_a_path_on_the_disk_opens_a_simulated_fd_that_no_kernel_fd_equals);
+    tcase_add_test(
+        tc,
+        test_sim_mmap_and_unmodelled_calls_on_a_simulated_fd_are_refused_and_recorded);
+    tcase_add_test(tc,
+                   test_a_simulated_fd_outside_its_run_is_ebadf_and_touches_nothing);
+    tcase_add_test(
+        tc, test_sim_a_table_from_abi_1_2_passes_every_path_and_has_no_simulated_fd);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("isolation");
