@@ -25,13 +25,26 @@ Main = Callable[[], Coroutine[Any, Any, Any]]
 def wrapped(main: Main, nodeid: str = "tests/test_x.py::test_x", base: int = 1) -> Any:
     """asyncio.run(main()) as a wrapped test runs it; (result, its loop)."""
     run = _wrap.WrappedRun(nodeid, base)
+
+    async def noted() -> Any:
+        try:
+            return await main()
+        finally:  # a closed loop lets go of its log (SimLoop.close)
+            loop = asyncio.get_running_loop()
+            _logs[id(loop)] = events(loop)
+
     with _wrap.installed(run):
-        result = asyncio.run(main())
+        result = asyncio.run(noted())
     assert len(run.loops) == 1
     return result, run.loops[0]
 
 
+_logs: dict[int, list[str]] = {}  # a wrapped run's log, noted as its main() ended
+
+
 def events(loop: Any) -> list[str]:
+    if loop.is_closed():
+        return _logs[id(loop)]
     return [str(event_from_entry(e)) for e in loop._log_recent(1000)]
 
 
