@@ -4,6 +4,7 @@
 # its C, and mypy --strict checks both sides of it through this file.
 import asyncio
 import contextvars
+import io
 import os
 from collections.abc import Callable, Coroutine, Generator, Iterable
 from types import ModuleType
@@ -206,6 +207,9 @@ STREAM_DISK: int
 DISK_SECTOR: int
 DISK_CAPACITY_DEFAULT: int
 DISK_HANDLES_MAX: int
+# A simulated descriptor: DISK_FD_BASE + (node << DISK_FD_NODE_SHIFT) + handle.
+DISK_FD_BASE: int
+DISK_FD_NODE_SHIFT: int
 
 _Path = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 # (ino, size, blocks, mode, nlink, is_dir, mtime_ns)
@@ -242,3 +246,36 @@ class Disk:
     ) -> None: ...
     def get_faults(self) -> tuple[int, int, int, int, int, int, int]: ...
     def usage(self) -> dict[str, int]: ...
+    @property
+    def crashes(self) -> int: ...
+
+# The raw file of a simulated file (what FileIO is for a real one); registered
+# with io.RawIOBase. name and mode are set by askew/_disk.py after it is made.
+class DiskFile(io.RawIOBase):
+    name: Any
+    mode: str
+    def __init__(
+        self,
+        nd: Any,
+        disk: Disk,
+        handle: int,
+        fd: int,
+        readable: bool,
+        writable: bool,
+        closefd: bool,
+        /,
+    ) -> None: ...
+
+# The one decoding of simulated descriptors, and the patched os.fsync/fdatasync.
+def disk_route_init(
+    node_var: contextvars.ContextVar[int],
+    on_eio: Callable[[Any, str], None],
+    real_fsync: Callable[[Any], None],
+    real_fdatasync: Callable[[Any], None],
+    /,
+) -> None: ...
+def disk_route_begin(world: Any, disks: dict[int, Any], /) -> None: ...
+def disk_route_end(world: Any, /) -> None: ...
+def disk_fd_route(fd: Any, /) -> tuple[Any, int] | None: ...
+def disk_fsync(fd: Any, /) -> None: ...
+def disk_fdatasync(fd: Any, /) -> None: ...
