@@ -547,11 +547,11 @@ def install(names: NameSwap) -> None:
     replacements: dict[str, Any] = {
         "open": _os_open,
         "close": _os_close,
-        "read": _fd_call("read", "pread"),
-        "write": _fd_call("write", "pwrite"),
-        "pread": _fd_call("pread", "pread"),
-        "pwrite": _fd_call("pwrite", "pwrite"),
-        "lseek": _fd_call("lseek", "lseek"),
+        "read": _core.disk_read,
+        "write": _core.disk_write,
+        "pread": _core.disk_pread,
+        "pwrite": _core.disk_pwrite,
+        "lseek": _core.disk_lseek,
         "ftruncate": _os_ftruncate,
         "fsync": _core.disk_fsync,
         "fdatasync": _core.disk_fdatasync,
@@ -576,7 +576,7 @@ def install(names: NameSwap) -> None:
 
 
 _os_ftruncate = _fd_call("ftruncate", "ftruncate")
-_core.disk_route_init(_node_var, _eio, _real["fsync"], _real["fdatasync"])
+_core.disk_route_init(_node_var, _eio, _real)
 io.RawIOBase.register(_core.DiskFile)
 _truncate_path = _path_call("truncate", "truncate")
 

@@ -248,7 +248,12 @@ static PyObject *d_close(askew_disk_object *self, PyObject *fh)
     return result(self, askew_disk_close(self->disk, h), NULL);
 }
 
-static PyObject *d_pread(askew_disk_object *self, PyObject *args)
+/* The by-handle calls the patched os.read/write/pread/pwrite/lseek reach
+ * too (by_fd below): each returns NULL with no exception and *rc < 0 for
+ * the engine's error, which its caller raises (logging an EIO first). */
+typedef PyObject *(*handle_call)(askew_disk_object *, PyObject *, int64_t *);
+
+static PyObject *pread_call(askew_disk_object *self, PyObject *args, int64_t *rc)
 {
     int fh;
     Py_ssize_t n;
@@ -266,14 +271,24 @@ static PyObject *d_pread(askew_disk_object *self, PyObject *args)
             : askew_disk_read(self->disk, fh, PyBytes_AS_STRING(buf), (size_t)n);
     if (settle(self) < 0 || got < 0) {
         Py_DECREF(buf);
-        return got < 0 && !PyErr_Occurred() ? raise_errno(got, NULL) : NULL;
+        *rc = got;
+        return NULL;
     }
     if (got != n && _PyBytes_Resize(&buf, (Py_ssize_t)got) < 0)
         return NULL;
     return buf;
 }
 
-static PyObject *d_pwrite(askew_disk_object *self, PyObject *args)
+/* A count or an offset, or NULL and *rc (see handle_call). */
+static PyObject *count(askew_disk_object *self, int64_t got, int64_t *rc)
+{
+    if (settle(self) < 0)
+        return NULL;
+    *rc = got;
+    return got < 0 ? NULL : PyLong_FromLongLong(got);
+}
+
+static PyObject *pwrite_call(askew_disk_object *self, PyObject *args, int64_t *rc)
 {
     int fh;
     Py_buffer data;
@@ -285,16 +300,39 @@ static PyObject *d_pwrite(askew_disk_object *self, PyObject *args)
             ? askew_disk_pwrite(self->disk, fh, data.buf, (size_t)data.len, off)
             : askew_disk_write(self->disk, fh, data.buf, (size_t)data.len);
     PyBuffer_Release(&data);
-    return result(self, put, NULL);
+    return count(self, put, rc);
 }
 
-static PyObject *d_lseek(askew_disk_object *self, PyObject *args)
+static PyObject *lseek_call(askew_disk_object *self, PyObject *args, int64_t *rc)
 {
     int fh, whence;
     long long off;
     if (!PyArg_ParseTuple(args, "iLi:lseek", &fh, &off, &whence))
         return NULL;
-    return result(self, askew_disk_lseek(self->disk, fh, off, whence), NULL);
+    return count(self, askew_disk_lseek(self->disk, fh, off, whence), rc);
+}
+
+/* A handle_call as a Disk method: the engine's error raised as is. */
+static PyObject *raising(handle_call call, askew_disk_object *self, PyObject *args)
+{
+    int64_t rc = 0;
+    PyObject *out = call(self, args, &rc);
+    return out == NULL && !PyErr_Occurred() ? raise_errno(rc, NULL) : out;
+}
+
+static PyObject *d_pread(askew_disk_object *self, PyObject *args)
+{
+    return raising(pread_call, self, args);
+}
+
+static PyObject *d_pwrite(askew_disk_object *self, PyObject *args)
+{
+    return raising(pwrite_call, self, args);
+}
+
+static PyObject *d_lseek(askew_disk_object *self, PyObject *args)
+{
+    return raising(lseek_call, self, args);
 }
 
 static PyObject *d_fsync(askew_disk_object *self, PyObject *args)
@@ -470,9 +508,9 @@ static struct {
     PyTypeObject *disk_type; /* borrowed: the module keeps it */
     PyObject *node_var;      /* the running node's token (askew/_world.py) */
     PyObject *on_eio;        /* _disk._eio(nd, what): logs an injected EIO */
-    PyObject *real_fsync, *real_fdatasync;
-    PyObject *unsupported; /* io.UnsupportedOperation */
-    PyObject *base_close;  /* _io._RawIOBase.close */
+    PyObject *real[7];       /* the real os functions, by enum os_call */
+    PyObject *unsupported;   /* io.UnsupportedOperation */
+    PyObject *base_close;    /* _io._RawIOBase.close */
     PyObject *s_ended, *s_disk, *s_fileno, *s_name, *s_mode;
     PyObject *world; /* the running world, NULL outside a run */
     PyObject *disks; /* world._disks: node id -> NodeDisk */
@@ -599,11 +637,25 @@ static PyObject *m_fd_route(PyObject *Py_UNUSED(m), PyObject *fd)
     return out;
 }
 
+/* The os functions patched here, in the order disk_route_init takes the
+ * real ones. */
+enum os_call {
+    OS_FSYNC,
+    OS_FDATASYNC,
+    OS_READ,
+    OS_PREAD,
+    OS_WRITE,
+    OS_PWRITE,
+    OS_LSEEK
+};
+static const char *const os_names[] = {"fsync", "fdatasync", "read", "pread",
+                                       "write", "pwrite",    "lseek"};
+
 /* os.fsync / os.fdatasync, patched: a real descriptor goes straight to the
  * real function, a simulated one to the engine. */
 static PyObject *fsync_common(PyObject *fd, int data_only)
 {
-    PyObject *real = data_only ? route.real_fdatasync : route.real_fsync;
+    PyObject *real = route.real[data_only ? OS_FDATASYNC : OS_FSYNC];
     if (real == NULL)
         return PyErr_Format(PyExc_RuntimeError, "disk_route_init was not called");
     if (PyLong_CheckExact(fd)) {
@@ -638,16 +690,67 @@ static PyObject *m_fdatasync(PyObject *Py_UNUSED(m), PyObject *fd)
     return fsync_common(fd, 1);
 }
 
+/* os.read/pread/write/pwrite/lseek, patched: as the Disk methods of the
+ * same names with the handle for the descriptor. */
+static PyObject *by_fd(enum os_call op, handle_call call, PyObject *const *args,
+                       Py_ssize_t n)
+{
+    PyObject *nd;
+    askew_disk_object *disk;
+    int handle;
+    if (route.real[op] == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "disk_route_init was not called");
+    const int found = n < 1 ? 0 : fd_decode(args[0], &nd, &disk, &handle);
+    if (found <= 0)
+        return found < 0 ? NULL
+                         : PyObject_Vectorcall(route.real[op], args, (size_t)n, NULL);
+    PyObject *rest = PyTuple_New(n);
+    PyObject *fh = rest ? PyLong_FromLong(handle) : NULL;
+    PyObject *out = NULL;
+    if (fh != NULL) {
+        PyTuple_SET_ITEM(rest, 0, fh);
+        for (Py_ssize_t i = 1; i < n; i++)
+            PyTuple_SET_ITEM(rest, i, Py_NewRef(args[i]));
+        int64_t rc = 0;
+        out = call(disk, rest, &rc);
+        if (out == NULL && !PyErr_Occurred())
+            fail(nd, rc, os_names[op]);
+    }
+    Py_XDECREF(rest);
+    Py_DECREF(disk);
+    Py_DECREF(nd);
+    /* cppcheck takes out for a pointer into rc, which call only writes */
+    // cppcheck-suppress returnDanglingLifetime
+    return out;
+}
+
+#define BY_FD(name, op, call)                                                          \
+    static PyObject *name(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t n) \
+    {                                                                                  \
+        return by_fd(op, call, args, n);                                               \
+    }
+BY_FD(m_read, OS_READ, pread_call)
+BY_FD(m_pread, OS_PREAD, pread_call)
+BY_FD(m_write, OS_WRITE, pwrite_call)
+BY_FD(m_pwrite, OS_PWRITE, pwrite_call)
+BY_FD(m_lseek, OS_LSEEK, lseek_call)
+#undef BY_FD
+
 static PyObject *m_route_init(PyObject *Py_UNUSED(m), PyObject *args)
 {
-    PyObject *node_var, *on_eio, *real_fsync, *real_fdatasync;
-    if (!PyArg_ParseTuple(args, "O!OOO:disk_route_init", &PyContextVar_Type, &node_var,
-                          &on_eio, &real_fsync, &real_fdatasync))
+    PyObject *node_var, *on_eio, *reals;
+    if (!PyArg_ParseTuple(args, "O!OO!:disk_route_init", &PyContextVar_Type, &node_var,
+                          &on_eio, &PyDict_Type, &reals))
         return NULL;
+    for (size_t i = 0; i < sizeof(os_names) / sizeof(os_names[0]); i++) {
+        PyObject *real = PyDict_GetItemString(reals, os_names[i]); /* borrowed */
+        if (real == NULL)
+            return PyErr_Format(PyExc_KeyError, "disk_route_init: no real os.%s",
+                                os_names[i]);
+        Py_XSETREF(route.real[i], Py_NewRef(real));
+    }
     Py_XSETREF(route.node_var, Py_NewRef(node_var));
     Py_XSETREF(route.on_eio, Py_NewRef(on_eio));
-    Py_XSETREF(route.real_fsync, Py_NewRef(real_fsync));
-    Py_XSETREF(route.real_fdatasync, Py_NewRef(real_fdatasync));
     Py_RETURN_NONE;
 }
 
@@ -1013,7 +1116,8 @@ static PyType_Spec diskfile_spec = {
 
 static PyMethodDef route_functions[] = {
     {"disk_route_init", m_route_init, METH_VARARGS,
-     "disk_route_init(node_var, on_eio, real_fsync, real_fdatasync): once"},
+     "disk_route_init(node_var, on_eio, reals): once; reals maps fsync, fdatasync, "
+     "read, pread, write, pwrite, lseek to the real os functions"},
     {"disk_route_begin", m_route_begin, METH_VARARGS,
      "disk_route_begin(world, disks): the run whose descriptors decode"},
     {"disk_route_end", m_route_end, METH_O, "disk_route_end(world): that run is over"},
@@ -1022,6 +1126,16 @@ static PyMethodDef route_functions[] = {
      "OSError(EBADF) for a simulated one outside its node's code"},
     {"disk_fsync", m_fsync, METH_O, "os.fsync, patched"},
     {"disk_fdatasync", m_fdatasync, METH_O, "os.fdatasync, patched"},
+    {"disk_read", (PyCFunction)(void (*)(void))m_read, METH_FASTCALL,
+     "os.read, patched"},
+    {"disk_pread", (PyCFunction)(void (*)(void))m_pread, METH_FASTCALL,
+     "os.pread, patched"},
+    {"disk_write", (PyCFunction)(void (*)(void))m_write, METH_FASTCALL,
+     "os.write, patched"},
+    {"disk_pwrite", (PyCFunction)(void (*)(void))m_pwrite, METH_FASTCALL,
+     "os.pwrite, patched"},
+    {"disk_lseek", (PyCFunction)(void (*)(void))m_lseek, METH_FASTCALL,
+     "os.lseek, patched"},
     {NULL, NULL, 0, NULL},
 };
 
