@@ -254,6 +254,8 @@ class Disk:
 class DiskFile(io.RawIOBase):
     name: Any
     mode: str
+    @property
+    def closefd(self) -> bool: ...
     def __init__(
         self,
         nd: Any,

@@ -1090,8 +1090,15 @@ static PyMethodDef diskfile_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *df_get_closefd(PyObject *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(F(self)->closefd);
+}
+
 static PyGetSetDef diskfile_getset[] = {
     {"closed", df_get_closed, NULL, NULL, NULL},
+    {"closefd", df_get_closefd, NULL, "whether close() closes the handle, as FileIO's",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
