@@ -32,11 +32,10 @@ from ._determinism import NameSwap
 from ._world import _KIND_FAULT, _TOKEN_SHIFT, World, _node_var, _ppm
 
 # One numbering with the preload's disk hook (ext/preload_disk.c), so C code
-# and Python share descriptors.
-FD_BASE = _core.DISK_FD_BASE
-_FD_NODE_SHIFT = _core.DISK_FD_NODE_SHIFT
-_FD_HANDLE_MASK = (1 << _FD_NODE_SHIFT) - 1
-NODES_MAX = _core.DISK_FD_NODES_MAX  # nodes with a disk: descriptors stay below 2**31
+# and Python share descriptors; decoded in C (ext/disk.c, fd_decode).
+FD_BASE: int = _core.DISK_FD_BASE
+_FD_NODE_SHIFT: int = _core.DISK_FD_NODE_SHIFT
+NODES_MAX: int = _core.DISK_FD_NODES_MAX  # nodes with a disk: descriptors stay below 2**31
 _BLKSIZE = 4096
 
 _real_open = builtins.open
@@ -52,17 +51,21 @@ _world: World | None = None
 
 
 class NodeDisk:
-    """One node's disk: its mount, the engine's disk, and its crash count
-    (a file object of an earlier incarnation is closed by the crash)."""
+    """One node's disk: its mount and the engine's disk, which counts its
+    crashes (a file object of an earlier incarnation is closed by the
+    crash)."""
 
-    __slots__ = ("crashes", "disk", "mount", "node")
+    __slots__ = ("disk", "mount", "node")
 
     def __init__(self, world: World, node: int, mount: str) -> None:
         self.node = node
         self.mount = mount
         self.disk = _core.Disk(world._loop, node)
-        self.crashes = 0
         _preload.mount_disk(world._loop, node, mount, self.disk)  # C code reaches it too
+
+    @property
+    def crashes(self) -> int:
+        return self.disk.crashes
 
 
 def check_mount(mount: object, taken: dict[int, NodeDisk] | None = None) -> str:
@@ -94,6 +97,7 @@ def check_mount(mount: object, taken: dict[int, NodeDisk] | None = None) -> str:
 def begin(world: World) -> None:
     global _world
     _world = world
+    _core.disk_route_begin(world, world._disks)
 
 
 def end(world: World) -> None:
@@ -101,6 +105,7 @@ def end(world: World) -> None:
     if _world is world:
         _world = None
     _preload.unmount_disks(world._loop)
+    _core.disk_route_end(world)
 
 
 def _caller_disk() -> NodeDisk | None:
@@ -142,34 +147,29 @@ def _route(path: Any) -> tuple[NodeDisk, str] | None:
     return None if rel is None else (nd, rel)
 
 
-def _fd_route(fd: Any) -> tuple[NodeDisk, int] | None:
-    """(disk, handle) for a simulated descriptor, None for a real one;
-    OSError(EBADF) for a simulated one outside its node's code."""
-    if fd.__class__ is not int:
-        if hasattr(fd, "fileno"):
-            fd = fd.fileno()
-        if not isinstance(fd, int):
-            return None
-    if fd < FD_BASE:
-        return None
-    nd = _caller_disk()
-    if nd is None or (fd - FD_BASE) >> _FD_NODE_SHIFT != nd.node:
-        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-    return nd, (fd - FD_BASE) & _FD_HANDLE_MASK
+# (disk, handle) for a simulated descriptor, None for a real one;
+# OSError(EBADF) for a simulated one outside its node's code. The decoding
+# lives in C (ext/disk.c), once, for these and the patched os.fsync.
+_fd_route: Any = _core.disk_fd_route
 
 
 def _fd_of(nd: NodeDisk, handle: int) -> int:
     return FD_BASE + (nd.node << _FD_NODE_SHIFT) + handle
 
 
-def _failed(nd: NodeDisk, exc: OSError, path: Any, what: str) -> OSError:
-    """The error a call raises: the caller's path in it, and an EIO (only
-    faults make one) logged as the fault it is."""
-    if path is not None:
-        exc.filename = path
-    if exc.errno == errno.EIO and _world is not None and not _world._ended:
+def _eio(nd: NodeDisk, what: str) -> None:
+    """An EIO (only faults make one) is logged as the fault it is."""
+    if _world is not None and not _world._ended:
         what = {"pread": "read", "pwrite": "write", "fdatasync": "fsync"}.get(what, what)
         _world.log._emit(_KIND_FAULT, nd.node, f"disk {nd.node}: EIO on {what}")
+
+
+def _failed(nd: NodeDisk, exc: OSError, path: Any, what: str) -> OSError:
+    """The error a call raises: the caller's path in it, and an EIO logged."""
+    if path is not None:
+        exc.filename = path
+    if exc.errno == errno.EIO:
+        _eio(nd, what)
     return exc
 
 
@@ -232,32 +232,6 @@ def _fd_call(name: str, what: str) -> Any:
     call.__name__ = name
     call.__doc__ = real.__doc__
     return call
-
-
-def _os_fsync(fd: Any) -> None:
-    if fd.__class__ is int and fd < FD_BASE:  # a real descriptor: no detour
-        _real["fsync"](fd)
-        return
-    _fsync(fd, False, "fsync")
-
-
-def _os_fdatasync(fd: Any) -> None:
-    if fd.__class__ is int and fd < FD_BASE:
-        _real["fdatasync"](fd)
-        return
-    _fsync(fd, True, "fdatasync")
-
-
-def _fsync(fd: Any, data_only: bool, name: str) -> None:
-    r = _fd_route(fd)
-    if r is None:
-        _real[name](fd)
-        return
-    nd, handle = r
-    try:
-        nd.disk.fsync(handle, data_only)
-    except OSError as exc:
-        raise _failed(nd, exc, None, name) from None
 
 
 def _os_fstat(fd: int) -> os.stat_result:
@@ -469,111 +443,6 @@ def _os_scandir(path: Any = ".") -> Any:
 # ---- open(): a raw file over a handle, wrapped as io.open wraps FileIO ----
 
 
-class SimFileIO(io.RawIOBase):
-    """The raw file of a simulated file (what FileIO is for a real one)."""
-
-    def __init__(self, nd: NodeDisk, handle: int, name: Any, mode: str, closefd: bool) -> None:
-        super().__init__()
-        self._nd = nd
-        self._handle = handle
-        self._fd = _fd_of(nd, handle)
-        self._crashes = nd.crashes
-        self._readable = "r" in mode or "+" in mode
-        self._writable = any(c in mode for c in "wax+")
-        self._closefd = closefd
-        self.name = name
-        self.mode = _raw_mode(mode)
-
-    def __repr__(self) -> str:
-        return f"<askew SimFileIO name={self.name!r} mode={self.mode!r}>"
-
-    def _live(self) -> int:
-        if self._nd.crashes != self._crashes:
-            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-        if self.closed:
-            raise ValueError("I/O operation on closed file")
-        return self._handle
-
-    def _call(self, what: str, *args: Any) -> Any:
-        handle = self._live()
-        try:
-            return getattr(self._nd.disk, what)(handle, *args)
-        except OSError as exc:
-            raise _failed(self._nd, exc, None, what) from None
-
-    def readable(self) -> bool:
-        self._live()
-        return self._readable
-
-    def writable(self) -> bool:
-        self._live()
-        return self._writable
-
-    def seekable(self) -> bool:
-        self._live()
-        return True
-
-    def isatty(self) -> bool:
-        self._live()
-        return False
-
-    def fileno(self) -> int:
-        self._live()
-        return self._fd
-
-    def readinto(self, b: Any) -> int:
-        if not self._readable:
-            raise io.UnsupportedOperation("read")
-        view = memoryview(b).cast("B")
-        data: bytes = self._call("pread", len(view))
-        view[: len(data)] = data
-        return len(data)
-
-    def readall(self) -> bytes:
-        if not self._readable:
-            raise io.UnsupportedOperation("read")
-        chunks: list[bytes] = []
-        while True:
-            data: bytes = self._call("pread", 1 << 16)
-            if not data:
-                return b"".join(chunks)
-            chunks.append(data)
-
-    def write(self, b: Any) -> int:
-        if not self._writable:
-            raise io.UnsupportedOperation("write")
-        handle = self._live()
-        try:  # the hot path: no getattr, no copy (the binding takes a buffer)
-            return int(self._nd.disk.pwrite(handle, b))
-        except OSError as exc:
-            raise _failed(self._nd, exc, None, "write") from None
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        return int(self._call("lseek", pos, whence))
-
-    def tell(self) -> int:
-        return int(self._call("lseek", 0, os.SEEK_CUR))
-
-    def truncate(self, size: int | None = None) -> int:
-        if not self._writable:
-            raise io.UnsupportedOperation("truncate")
-        if size is None:
-            size = self.tell()
-        self._call("ftruncate", size)
-        return size
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        try:
-            super().close()
-        finally:
-            world = _world
-            live = world is not None and not world._ended and self._nd.crashes == self._crashes
-            if self._closefd and live:
-                self._nd.disk.close(self._handle)
-
-
 def _raw_mode(mode: str) -> str:
     if "x" in mode:
         return "xb+" if "+" in mode else "xb"
@@ -638,8 +507,12 @@ def _open(
     text = "b" not in mode
     if not text and (encoding is not None or errors is not None or newline is not None):
         raise ValueError("binary mode doesn't take an encoding, errors or newline argument")
-    raw = SimFileIO(nd, handle, file, mode, closefd)
+    readable = "r" in mode or "+" in mode
+    writable = any(c in mode for c in "wax+")
+    raw = _core.DiskFile(nd, nd.disk, handle, _fd_of(nd, handle), readable, writable, closefd)
     try:
+        raw.name = file
+        raw.mode = _raw_mode(mode)
         if "a" in mode:
             raw.seek(0, os.SEEK_END)
         line_buffering = buffering == 1 and text
@@ -678,14 +551,14 @@ def install(names: NameSwap) -> None:
     replacements: dict[str, Any] = {
         "open": _os_open,
         "close": _os_close,
-        "read": _fd_call("read", "pread"),
-        "write": _fd_call("write", "pwrite"),
-        "pread": _fd_call("pread", "pread"),
-        "pwrite": _fd_call("pwrite", "pwrite"),
-        "lseek": _fd_call("lseek", "lseek"),
+        "read": _core.disk_read,
+        "write": _core.disk_write,
+        "pread": _core.disk_pread,
+        "pwrite": _core.disk_pwrite,
+        "lseek": _core.disk_lseek,
         "ftruncate": _os_ftruncate,
-        "fsync": _os_fsync,
-        "fdatasync": _os_fdatasync,
+        "fsync": _core.disk_fsync,
+        "fdatasync": _core.disk_fdatasync,
         "fstat": _os_fstat,
         "stat": _os_stat,
         "lstat": _os_lstat,
@@ -707,6 +580,8 @@ def install(names: NameSwap) -> None:
 
 
 _os_ftruncate = _fd_call("ftruncate", "ftruncate")
+_core.disk_route_init(_node_var, _eio, _real)
+io.RawIOBase.register(_core.DiskFile)
 _truncate_path = _path_call("truncate", "truncate")
 
 
@@ -716,8 +591,7 @@ def crashed(world: World, node: int) -> None:
     nd = world._disks.get(node)
     if nd is None:
         return
-    nd.crashes += 1
-    r = nd.disk.crash()
+    r = nd.disk.crash()  # counts the crash: the node's open files go stale
     text = (
         f"disk {node} crash: kept {r['sectors_kept']}/{r['sectors_kept'] + r['sectors_lost']} "
         f"unsynced sectors, {r['sizes_kept']}/{r['sizes_kept'] + r['sizes_lost']} sizes, "

@@ -4,10 +4,11 @@ The same code runs on both sides: open a log file, then N times append a 100-byt
 `f.write` + `f.flush()` + `os.fsync(f.fileno())`, then rename the log over another name and
 fsync the directory (the WAL pattern of examples/wal_kv_fixed.py). The real side writes
 under a fresh /dev/shm directory with real fsync calls (tmpfs makes them cheap: this measures
-the system call path, not a device); the askew side runs it in a node spawned with
-`disk="/data"`, inside one `@askew.simulate` run, so every call crosses the patched `open`
-and `os` functions into the C model. Read `vs` as "times cheaper than real tmpfs" (below 1:
-dearer); the figure is wall ns per fsynced record.
+the system call path, not a device; `--real-disk` adds the same under the temporary
+directory, where fsync costs what the machine's disk costs); the askew side runs it in a
+node spawned with `disk="/data"`, inside one `@askew.simulate` run, so every call crosses
+the patched `open` and `os` functions into the C model. Read `vs` as "times cheaper than
+real tmpfs" (below 1: dearer); the figure is wall ns per fsynced record.
 
 The peers (simloom, simloop; Python 3.12+, `.venv313/bin/python bench/bench_disk.py`) have no
 file I/O interception: their `SimDisk` is an explicit key-value API, so the same code cannot
@@ -40,6 +41,7 @@ from _harness import (
 
 RECORD = b"k" * 99 + b"\n"
 REAL = "real tmpfs (/dev/shm), real fsync"
+DISK = "real disk (/tmp), real fsync"
 
 
 def appender(folder: str, n: int) -> int:
@@ -58,9 +60,8 @@ def appender(folder: str, n: int) -> int:
     return n
 
 
-def real_side(n: int):
+def real_side(n: int, base: str | None):
     def factory():
-        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
         def run() -> int:
             folder = tempfile.mkdtemp(prefix="askew-bench-disk-", dir=base)
@@ -122,11 +123,20 @@ def peer_side(name: str, n: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser(__doc__).parse_args(argv)
+    p = parser(__doc__)
+    p.add_argument(
+        "--real-disk",
+        action="store_true",
+        help="also run the real side in the temporary directory (check `df -T` that it is a disk)",
+    )
+    args = p.parse_args(argv)
     print_header("bench_disk", args)
     n = scaled(args.quick, 20_000, 2_000)
     repeats = args.repeats or (3 if args.quick else 5)
-    sides = [Side(REAL, real_side(n)), Side("askew (simulated disk)", askew_side(n))]
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    sides = [Side(REAL, real_side(n, shm)), Side("askew (simulated disk)", askew_side(n))]
+    if args.real_disk:
+        sides.append(Side(DISK, real_side(n, tempfile.gettempdir())))
     for peer in ("simloom", "simloop"):
         try:
             import_peer(peer)

@@ -24,9 +24,9 @@
  * handle, the numbering askew/_disk.py gives Python's simulated
  * descriptors too: one fd means one open file whichever side opened it, so
  * Python's fcntl.lockf or os.readv on a simulated file reach this hook. */
-#define FD_NODE_SHIFT  16
-#define FD_HANDLE_MASK 0xffff
-#define FD_NODES_MAX   16384
+#define FD_NODE_SHIFT  ASKEW_DISK_FD_NODE_SHIFT
+#define FD_HANDLE_MASK ASKEW_DISK_FD_HANDLE_MASK
+#define FD_NODES_MAX   ASKEW_DISK_FD_NODES_MAX
 
 struct mount {
     int64_t node;

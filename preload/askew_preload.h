@@ -41,6 +41,13 @@ extern "C" {
  * real one by one comparison, and a simulated fd that reaches a call the
  * preload does not interpose fails there with EBADF, never touching a file. */
 #define ASKEW_DISK_FD_BASE 0x40000000
+/* A simulated fd is ASKEW_DISK_FD_BASE + (node << ASKEW_DISK_FD_NODE_SHIFT)
+ * + the engine disk's handle: one numbering for Python's descriptors
+ * (ext/disk.c) and C's (ext/preload_disk.c), so either side's fd works on
+ * the other. The node's bits keep every fd below 2^31. */
+#define ASKEW_DISK_FD_NODE_SHIFT  16
+#define ASKEW_DISK_FD_HANDLE_MASK ((1 << ASKEW_DISK_FD_NODE_SHIFT) - 1)
+#define ASKEW_DISK_FD_NODES_MAX   16384
 
 /* What a disk call asks. Path calls carry `path` (and `dirfd`: AT_FDCWD, a
  * simulated directory fd, or a real one); fd calls carry `fd`. */
