@@ -14,6 +14,8 @@ sdist. Not part of CI.
 Usage:
   python scripts/compat_suites.py setup [--dir /work/compat]   # venv + sources
   /work/compat/venv/bin/python scripts/compat_suites.py run [--only NAME...] [--seed S]
+      [--askew TREE] [--label before]   # another askew checkout, built in place
+  python scripts/compat_suites.py table [--label before]      # print a finished run again
 """
 
 from __future__ import annotations
@@ -123,6 +125,11 @@ def setup(base: Path) -> None:
     editable = [f"-e{ROOT}", *(f"-e{src / s.src}" for s in SUITES)]
     env = {**os.environ, "AIOHTTP_NO_EXTENSIONS": "1"}
     subprocess.run([*pip, *editable, *TEST_DEPS], check=True, env=env)
+    # websockets' proxy tests run mitmproxy on a helper thread (the loop-on-
+    # another-thread case); it pins an older Brotli than aiohttp wants, so
+    # it goes in second and aiohttp's Brotli back on top of it.
+    subprocess.run([*pip, "mitmproxy"], check=True)
+    subprocess.run([*pip, "brotli>=1.2"], check=True)
 
 
 # Why a stock-passing test fails wrapped: the first matching pattern names it.
@@ -137,14 +144,21 @@ _REASONS = (
 
 
 def reason(message: str) -> str:
+    """The table's reason: a refused call's name, a deadlock, a timeout, or
+    `other` (see `detail`)."""
     for pattern, name in _REASONS:
         match = pattern.search(message)
         if match:
             return name or match.group(1)
     if not message.strip() or message.startswith("missing"):
         return "missing from wrapped run"
+    return "other"
+
+
+def detail(message: str) -> str:
+    """The first line of a failure, cut short: what `other` stands for."""
     first = next((ln for ln in message.strip().splitlines() if ln.strip()), "")
-    return "other: " + first[:80]
+    return re.sub(r"0x[0-9a-f]+", "0x…", first.strip())[:100]
 
 
 @dataclass
@@ -156,14 +170,19 @@ class Row:
     def passed(self, result: compat.Result) -> set[str]:
         return {n for n, o in result.outcomes.items() if o == "passed"}
 
+    def lost(self) -> list[str]:
+        """The wrapped failure message of each stock-passing test that fails wrapped."""
+        names = sorted(self.passed(self.stock) - self.passed(self.wrapped))
+        return [self.wrapped.messages.get(n, "missing from the wrapped run") for n in names]
+
     def reasons(self) -> Counter[str]:
-        lost = self.passed(self.stock) - self.passed(self.wrapped)
-        return Counter(
-            reason(self.wrapped.messages.get(n, "missing from the wrapped run")) for n in lost
-        )
+        return Counter(reason(m) for m in self.lost())
+
+    def others(self) -> Counter[str]:
+        return Counter(detail(m) for m in self.lost() if reason(m) == "other")
 
 
-def run(base: Path, suite: Suite, seed: int, workers: int) -> Row:
+def run(base: Path, suite: Suite, seed: int, workers: int, askew: Path, label: str) -> Row:
     cwd = base / "src" / suite.src
     lib = compat.Library(
         suite.name,
@@ -175,13 +194,25 @@ def run(base: Path, suite: Suite, seed: int, workers: int) -> Row:
             *(("-n", str(workers)) if workers > 1 else ("-p", "no:xdist")),
         ),
     )
-    compat.WORK = base / "results"
-    compat.WORK.mkdir(exist_ok=True)
+    compat.WORK = base / "results" / label
+    compat.WORK.mkdir(parents=True, exist_ok=True)
     os.environ.update(dict(suite.env))
+    # The askew the children import: this checkout, or an older one for "before".
+    os.environ["PYTHONPATH"] = str(askew)
     compat.COMMON_ARGS = suite.common_args
     stock = compat.run_suite(cwd, lib, [sys.executable, "-m", "pytest"], "stock")
     wrapped = compat.run_suite(cwd, lib, compat.wrapped_prefix(seed), "wrapped")
     return Row(suite, stock, wrapped)
+
+
+def read(base: Path, suite: Suite, label: str) -> Row:
+    """The row of an earlier run, from its junit files."""
+    results = base / "results" / label
+
+    def result(tag: str) -> compat.Result:
+        return compat.read_junit(results / f"{suite.src}-{tag}.xml", compat.Result())
+
+    return Row(suite, result("stock"), result("wrapped"))
 
 
 def render(rows: list[Row]) -> str:
@@ -202,10 +233,16 @@ def render(rows: list[Row]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("setup", "run"))
+    parser.add_argument("command", choices=("setup", "run", "table"))
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers")
+    parser.add_argument(
+        "--askew", type=Path, default=ROOT, help="askew source tree, built in place, to test"
+    )
+    parser.add_argument(
+        "--label", default="after", help="results/LABEL/ keeps this run's junit files"
+    )
     parser.add_argument("--only", nargs="*", default=None, help="suite names to run")
     args = parser.parse_args()
     if args.command == "setup":
@@ -215,9 +252,16 @@ def main() -> int:
     for suite in SUITES:
         if args.only and suite.name not in args.only:
             continue
-        rows.append(run(args.dir, suite, args.seed, args.workers))
+        if args.command == "table":  # the last run under --label, read again
+            rows.append(read(args.dir, suite, args.label))
+            continue
+        rows.append(run(args.dir, suite, args.seed, args.workers, args.askew, args.label))
         print(render(rows[-1:]).splitlines()[-1], flush=True)
     print(render(rows))
+    for row in rows:
+        print(f"\n{row.suite.name}: the `other` failures by first line")
+        for text, n in row.others().most_common(12):
+            print(f"  {n:4d}  {text}")
     return 0
 
 
