@@ -404,6 +404,7 @@ class Scope:
                 )
         # A world's node gets simulated sockets (askew/_rawsock.py).
         names.set(socket, "socket", _rawsock.SocketType)
+        names.set(socket, "socketpair", _rawsock.socketpair)
         for name in _RESOLVER_NAMES:
             refusing = _refusing(
                 f"socket.{name}()", getattr(socket, name), "would send a real DNS query", _IO_HINT

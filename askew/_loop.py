@@ -66,17 +66,42 @@ _IO_HINT = (
 # built yet, refused by name (docs/sockets.md).
 _CONNECT_IGNORED = frozenset(
     {"local_addr", "happy_eyeballs_delay", "interleave", "all_errors", "proto", "flags"}
+    | {"family", "sock", "ssl_handshake_timeout", "ssl_shutdown_timeout"}
 )
 _SERVE_IGNORED = frozenset(
-    {"backlog", "start_serving", "reuse_address", "flags", "keep_alive", "proto"}
+    {"backlog", "start_serving", "reuse_address", "flags", "keep_alive", "proto", "family"}
+    | {"sock", "ssl_handshake_timeout", "ssl_shutdown_timeout", "cleanup_socket"}
 )
-_DATAGRAM_IGNORED = frozenset({"proto", "flags", "allow_broadcast"})
+_DATAGRAM_IGNORED = frozenset({"proto", "flags", "allow_broadcast", "sock"})
 
 
 def _simulated(sock: Any, call: str) -> None:
     """A real socket is refused; only askew's simulated ones are served."""
     if not isinstance(sock, _rawsock.RawSocket):
-        _refuse(call, _IO_HINT)
+        _refuse(call, _SOCK_HINT, f"given the real socket {safe_repr(sock)} would do real I/O")
+
+
+_SOCK_HINT = (
+    "Only sockets made inside the run are simulated: socket.socket() and "
+    "socket.socketpair() called from a node's code or a wrapped test (docs/sockets.md)."
+)
+
+
+_BOTH_HOST = "host/port and sock can not be specified at the same time"
+_BOTH_PATH = "path and sock can not be specified at the same time"
+
+
+def _sock_arg(call: str, kwargs: dict[str, Any], ignored: frozenset[str], clash: str | None) -> Any:
+    """The sock= argument, if given: checked as asyncio does (`clash` is
+    the ValueError when an address came too) and simulated, or refused."""
+    sock = kwargs.get("sock")
+    if sock is None:
+        return None
+    _refuse_unbuilt(call, kwargs, ignored)
+    if clash is not None:
+        raise ValueError(clash)
+    _simulated(sock, call.split(" ", 1)[0].split("(", 1)[0] + "(sock=...)")
+    return sock
 
 
 def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) -> None:
@@ -108,6 +133,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self._thread_id: int | None = None
         self._own_scope = False
         self._random_state: Any = None
+        self._host: Any = None  # wrap mode's one-host socket stack (askew/_sockets.py)
         self.slow_callback_duration = 0.1
         # As asyncio's loops: PYTHONASYNCIODEBUG and -X dev turn debug on.
         self.set_debug(coroutines._is_debug_mode())  # type: ignore[attr-defined]
@@ -144,6 +170,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     def reset(self, seed: int) -> None:
         """Start a new run on this loop: clock at zero, streams from `seed`."""
         check_seed(seed)
+        _sockets.drop_host(self)  # its node goes with the network's reset
         self._dropping_run = True  # the old run's async generators go with it
         try:
             self._reset(seed)
@@ -296,6 +323,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             raise RuntimeError("Cannot close a running event loop")
         if self.is_closed():
             return
+        _sockets.drop_host(self)
         self._mark_closed()
         self._default_executor = None
 
@@ -555,39 +583,67 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)"
+        clash = _BOTH_HOST if host is not None or port is not None else None
+        sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, clash)
+        if sock is not None:
+            return _rawsock.adopt_stream(sock, protocol_factory)
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         return await _sockets.create_connection(
-            stack, protocol_factory, host, port, kwargs.get("local_addr")
+            stack, protocol_factory, host, port, kwargs.get("local_addr"), kwargs.get("family", 0)
         )
 
     async def create_server(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_server({host!r}, {port!r}) (and asyncio.start_server)"
+        backlog = kwargs.get("backlog", _sockets.BACKLOG_DEFAULT)
+        start_serving = kwargs.get("start_serving", True)
+        clash = _BOTH_HOST if host is not None or port is not None else None
+        sock = _sock_arg(call, kwargs, _SERVE_IGNORED, clash)
+        if sock is not None:
+            return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
         stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
         return await _sockets.create_server(
-            stack,
-            protocol_factory,
-            host,
-            port,
-            kwargs.get("backlog", _sockets.BACKLOG_DEFAULT),
-            kwargs.get("start_serving", True),
+            stack, protocol_factory, host, port, backlog, start_serving, kwargs.get("family", 0)
         )
 
     async def create_unix_connection(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any
     ) -> Any:
-        _refuse(f"create_unix_connection({path!r})", _IO_HINT)
+        call = f"create_unix_connection({path!r}) (and asyncio.open_unix_connection)"
+        sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, _BOTH_PATH if path is not None else None)
+        if sock is not None:
+            return _rawsock.adopt_stream(sock, protocol_factory)
+        stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
+        if path is None:
+            raise ValueError("no path and sock were specified")
+        return await _sockets.create_unix_connection(stack, protocol_factory, path)
 
     async def create_unix_server(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any
     ) -> Any:
-        _refuse(f"create_unix_server({path!r})", _IO_HINT)
+        call = f"create_unix_server({path!r}) (and asyncio.start_unix_server)"
+        backlog = kwargs.get("backlog", _sockets.BACKLOG_DEFAULT)
+        start_serving = kwargs.get("start_serving", True)
+        sock = _sock_arg(call, kwargs, _SERVE_IGNORED, _BOTH_PATH if path is not None else None)
+        if sock is not None:
+            return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
+        stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
+        if path is None:
+            raise ValueError("path was not specified, and no sock specified")
+        return await _sockets.create_unix_server(
+            stack, protocol_factory, path, backlog, start_serving
+        )
 
     async def create_datagram_endpoint(
         self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})"
+        addressed = local_addr is not None or remote_addr is not None
+        clash = "socket modifier keyword arguments can not be used when sock is specified."
+        sock = _sock_arg(call, kwargs, _DATAGRAM_IGNORED, clash if addressed else None)
+        if sock is not None:
+            return await _rawsock.adopt_datagram(sock, protocol_factory)
         stack = self._socket_stack(call, kwargs, _DATAGRAM_IGNORED)
         return await _udp.create_datagram_endpoint(
             stack,
@@ -600,12 +656,22 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         )
 
     async def connect_accepted_socket(self, protocol_factory: Any, sock: Any, **kwargs: Any) -> Any:
-        _refuse("connect_accepted_socket()", _IO_HINT)
+        kwargs["sock"] = sock
+        given = _sock_arg("connect_accepted_socket()", kwargs, _CONNECT_IGNORED, None)
+        return _rawsock.adopt_stream(given, protocol_factory)
 
     async def sendfile(
-        self, transport: Any, file: Any, offset: int = 0, count: Any = None, **kwargs: Any
+        self,
+        transport: Any,
+        file: Any,
+        offset: int = 0,
+        count: Any = None,
+        *,
+        fallback: bool = True,
     ) -> Any:
-        _refuse("sendfile()", _IO_HINT)
+        if not isinstance(transport, _sockets.Endpoint):
+            _refuse("sendfile()", _IO_HINT)
+        return await _rawsock.sendfile(transport, file, offset, count, fallback)
 
     async def start_tls(self, transport: Any, protocol: Any, sslcontext: Any, **kwargs: Any) -> Any:
         _refuse("start_tls()", _IO_HINT)
@@ -682,7 +748,8 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def sock_sendfile(
         self, sock: Any, file: Any, offset: int = 0, count: Any = None, *, fallback: bool = True
     ) -> Any:
-        _refuse("sock_sendfile()", _IO_HINT)
+        _simulated(sock, "sock_sendfile()")
+        return await _rawsock.sock_sendfile(sock, file, offset, count, fallback)
 
     def add_signal_handler(self, sig: int, callback: Any, *args: Any) -> None:
         _refuse(

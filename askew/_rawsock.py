@@ -15,14 +15,16 @@ Everything else (the test body, wrap mode, other families, a given
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextvars
 import errno
+import functools
 import socket
 from typing import Any
 
 from . import _core, _sockets, _udp
-from ._world import _node_var
+from ._world import _KIND_CONNECT
 
 _RealSocket = socket.socket
 _TYPE_MASK = ~(getattr(socket, "SOCK_NONBLOCK", 0) | getattr(socket, "SOCK_CLOEXEC", 0))
@@ -100,8 +102,10 @@ class RawSocket(_sockets.SimSocket):
     """A simulated socket object (fileno() is -1); SimSocket's surface plus
     what the loop's low-level methods need."""
 
-    def __init__(self, stack: _sockets.Stack, token: int, kind: int) -> None:
-        super().__init__(("0.0.0.0", 0), None)
+    def __init__(
+        self, stack: _sockets.Stack, token: int, kind: int, family: int = socket.AF_INET
+    ) -> None:
+        super().__init__(_UNBOUND[family], None)
         self._stack = stack
         self._token = token
         self._node = token >> _core.NODE_TOKEN_SHIFT
@@ -123,9 +127,10 @@ class RawSocket(_sockets.SimSocket):
 
     def __repr__(self) -> str:
         kind = "SOCK_STREAM" if self.type == socket.SOCK_STREAM else "SOCK_DGRAM"
-        peer = f", raddr={self._remote}" if self._remote else ""
+        peer = f", raddr={self.getpeername()!r}" if self._remote else ""
         state = " [closed]" if self._closed else ""
-        return f"<askew.RawSocket{state} family=AF_INET type={kind} laddr={self._local}{peer}>"
+        where = f"laddr={self.getsockname()!r}{peer}"
+        return f"<askew.RawSocket{state} family={self.family.name} type={kind} {where}>"
 
     # -- the socket object's own surface --------------------------------------
 
@@ -145,10 +150,14 @@ class RawSocket(_sockets.SimSocket):
 
     def bind(self, address: Any) -> None:
         self._check_open()
-        host, port = _sockets_addr(self._stack, address, True)
-        if host not in ("0.0.0.0", _sockets.address_of(self._node)) and not _sockets._is_loopback(
-            host
-        ):
+        if self.family == socket.AF_UNIX:
+            path = _sockets.unix_path(address)
+            if self._stack.find_listener(self._node, _sockets.UNIX, path) is not None:
+                raise OSError(errno.EADDRINUSE, "Address already in use")
+            self._local = (_sockets.UNIX, path)
+            return
+        host, port = _sockets_addr(self._stack, address, True, self.family)
+        if not _sockets._own(self._stack, self._node, host):
             raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
         if self.type == socket.SOCK_DGRAM:
             if self._ep is not None:
@@ -163,25 +172,26 @@ class RawSocket(_sockets.SimSocket):
             raise OSError(errno.EOPNOTSUPP, "Operation not supported")
         if self._server is not None:
             return
-        host, port = self._local
 
         def accepted() -> _StreamProtocol:
-            sock = RawSocket(self._stack, self._token, socket.SOCK_STREAM)
+            sock = RawSocket(self._stack, self._token, socket.SOCK_STREAM, self.family)
             sock._accepting = self
             return _StreamProtocol(sock)
 
-        coro = _sockets.create_server(
-            self._stack, accepted, None if host == "0.0.0.0" else host, port, backlog, False
-        )
-        server: Any = None
+        self._listen(accepted, backlog)._start_serving()
+
+    def _listen(self, factory: Any, backlog: int) -> _sockets.Server:
+        host, port = self._local
+        coro = _sockets._listen(self._stack, self._token, factory, [host], port, backlog, False)
+        server: _sockets.Server | None = None
         try:
             coro.send(None)  # never suspends with start_serving=False
         except StopIteration as done:
             server = done.value
         assert server is not None
         self._server = server
-        self._local = server.sockets[0].getsockname()
-        server._start_serving()
+        self._local = server.sockets[0]._local
+        return server
 
     def close(self) -> None:
         if self._closed:
@@ -275,16 +285,31 @@ class RawSocket(_sockets.SimSocket):
         await fut
 
 
-def _sockets_addr(stack: _sockets.Stack, address: Any, passive: bool) -> tuple[str, int]:
-    if not isinstance(address, tuple) or len(address) != 2:
+# Where a socket of each family starts: unbound.
+_UNBOUND: dict[int, tuple[str, Any]] = {
+    socket.AF_INET: ("0.0.0.0", 0),
+    socket.AF_INET6: ("::", 0),
+    socket.AF_UNIX: (_sockets.UNIX, ""),
+}
+
+
+def _sockets_addr(
+    stack: _sockets.Stack, address: Any, passive: bool, family: int = socket.AF_INET
+) -> tuple[str, int]:
+    v6 = family == socket.AF_INET6
+    if not isinstance(address, tuple) or not (len(address) == 2 or (v6 and 2 <= len(address) <= 4)):
+        if v6:
+            raise TypeError(
+                f"AF_INET6 address must be a tuple (host, port[, flowinfo[, scopeid]]), "
+                f"not {address!r}"
+            )
         raise TypeError(f"AF_INET address must be a pair (host, port), not {address!r}")
-    host, port = address
-    if host == "":
-        host = "0.0.0.0"
-    if host == "0.0.0.0":
-        return host, _sockets._port_of(port)
+    host, port = address[0], address[1]
+    wildcard = "::" if v6 else "0.0.0.0"
+    if host in ("", wildcard):
+        return wildcard, _sockets._port_of(port)
     flags = socket.AI_PASSIVE if passive else 0
-    info = stack.names.getaddrinfo(host, port, 0, 0, 0, flags)
+    info = stack.names.getaddrinfo(host, port, family, 0, 0, flags)
     return str(info[0][4][0]), int(info[0][4][1])
 
 
@@ -292,18 +317,19 @@ def _sockets_addr(stack: _sockets.Stack, address: Any, passive: bool) -> tuple[s
 
 
 def _make(family: int, kind: int) -> RawSocket | None:
-    """A RawSocket when a world's node asks for an IPv4 stream or datagram
-    socket, else None (the real class runs, and stays refused)."""
-    world = _sockets._world
-    if world is None or world._ended or _node_var.get(None) is None:
+    """A RawSocket when a world's node or a wrapped test asks for a stream
+    socket (IPv4, IPv6, AF_UNIX) or an IPv4 datagram one, else None (the
+    real class runs, and stays refused)."""
+    stack = _sockets.current(True)
+    if stack is None:
         return None
-    if family not in (-1, socket.AF_INET):
-        return None
+    family = socket.AF_INET if family == -1 else family
     kind = socket.SOCK_STREAM if kind == -1 else kind & _TYPE_MASK
-    if kind not in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        return None
-    stack = _sockets.stack_of(world)
-    return RawSocket(stack, stack.caller("socket.socket()"), kind)
+    if kind == socket.SOCK_STREAM and family in _UNBOUND:
+        return RawSocket(stack, stack.caller("socket.socket()"), kind, family)
+    if kind == socket.SOCK_DGRAM and family == socket.AF_INET:
+        return RawSocket(stack, stack.caller("socket.socket()"), kind)
+    return None
 
 
 class _SocketMeta(type):
@@ -346,9 +372,17 @@ async def sock_connect(sock: RawSocket, address: Any) -> None:
         return
     if sock._ep is not None:
         raise OSError(errno.EISCONN, "Transport endpoint is already connected")
-    host, port = address
-    local = sock._local if sock._local[1] else None
-    await _sockets.create_connection(sock._stack, lambda: _StreamProtocol(sock), host, port, local)
+    if sock._server is not None:
+        raise OSError(errno.EINVAL, "Invalid argument")  # a listening socket
+    stack = sock._stack
+    if sock.family == socket.AF_UNIX:
+        await _sockets.create_unix_connection(stack, lambda: _StreamProtocol(sock), address)
+    else:
+        host, port = _sockets_addr(stack, address, False, sock.family)
+        local = sock._local if sock._local[1] else None
+        await _sockets.create_connection(
+            stack, lambda: _StreamProtocol(sock), host, port, local, sock.family
+        )
     ep: Any = sock._ep  # set by the protocol's connection_made
     sock._local = ep.local
     sock._remote = ep.remote
@@ -466,3 +500,194 @@ def watch(sock: RawSocket, which: str, callback: Any, args: tuple[Any, ...]) -> 
 
 def unwatch(sock: RawSocket, which: str) -> bool:
     return sock._watch.pop(which, None) is not None
+
+
+# ---- socketpair() and sock= --------------------------------------------------------
+
+_real_socketpair = socket.socketpair
+
+
+def socketpair(family: Any = None, type: int = socket.SOCK_STREAM, proto: int = 0) -> Any:
+    """socket.socketpair inside a run: two connected AF_UNIX stream
+    RawSockets for a world's node or a wrapped test, the real call
+    elsewhere (whose sockets stay refused)."""
+    stack = _sockets.current(True)
+    if stack is None:
+        if family is None:
+            return _real_socketpair(type=type, proto=proto)
+        return _real_socketpair(family, type, proto)
+    family = socket.AF_UNIX if family is None else family
+    if family != socket.AF_UNIX:
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")  # as Linux
+    if type & _TYPE_MASK != socket.SOCK_STREAM:
+        from ._loop import _IO_HINT, _refuse
+
+        _refuse("socket.socketpair(type=SOCK_DGRAM)", _IO_HINT, "is not simulated yet")
+    token = stack.caller("socket.socketpair()")
+    node = token >> _core.NODE_TOKEN_SHIFT
+    unbound = _UNBOUND[socket.AF_UNIX]
+    ctx = contextvars.copy_context()
+    socks = []
+    eps = []
+    for _ in range(2):
+        sock = RawSocket(stack, token, socket.SOCK_STREAM, socket.AF_UNIX)
+        sock._remote = unbound
+        ep = _sockets.Endpoint(stack, token, ctx, unbound, unbound, node)
+        ep.state = "open"
+        socks.append(sock)
+        eps.append(ep)
+    eps[0].peer, eps[1].peer = eps[1], eps[0]
+    for sock, ep in zip(socks, eps, strict=True):
+        protocol = _StreamProtocol(sock)
+        ep.protocol = protocol
+        protocol.connection_made(ep)
+    stack.pairs += 1
+    stack.stats["tcp_connects"] += 1
+    stack.log(_KIND_CONNECT, node, f"socketpair #{stack.pairs}")
+    return socks[0], socks[1]
+
+
+def _handed_over(sock: RawSocket, expected: int, what: str) -> Any:
+    """The endpoint under sock, which a transport now owns: the socket
+    object stays (get_extra_info('socket')) but no longer reads."""
+    _check(sock)
+    if sock.type != expected:
+        raise ValueError(f"A {what} Socket was expected, got {sock!r}")
+    if expected == socket.SOCK_DGRAM and sock._ep is None:
+        sock._open_datagram(_UNBOUND[socket.AF_INET], None)
+    ep = sock._ep
+    if ep is None:
+        raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+    sock._ep = None
+    sock._closed = True  # closing the transport closes it; sock.close() does nothing
+    sock._watch.clear()
+    ep.extra["socket"] = sock
+    return ep
+
+
+def adopt_stream(sock: RawSocket, protocol_factory: Any) -> tuple[Any, Any]:
+    """create_connection(sock=...), connect_accepted_socket: a connected
+    stream RawSocket (a socketpair end, sock_connect's or sock_accept's)
+    becomes a transport; what it had received and not yet been read goes
+    to the new protocol first."""
+    pending, eof, err = bytes(sock._rx), sock._eof, sock._err
+    ep = _handed_over(sock, socket.SOCK_STREAM, "Stream")
+    sock._rx.clear()
+    protocol = protocol_factory()
+    ep.protocol = protocol
+    protocol.connection_made(ep)
+    loop = sock._stack.loop
+    if ep.conn_lost:  # the connection was over before the transport came
+        loop.call_soon(protocol.connection_lost, err, context=ep.ctx)
+        return ep, protocol
+    if pending:
+        # Unread again: they count against the sender's window until read.
+        ep.rx.insert(0, pending)
+        if ep.peer is not None and not ep.peer.dead:
+            ep.peer.inflight += len(pending)
+    if eof and ep.eof_delivered:
+        ep.eof_delivered = False
+    if not ep.closing:
+        ep.reading = True
+    if (ep.rx or ep.rx_eof) and not ep.rx_scheduled:
+        ep.rx_scheduled = True
+        loop.call_soon(ep._deliver_rx, context=ep.ctx)
+    return ep, protocol
+
+
+async def adopt_datagram(sock: RawSocket, protocol_factory: Any) -> tuple[Any, Any]:
+    """create_datagram_endpoint(sock=...): the RawSocket's endpoint (bound
+    now if it was not) with the datagrams it had queued."""
+    queued = list(sock._dq)
+    ep = _handed_over(sock, socket.SOCK_DGRAM, "UDP")
+    sock._dq.clear()
+    for data, addr in reversed(queued):
+        ep.rx.appendleft((data, addr))
+        ep.rx_bytes += len(data)
+    return await _udp.start(ep, protocol_factory)
+
+
+async def serve(
+    sock: RawSocket, protocol_factory: Any, backlog: int, start_serving: bool
+) -> _sockets.Server:
+    """create_server(sock=...), create_unix_server(sock=...): listen on
+    the RawSocket's address (it may listen already) with this protocol."""
+    _check(sock)
+    if sock.type != socket.SOCK_STREAM:
+        raise ValueError(f"A Stream Socket was expected, got {sock!r}")
+    server: _sockets.Server = sock._server or sock._listen(protocol_factory, backlog)
+    server.protocol_factory = protocol_factory
+    sock._server = None  # the Server owns the listener now
+    sock._closed = True
+    if start_serving:
+        server._start_serving()
+        await asyncio.sleep(0)
+    return server
+
+
+# ---- sendfile: asyncio's fallback, reading the file and sending ------------------
+
+SENDFILE_CHUNK = 16384  # what asyncio's fallback reads at a time, at most
+
+
+def _sendfile_args(file: Any, offset: Any, count: Any) -> None:
+    """asyncio's checks of sendfile's arguments, with its messages."""
+    if "b" not in getattr(file, "mode", "b"):
+        raise ValueError("file should be opened in binary mode")
+    if not isinstance(offset, int):
+        raise TypeError(f"offset must be a non-negative integer (got {offset!r})")
+    if offset < 0:
+        raise ValueError(f"offset must be a non-negative integer (got {offset!r})")
+    if count is not None:
+        if not isinstance(count, int):
+            raise TypeError(f"count must be a positive integer (got {count!r})")
+        if count <= 0:
+            raise ValueError(f"count must be a positive integer (got {count!r})")
+
+
+async def _send_file(file: Any, offset: int, count: Any, send: Any) -> int:
+    """Read the file from offset in chunks and `await send(chunk)` each;
+    the file's position ends after what was sent, as asyncio leaves it."""
+    file.seek(offset)
+    total = 0
+    try:
+        while count is None or total < count:
+            n = SENDFILE_CHUNK if count is None else min(SENDFILE_CHUNK, count - total)
+            data = file.read(n)
+            if not data:
+                break
+            await send(data)
+            total += len(data)
+    finally:
+        if total:
+            file.seek(offset + total)
+    return total
+
+
+async def sendfile(ep: Any, file: Any, offset: int, count: Any, fallback: bool) -> int:
+    """loop.sendfile on a simulated transport: asyncio's fallback (a
+    simulated socket has no native sendfile)."""
+    if not fallback:
+        raise asyncio.SendfileNotAvailableError(
+            f"fallback is disabled and native sendfile is not supported for transport {ep!r}"
+        )
+    _sendfile_args(file, offset, count)
+    if ep.is_closing():
+        raise RuntimeError("Transport is closing")
+
+    async def send(data: bytes) -> None:
+        ep.write(data)
+        await ep.drained()
+
+    return await _send_file(file, offset, count, send)
+
+
+async def sock_sendfile(sock: RawSocket, file: Any, offset: int, count: Any, fallback: bool) -> int:
+    """loop.sock_sendfile on a simulated socket: asyncio's fallback."""
+    _check(sock)
+    if sock.type != socket.SOCK_STREAM:
+        raise ValueError("only SOCK_STREAM type sockets are supported")
+    if not fallback:
+        raise asyncio.SendfileNotAvailableError("the socket has no native sendfile")
+    _sendfile_args(file, offset, count)
+    return await _send_file(file, offset, count, functools.partial(sock_sendall, sock))

@@ -35,6 +35,7 @@ from ._world import (
     _KIND_CONNECT,
     _KIND_REFUSE,
     _KIND_RESET,
+    _digest,
     _node_var,
 )
 
@@ -80,7 +81,40 @@ def _node_of_address(addr: str) -> int | None:
 
 
 def _is_loopback(addr: str) -> bool:
-    return addr.startswith("127.") or addr == "localhost"
+    return addr.startswith("127.") or addr in ("localhost", "::1")
+
+
+UNIX = "unix"  # the host part of an AF_UNIX address inside the stack: ("unix", path)
+WILDCARDS = ("0.0.0.0", "::")
+
+
+def _family(addr: str) -> int:
+    """The family of an address the stack holds (a resolved host, or UNIX)."""
+    if addr == UNIX:
+        return socket.AF_UNIX
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def _covers(bound: str, addr: str) -> bool:
+    """Whether a socket bound to `bound` takes what is sent to `addr`: the
+    same address, its family's wildcard, or loopback for loopback (one
+    family: an AF_INET6 server sets IPV6_V6ONLY, as asyncio's do)."""
+    if bound == addr:
+        return True
+    if _family(bound) != _family(addr):
+        return False
+    return bound in WILDCARDS or (_is_loopback(addr) and _is_loopback(bound))
+
+
+def _sockaddr(a: tuple[str, Any]) -> Any:
+    """An address as the socket module gives it: (host, port) for IPv4,
+    (host, port, 0, 0) for IPv6, the path for AF_UNIX (bytes if abstract)."""
+    if a[0] == UNIX:
+        path = a[1]
+        return path.encode("utf-8", "surrogateescape") if path.startswith("\0") else path
+    if ":" in a[0]:
+        return (a[0], a[1], 0, 0)
+    return a
 
 
 # ---- names --------------------------------------------------------------
@@ -115,52 +149,81 @@ _SOCK_TYPES = (
 
 
 class Names:
-    """The world's resolver: hostnames and addresses of its nodes."""
+    """The world's resolver: hostnames and addresses of its nodes (in wrap
+    mode, the one host's: `localhost` and its own name, loopback only)."""
 
     def __init__(self, world: Any) -> None:
         self._world = world
+        self.one_host = bool(getattr(world, "one_host", False))
 
     def host_to_addr(self, host: str) -> str:
-        """The IPv4 address `host` names, or gaierror(EAI_NONAME)."""
+        """The IPv4 address `host` names, or gaierror(EAI_NONAME); in wrap
+        mode a name of another host is a refusal (a real DNS query)."""
         if host in ("", "localhost"):
             return "127.0.0.1"
         if _is_numeric(host):
             return host
         node = self._world._names.get(host.lower().rstrip("."))
         if node is None:
+            if self.one_host:
+                from ._loop import _IO_HINT, _refuse
+
+                _refuse(f"getaddrinfo({host!r})", _IO_HINT, "would send a real DNS query")
             raise _gaierror(socket.EAI_NONAME, "Name or service not known")
-        return address_of(node)
+        return "127.0.0.1" if self.one_host else address_of(node)
 
     def addr_to_host(self, addr: str) -> str | None:
         if _is_loopback(addr):
             return "localhost"
         node = _node_of_address(addr)
-        if node is None or node >= len(self._world._hostnames):
+        if self.one_host or node is None or node >= len(self._world._hostnames):
             return None
         return str(self._world._hostnames[node])
+
+    def addresses(self, host: Any, family: int, flags: int) -> list[str]:
+        """What `host` resolves to for `family`, in glibc's order: IPv4
+        then IPv6 for no host, IPv4 alone for a name under AF_UNSPEC (no
+        interface has an IPv6 address but loopback: docs/sockets.md)."""
+        if family not in (0, socket.AF_INET, socket.AF_INET6):
+            raise _gaierror(socket.EAI_FAMILY, "ai_family not supported")
+        if host is None:
+            passive = bool(flags & socket.AI_PASSIVE)
+            v4, v6 = ("0.0.0.0", "::") if passive else ("127.0.0.1", "::1")
+            if family == socket.AF_INET:
+                return [v4]
+            return [v6] if family == socket.AF_INET6 else [v4, v6]
+        if not isinstance(host, str):
+            raise TypeError(f"getaddrinfo() argument 1 must be string or None, not {host!r}")
+        if ":" in host:
+            try:
+                socket.inet_pton(socket.AF_INET6, host)
+            except OSError:
+                raise _gaierror(socket.EAI_NONAME, "Name or service not known") from None
+            if family == socket.AF_INET:
+                raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
+            return [host]
+        if flags & socket.AI_NUMERICHOST and not _is_numeric(host):
+            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        if family == socket.AF_INET6:
+            if host.lower().rstrip(".") == "localhost":
+                return ["::1"]
+            if not _is_numeric(host):
+                self.host_to_addr(host)  # an unknown name fails as one
+            raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
+        return [self.host_to_addr(host)]
 
     def getaddrinfo(
         self, host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
     ) -> list[tuple[Any, ...]]:
-        if family not in (0, socket.AF_INET, socket.AF_UNSPEC):
-            raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
         if isinstance(host, bytes):
             host = host.decode("idna")
         p = _port_of(port)
-        if host is None:
-            addr = "0.0.0.0" if flags & socket.AI_PASSIVE else "127.0.0.1"
-        elif not isinstance(host, str):
-            raise TypeError(f"getaddrinfo() argument 1 must be string or None, not {host!r}")
-        elif ":" in host:
-            raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
-        elif flags & socket.AI_NUMERICHOST and not _is_numeric(host):
-            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
-        else:
-            addr = self.host_to_addr(host)
         out = []
-        for kind, proto_of in _SOCK_TYPES:
-            if (type in (0, kind)) and (proto in (0, proto_of)):
-                out.append((socket.AF_INET, socket.SocketKind(kind), proto_of, "", (addr, p)))
+        for addr in self.addresses(host, family, flags):
+            fam = socket.AddressFamily(_family(addr))
+            for kind, proto_of in _SOCK_TYPES:
+                if (type in (0, kind)) and (proto in (0, proto_of)):
+                    out.append((fam, socket.SocketKind(kind), proto_of, "", _sockaddr((addr, p))))
         if not out:
             raise _gaierror(socket.EAI_SOCKTYPE, "ai_socktype not supported")
         return out
@@ -169,7 +232,7 @@ class Names:
         if not isinstance(sockaddr, tuple) or len(sockaddr) < 2:
             raise TypeError("getnameinfo() argument 1 must be a tuple")
         addr, port = sockaddr[0], sockaddr[1]
-        if not isinstance(addr, str) or not _is_numeric(addr):
+        if not isinstance(addr, str) or not (_is_numeric(addr) or addr == "::1"):
             raise _gaierror(socket.EAI_NONAME, "Name or service not known")
         name = None if flags & socket.NI_NUMERICHOST else self.addr_to_host(addr)
         if name is None:
@@ -220,9 +283,9 @@ def resolving(name: str, refusing: Callable[..., Any], in_run: Callable[[], bool
     passes through outside)."""
 
     def resolve(*args: Any, **kwargs: Any) -> Any:
-        world = _world
-        if world is not None and not world._ended and in_run():
-            return getattr(stack_of(world).names, name)(*args, **kwargs)
+        stack = current(False) if in_run() else None
+        if stack is not None:
+            return getattr(stack.names, name)(*args, **kwargs)
         return refusing(*args, **kwargs)
 
     resolve.__name__ = name
@@ -262,7 +325,8 @@ class _Segment:
             assert self.dst is not None
             there = self.dst.local
         extra = f" seq={self.seq} len={len(self.data)}" if self.kind == DATA else ""
-        return f"tcp {s.local[0]}:{s.local[1]}>{there[0]}:{there[1]} {_KIND_TEXT[self.kind]}{extra}"
+        proto = "unix" if there[0] == UNIX else "tcp"
+        return f"{proto} {_ep(s.local)}>{_ep(there)} {_KIND_TEXT[self.kind]}{extra}"
 
 
 # ---- the stack --------------------------------------------------------------
@@ -276,8 +340,14 @@ class Stack:
         self.loop = world._loop
         self.wire = world._wire
         self.names = Names(world)
-        # (node, port) -> listeners of that node on that port.
-        self.listeners: dict[tuple[int, int], list[Listener]] = {}
+        self.one_host = self.names.one_host  # wrap mode: loopback only
+        # (node, port) -> listeners of that node on that port; an AF_UNIX
+        # listener's port is its path.
+        self.listeners: dict[tuple[int, int | str], list[Listener]] = {}
+        # AF_UNIX paths a closed server left behind (asyncio before 3.13
+        # leaves the file): connecting there is ECONNREFUSED, not ENOENT.
+        self.unix_stale: set[tuple[int, str]] = set()
+        self.pairs = 0  # socketpair() calls, to name each in the log
         # Ports per incarnation (token): a restarted node boots with none
         # in use, and its dead incarnation's sockets hold nothing.
         self.next_port: dict[int, int] = {}
@@ -308,7 +378,10 @@ class Stack:
     # -- identity ----------------------------------------------------------
 
     def caller(self, call: str) -> int:
-        """The running node's token; a refusal from the test body."""
+        """The running node's token (wrap mode's one host's); a refusal
+        from the test body."""
+        if self.one_host:
+            return int(self.world._slots[0].token)
         token = _node_var.get(None)
         if token is None:
             from ._loop import _raise_refusal
@@ -460,7 +533,7 @@ class Stack:
         self.send(_Segment(SYNACK, server, client, 0, b""), client.node)
         listener.kick()
 
-    def find_listener(self, node: int, addr: str, port: int) -> Listener | None:
+    def find_listener(self, node: int, addr: str, port: int | str) -> Listener | None:
         found = self.listeners.get((node, port))
         if not found:
             return None
@@ -469,13 +542,15 @@ class Stack:
         if len(live) != len(found):
             found[:] = live
         for ls in live:
-            if ls.host in ("0.0.0.0", addr) or (_is_loopback(addr) and _is_loopback(ls.host)):
+            if _covers(ls.host, addr):
                 return ls
         return None
 
 
-def _ep(a: tuple[str, int]) -> str:
-    return f"{a[0]}:{a[1]}"
+def _ep(a: tuple[str, Any]) -> str:
+    if a[0] == UNIX:
+        return f"unix:{a[1]}".replace("\0", "@")  # an abstract name as ss(8) shows it
+    return f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
 
 
 class _Kernel:
@@ -517,21 +592,22 @@ class SimSocket:
     type = socket.SOCK_STREAM
     proto = socket.IPPROTO_TCP
 
-    def __init__(self, local: tuple[str, int], remote: tuple[str, int] | None) -> None:
+    def __init__(self, local: tuple[str, Any], remote: tuple[str, Any] | None) -> None:
         self._local = local
         self._remote = remote
         self._opts: dict[tuple[int, int], Any] = {}
+        self.family = socket.AddressFamily(_family(local[0]))
 
     def fileno(self) -> int:
         return -1
 
-    def getsockname(self) -> tuple[str, int]:
-        return self._local
+    def getsockname(self) -> Any:
+        return _sockaddr(self._local)
 
-    def getpeername(self) -> tuple[str, int]:
+    def getpeername(self) -> Any:
         if self._remote is None:
             raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
-        return self._remote
+        return _sockaddr(self._remote)
 
     def setsockopt(self, level: int, name: int, value: Any, *rest: Any) -> None:
         self._opts[(level, name)] = value
@@ -546,8 +622,9 @@ class SimSocket:
         pass
 
     def __repr__(self) -> str:
-        peer = f", raddr={self._remote}" if self._remote else ""
-        return f"<askew.SimSocket family=AF_INET type=SOCK_STREAM laddr={self._local}{peer}>"
+        peer = f", raddr={self.getpeername()!r}" if self._remote else ""
+        fam = self.family.name
+        return f"<askew.SimSocket family={fam} type=SOCK_STREAM laddr={self.getsockname()!r}{peer}>"
 
 
 # ---- endpoints (transports) ----------------------------------------------------
@@ -561,8 +638,8 @@ class Endpoint(_Owned, asyncio.Transport):
         stack: Stack,
         token: int,
         ctx: Any,
-        local: tuple[str, int],
-        remote: tuple[str, int],
+        local: tuple[str, Any],
+        remote: tuple[str, Any],
         remote_node: int,
     ) -> None:
         asyncio.Transport.__init__(self)
@@ -588,6 +665,7 @@ class Endpoint(_Owned, asyncio.Transport):
         self.high = HIGH_WATER_DEFAULT
         self.low = HIGH_WATER_DEFAULT // 4
         self.writing_paused = False
+        self.drainers: list[asyncio.Future[None]] | None = None  # sendfile's waits
         # receive side
         self.rcv_next = 0
         self.ooo: dict[int, _Segment] = {}
@@ -598,8 +676,8 @@ class Endpoint(_Owned, asyncio.Transport):
         self.reading = True
         self.port_held = False
         self.extra = {
-            "peername": remote,
-            "sockname": local,
+            "peername": _sockaddr(remote),
+            "sockname": _sockaddr(local),
             "socket": SimSocket(local, remote),
         }
 
@@ -709,7 +787,27 @@ class Endpoint(_Owned, asyncio.Transport):
         if self.peer is not None and not self.dead:
             self.stack.send(_Segment(FIN, self, self.peer, self.snd_next, b""), self.remote_node)
 
+    def _wake_drainers(self) -> None:
+        drainers, self.drainers = self.drainers, None
+        for fut in drainers or ():
+            _set_result(fut)
+
+    async def drained(self) -> None:
+        """Until the write buffer is below the low-water mark (what
+        asyncio's sendfile fallback waits for); ConnectionError once the
+        connection is lost."""
+        while self.writing_paused and not self.conn_lost:
+            fut = self.loop.create_future()
+            if self.drainers is None:
+                self.drainers = []
+            self.drainers.append(fut)
+            await fut
+        if self.conn_lost:
+            raise ConnectionError("Connection closed by peer")
+
     def _resume_writing(self) -> None:
+        if self.drainers:
+            self._wake_drainers()
         if self.protocol is not None and not self.writing_paused:
             self._call("protocol.resume_writing() failed", False, self.protocol.resume_writing)
 
@@ -937,6 +1035,8 @@ class Endpoint(_Owned, asyncio.Transport):
             self.loop.call_soon(self._call_connection_lost, None, context=self.ctx)
 
     def _call_connection_lost(self, exc: BaseException | None) -> None:
+        if self.drainers:
+            self._wake_drainers()
         protocol = self.protocol
         try:
             if protocol is not None:
@@ -1024,12 +1124,13 @@ def _set_exception(fut: asyncio.Future[None], exc: BaseException) -> None:
 class Listener(_Owned):
     """A listening socket: one node, one address (or all), one port."""
 
-    def __init__(self, server: Server, token: int, ctx: Any, host: str, port: int) -> None:
+    def __init__(self, server: Server, token: int, ctx: Any, host: str, port: int | str) -> None:
         self.server = server
         _Owned.__init__(self, server.stack, token, ctx)
         self.host = host
         self.port = port
         self.backlog = server.backlog
+        self.holds_port = False
         self.pending: list[Endpoint] = []
         self.open = True
         self.kicked = False
@@ -1072,7 +1173,10 @@ class Listener(_Owned):
         found = stack.listeners.get((self.node, self.port))
         if found and self in found:
             found.remove(self)
-        stack.free_port(self.token, self.port)
+        if self.holds_port:
+            stack.free_port(self.token, int(self.port))
+        elif isinstance(self.port, str) and not self.port.startswith("\0") and not _CLOSE_UNLINKS:
+            stack.unix_stale.add((self.node, self.port))  # the socket file stays
         # Connections the kernel took but nobody accepted are reset.
         for ep in self.pending:
             if not ep.dead and ep.peer is not None:
@@ -1084,6 +1188,8 @@ class Listener(_Owned):
 
 
 _WAIT_CLOSED_WAITS_FOR_CONNECTIONS = sys.version_info >= (3, 12, 1)
+# From 3.13 a unix server's close() removes its socket file (cleanup_socket).
+_CLOSE_UNLINKS = sys.version_info >= (3, 13)
 
 
 class Server(asyncio.AbstractServer):
@@ -1192,7 +1298,7 @@ class Server(asyncio.AbstractServer):
         await self.wait_closed()
 
 
-# ---- the loop's methods --------------------------------------------------------------
+# ---- the running stack -------------------------------------------------------
 
 
 def begin(world: Any) -> None:
@@ -1202,7 +1308,8 @@ def begin(world: Any) -> None:
 
 
 def end(world: Any) -> None:
-    """A world's run ended: its stack lets go of the loop's network."""
+    """A world's run ended (or wrap mode's host went with its loop): its
+    stack lets go of the loop's network."""
     global _world
     stack = world._tcp
     if stack is not None:
@@ -1219,59 +1326,186 @@ def stack_of(world: Any) -> Stack:
     return stack
 
 
+class _HostSlot:
+    __slots__ = ("token",)
+
+    def __init__(self, token: int) -> None:
+        self.token = token
+
+
+class _HostLog:
+    """What a Stack writes to world.log, written to the loop's log (and so
+    into its trace hash) when there is no world."""
+
+    def __init__(self, loop: Any) -> None:
+        self._loop = loop
+
+    def _emit(self, kind: int, node: int, text: str) -> None:
+        self._loop._log_emit(kind, node, text, _digest(text))
+
+
+class Host:
+    """Wrap mode's one host: the part of a World a Stack reads. The process
+    is node 0 of its SimLoop's network, reachable as loopback (127.0.0.0/8,
+    ::1, `localhost`, its own host name); it has no other address, so
+    anything else stays refused. Made on the loop's first socket call in a
+    wrapped test, dropped when the loop is reset or closed."""
+
+    one_host = True
+
+    def __init__(self, loop: Any) -> None:
+        self._loop = loop
+        self._wire = loop._net
+        node = int(self._wire.node_add())
+        if node != 0:  # a world's nodes are on this loop: not wrap mode's
+            raise RuntimeError("wrap mode's host needs a SimLoop without nodes")
+        _alive, incarnation = self._wire.alive(node)
+        self._slots = [_HostSlot(node << _core.NODE_TOKEN_SHIFT | incarnation)]
+        self._hostnames = ["localhost"]
+        # The host's own name reaches it, as glibc's /etc/hosts makes it do.
+        own = socket.gethostname().lower().rstrip(".")
+        self._names = {own: node} if own else {}
+        self._ended = False
+        self._tcp: Stack | None = None
+        self.log = _HostLog(loop)
+
+
+def _wrapped() -> bool:
+    from . import _wrap  # here: _wrap imports the loop, which imports this
+
+    return _wrap._patches.run is not None
+
+
 def active(loop: Any) -> Stack | None:
-    """The stack of the world running on loop, or None (no world: a bare
-    loop or wrap mode, where sockets stay refused)."""
+    """The stack of the world running on loop, or in a wrapped test the
+    loop's own one-host stack; None elsewhere (a bare loop: refused)."""
     world = _world
-    if world is None or world._ended or world._loop is not loop:
+    if world is not None and not world._ended:
+        return stack_of(world) if world._loop is loop else None
+    host = getattr(loop, "_host", None)
+    if host is None:
+        if not _wrapped() or loop.is_closed():
+            return None
+        host = loop._host = Host(loop)
+    return stack_of(host)
+
+
+def drop_host(loop: Any) -> None:
+    """The loop is reset or closed: wrap mode's host and its sockets go."""
+    host = getattr(loop, "_host", None)
+    if host is not None:
+        loop._host = None
+        host._ended = True
+        end(host)
+
+
+def current(node_only: bool) -> Stack | None:
+    """The stack code on this thread talks to: a world's (from a node's
+    code only, if node_only), or the running wrapped SimLoop's."""
+    world = _world
+    if world is not None and not world._ended:
+        if node_only and _node_var.get(None) is None:
+            return None
+        return stack_of(world)
+    loop = asyncio.events._get_running_loop()
+    if loop is None or not hasattr(loop, "_host"):
         return None
-    return stack_of(world)
+    return active(loop)
+
+
+# ---- the loop's methods --------------------------------------------------------------
+
+
+def _refuse_remote(stack: Stack, call: str) -> None:
+    from ._loop import _refuse
+
+    _refuse(
+        call,
+        "In wrap mode the process is one host: only its loopback addresses "
+        "(127.0.0.1, ::1, localhost, its own name) are simulated (docs/wrapping.md).",
+    )
+
+
+def _loopback_of(addr: str) -> str:
+    return "::1" if ":" in addr else "127.0.0.1"
 
 
 def _local_addr(stack: Stack, node: int, remote_addr: str) -> str:
-    return "127.0.0.1" if _is_loopback(remote_addr) else address_of(node)
+    return _loopback_of(remote_addr) if _is_loopback(remote_addr) else address_of(node)
+
+
+def _own(stack: Stack, node: int, addr: str) -> bool:
+    """Whether the node may bind addr: a wildcard, loopback, its address."""
+    if addr in WILDCARDS or _is_loopback(addr):
+        return True
+    return not stack.one_host and addr == address_of(node)
+
+
+def _bind_error(code: int, where: Any, what: str) -> OSError:
+    return OSError(code, f"error while attempting to bind on address {where!r}: {what}")
 
 
 async def create_connection(
-    stack: Stack, protocol_factory: Any, host: Any, port: Any, local_addr: Any
+    stack: Stack, protocol_factory: Any, host: Any, port: Any, local_addr: Any, family: int = 0
 ) -> tuple[Any, Any]:
-    token = stack.caller(f"create_connection({host!r}, {port!r})")
-    node = token >> _core.NODE_TOKEN_SHIFT
+    call = f"create_connection({host!r}, {port!r})"
+    token = stack.caller(call)
     if host is None or port is None:
         raise ValueError("host and port was not specified and no sock specified")
-    infos = stack.names.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
-    addr, p = infos[0][4]
+    infos = stack.names.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    # As asyncio: each address in turn; the first that connects wins.
+    errors: list[OSError] = []
+    for info in infos:
+        try:
+            return await _connect_inet(
+                stack, token, protocol_factory, info[4][0], info[4][1], local_addr, call
+            )
+        except OSError as exc:
+            errors.append(exc)
+    if len(errors) == 1 or all(str(e) == str(errors[0]) for e in errors):
+        raise errors[0]
+    raise OSError(f"Multiple exceptions: {', '.join(str(e) for e in errors)}")
+
+
+async def _connect_inet(
+    stack: Stack, token: int, factory: Any, addr: str, p: int, local_addr: Any, call: str
+) -> tuple[Any, Any]:
+    node = token >> _core.NODE_TOKEN_SHIFT
+    if addr in WILDCARDS:
+        addr = _loopback_of(addr)  # Linux connects the unspecified address locally
     if _is_loopback(addr):
         dst = node
+    elif stack.one_host:
+        _refuse_remote(stack, call)
     else:
         found = _node_of_address(addr)
         if found is None or found >= len(stack.world._slots):
             # No host has that address: the SYN goes nowhere.
-            raise OSError(errno.ENETUNREACH, f"Connect call failed {(addr, p)!r}")
+            raise OSError(errno.ENETUNREACH, f"Connect call failed {_sockaddr((addr, p))!r}")
         dst = found
-    if addr == "0.0.0.0":
-        addr = "127.0.0.1"
-        dst = node
     if local_addr is not None:
         want = local_addr[0] if isinstance(local_addr, tuple) else None
-        if want not in (None, "", "0.0.0.0", address_of(node), "127.0.0.1"):
-            raise OSError(
-                errno.EADDRNOTAVAIL,
-                f"error while attempting to bind on address {tuple(local_addr)!r}: "
-                "cannot assign requested address",
+        if want not in (None, "") and not _own(stack, node, want):
+            raise _bind_error(
+                errno.EADDRNOTAVAIL, tuple(local_addr), "cannot assign requested address"
             )
     lport = stack.ephemeral(token)
     if local_addr is not None and local_addr[1]:
         lport = int(local_addr[1])
     stack.take_port(token, lport)
-    loop = stack.loop
     ctx = contextvars.copy_context()
     ep = Endpoint(stack, token, ctx, (_local_addr(stack, node, addr), lport), (addr, p), dst)
     ep.port_held = True
+    return await _open(stack, ep, factory)
+
+
+async def _open(stack: Stack, ep: Endpoint, protocol_factory: Any) -> tuple[Any, Any]:
+    """Connect ep (a SYN, then the SYN-ACK) and give it its protocol."""
+    loop = stack.loop
     ep.waiter = loop.create_future()
     stack.stats["tcp_connects"] += 1
-    stack.log(_KIND_CONNECT, node, f"connect {_ep(ep.local)} -> {_ep(ep.remote)}")
-    stack.send(_Segment(SYN, ep, None, 0, b""), dst)
+    stack.log(_KIND_CONNECT, ep.node, f"connect {_ep(ep.local)} -> {_ep(ep.remote)}")
+    stack.send(_Segment(SYN, ep, None, 0, b""), ep.remote_node)
     try:
         await ep.waiter
     except BaseException:
@@ -1285,57 +1519,115 @@ async def create_connection(
     protocol.connection_made(ep)
     if ep.rx or ep.rx_eof:
         ep.rx_scheduled = True
-        loop.call_soon(ep._deliver_rx, context=ctx)
+        loop.call_soon(ep._deliver_rx, context=ep.ctx)
     return ep, protocol
 
 
+def unix_path(path: Any) -> str:
+    """An AF_UNIX address as the stack keys it: str, abstract names with
+    their leading NUL."""
+    if isinstance(path, (bytes, bytearray)):
+        return bytes(path).decode("utf-8", "surrogateescape")
+    if isinstance(path, str):
+        return path
+    import os
+
+    return os.fsdecode(os.fspath(path))
+
+
+async def create_unix_connection(stack: Stack, protocol_factory: Any, path: Any) -> tuple[Any, Any]:
+    """Connect to a path (or abstract name) of this node's own namespace;
+    nothing touches the file system. As Linux, at once: ENOENT for a path
+    nobody bound, ECONNREFUSED for one nobody listens on."""
+    token = stack.caller(f"create_unix_connection({path!r})")
+    where = unix_path(path)
+    node = token >> _core.NODE_TOKEN_SHIFT
+    if stack.find_listener(node, UNIX, where) is None:
+        if where.startswith("\0") or (node, where) in stack.unix_stale:
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+    ep = Endpoint(stack, token, contextvars.copy_context(), (UNIX, ""), (UNIX, where), node)
+    return await _open(stack, ep, protocol_factory)
+
+
 async def create_server(
-    stack: Stack, protocol_factory: Any, host: Any, port: Any, backlog: int, start_serving: bool
+    stack: Stack,
+    protocol_factory: Any,
+    host: Any,
+    port: Any,
+    backlog: int,
+    start_serving: bool,
+    family: int = 0,
 ) -> Server:
     token = stack.caller(f"create_server({host!r}, {port!r})")
     node = token >> _core.NODE_TOKEN_SHIFT
-    if isinstance(backlog, bool) or not isinstance(backlog, int):
-        raise TypeError(f"backlog must be an int, got {backlog!r}")
-    if isinstance(host, str) or host is None:
-        hosts = [host]
-    else:
-        hosts = list(host)
+    hosts = [host] if isinstance(host, str) or host is None else list(host)
     p = _port_of(port)
     addrs: list[str] = []
     for h in hosts:
-        if h in (None, "", "0.0.0.0"):
-            a = "0.0.0.0"
-        else:
-            a = stack.names.getaddrinfo(h, p, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)[0][4][0]
-            if a not in (address_of(node), "0.0.0.0") and not _is_loopback(a):
-                raise OSError(
-                    errno.EADDRNOTAVAIL,
-                    f"error while attempting to bind on address {(a, p)!r}: "
-                    "cannot assign requested address",
+        # As asyncio: every address the host resolves to (no host: both
+        # families' wildcards, IPv4 first, as glibc answers).
+        for a in stack.names.addresses(None if h == "" else h, family, socket.AI_PASSIVE):
+            if not _own(stack, node, a):
+                if stack.one_host:
+                    _refuse_remote(stack, f"create_server({host!r}, {port!r})")
+                raise _bind_error(
+                    errno.EADDRNOTAVAIL, _sockaddr((a, p)), "cannot assign requested address"
                 )
-        if a not in addrs:
-            addrs.append(a)
+            if a not in addrs:
+                addrs.append(a)
+    return await _listen(stack, token, protocol_factory, addrs, p, backlog, start_serving)
+
+
+async def create_unix_server(
+    stack: Stack, protocol_factory: Any, path: Any, backlog: int, start_serving: bool
+) -> Server:
+    token = stack.caller(f"create_unix_server({path!r})")
+    return await _listen(
+        stack, token, protocol_factory, [UNIX], unix_path(path), backlog, start_serving
+    )
+
+
+async def _listen(
+    stack: Stack,
+    token: int,
+    protocol_factory: Any,
+    addrs: list[str],
+    p: int | str,
+    backlog: int,
+    start_serving: bool,
+) -> Server:
+    """A Server listening on every one of addrs at port p (a path for
+    AF_UNIX); every address binds or none does, as asyncio closes what it
+    opened."""
+    if isinstance(backlog, bool) or not isinstance(backlog, int):
+        raise TypeError(f"backlog must be an int, got {backlog!r}")
+    node = token >> _core.NODE_TOKEN_SHIFT
     if p == 0:
         p = stack.ephemeral(token)
-    # Every address binds or none does (asyncio closes what it opened).
     found = stack.listeners.get((node, p), [])
     found[:] = [ls for ls in found if ls.token == token and ls.open]
     for a in addrs:
         for ls in found:
-            if a == "0.0.0.0" or ls.host in ("0.0.0.0", a):
-                raise OSError(
-                    errno.EADDRINUSE,
-                    f"error while attempting to bind on address {(a, p)!r}: address already in use",
-                )
-    loop = stack.loop
+            if _family(a) == _family(ls.host) and (
+                a in WILDCARDS or ls.host in WILDCARDS or ls.host == a
+            ):
+                if a == UNIX:
+                    raise OSError(errno.EADDRINUSE, f"Address {p!r} is already in use")
+                raise _bind_error(errno.EADDRINUSE, _sockaddr((a, p)), "address already in use")
     ctx = contextvars.copy_context()
-    server = Server(stack, loop, protocol_factory, max(1, min(backlog, 4096)))
+    server = Server(stack, stack.loop, protocol_factory, max(1, min(backlog, 4096)))
     assert server.listeners is not None
     for a in addrs:
         ls = Listener(server, token, ctx, a, p)
         server.listeners.append(ls)
         found.append(ls)
+    if isinstance(p, int):
+        # One hold for the server's port, however many families it binds.
+        server.listeners[0].holds_port = True
         stack.take_port(token, p)
+    else:
+        stack.unix_stale.discard((node, p))
     stack.listeners[(node, p)] = found
     if start_serving:
         server._start_serving()

@@ -35,7 +35,9 @@ from ._sockets import (
     _ep,
     _is_loopback,
     _node_of_address,
+    _own,
     _Owned,
+    _refuse_remote,
     _Segment,
     address_of,
 )
@@ -132,6 +134,8 @@ class Udp:
         addresses never move in a run. ENETUNREACH for no node."""
         node = self.nodes.get(addr)
         if node is None:
+            if self.stack.one_host:
+                _refuse_remote(self.stack, f"sendto({addr!r})")
             found = _node_of_address(addr)
             if found is None or found >= len(self.stack.world._slots):
                 raise OSError(errno.ENETUNREACH, "Network is unreachable")
@@ -397,20 +401,30 @@ async def create_datagram_endpoint(
     udp = udp_of(stack)
     if local_addr is not None:
         host, port = _resolve(stack, local_addr, True)
-        if host not in ("0.0.0.0", address_of(node)) and not _is_loopback(host):
+        if not _own(stack, node, host):
             raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
     else:
         host, port = "0.0.0.0", 0
     remote = _resolve(stack, remote_addr, False) if remote_addr is not None else None
+    if ":" in host or (remote is not None and ":" in remote[0]):
+        raise OSError(errno.EAFNOSUPPORT, "IPv6 datagrams are not simulated yet")
+    if remote is not None and stack.one_host and not _is_loopback(remote[0]):
+        _refuse_remote(stack, f"create_datagram_endpoint(remote_addr={remote_addr!r})")
     if remote is not None and host == "0.0.0.0":
         # connect() picks the source address the route gives.
         host = "127.0.0.1" if _is_loopback(remote[0]) else address_of(node)
     if port == 0:
         port = udp.ephemeral(token)
-    loop = stack.loop
     ctx = contextvars.copy_context()
     ep = DatagramEndpoint(udp, token, ctx, (host, port), remote, bool(allow_broadcast))
     udp.bind(ep, host, port)
+    return await start(ep, protocol_factory)
+
+
+async def start(ep: DatagramEndpoint, protocol_factory: Any) -> tuple[DatagramEndpoint, Any]:
+    """Give a bound endpoint its protocol: as asyncio does, connection_made
+    runs soon, then the caller wakes (datagrams queued meanwhile wait)."""
+    loop = ep.loop
     protocol = protocol_factory()
     ep.protocol = protocol
     waiter = loop.create_future()
@@ -420,9 +434,8 @@ async def create_datagram_endpoint(
         if not waiter.done():
             waiter.set_result(None)
 
-    # asyncio calls connection_made soon, then wakes the caller.
     ep.rx_scheduled = True  # nothing is read before connection_made
-    loop.call_soon(made, context=ctx)
+    loop.call_soon(made, context=ep.ctx)
     try:
         await waiter
     except BaseException:

@@ -608,7 +608,7 @@ def test_bad_arguments_fail_as_asyncio_and_the_socket_module_do() -> None:
         with pytest.raises(socket.gaierror):
             socket.getaddrinfo("node-0", "http")  # service names are not built
         with pytest.raises(socket.gaierror):
-            socket.getaddrinfo("::1", 80)  # nor IPv6
+            socket.getaddrinfo("10.0.0.1", 80, socket.AF_INET6)  # node addresses are IPv4
         with pytest.raises(ValueError, match="host and port"):
             await loop.create_connection(asyncio.Protocol)
         with pytest.raises(OSError) as info:
