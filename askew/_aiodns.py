@@ -12,7 +12,7 @@ simulation thread own no channel: `getaddrinfo`, `getnameinfo`,
 resolver (`loop.getaddrinfo`, askew/_sockets.py) and answer with pycares's
 own result types, a failed lookup as the `aiodns.error.DNSError` c-ares
 would give. Anywhere else (another thread) it makes the real resolver.
-Closing the scope puts the real class back (docs/sockets.md, "aiodns").
+Closing the scope puts the real class back (docs/compatibility.md, "aiodns").
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ class _Patches:
         own `asyncio.run` (websockets' proxy tests, a server fixture) makes a
         real loop, because a SimLoop there would share nothing with the
         test's loop and its thread is already outside the seed's control
-        (docs/wrapping.md, "Loops on other threads")."""
+        (docs/compatibility.md, "Loops on other threads")."""
         return self._thread is not None and threading.get_ident() != self._thread
 
     def _loop(self) -> asyncio.AbstractEventLoop:
