@@ -40,7 +40,7 @@ import threading
 import time
 from typing import Any, NoReturn
 
-from . import _core, _rawsock, _sockets
+from . import _aiodns, _core, _rawsock, _sockets
 from .errors import NondeterminismError
 
 _virtual: Any = _core.virtual
@@ -414,6 +414,8 @@ class Scope:
             if name in _sockets.RESOLVED:
                 refusing = _sockets.resolving(name, refusing, _virtual.in_simulation)
             names.set(socket, name, refusing)
+        # aiodns (aiohttp's resolver) asks the loop's, starting no c-ares thread.
+        _aiodns.swap(names)
 
     def exit(self) -> None:
         if not self._nesting.exit():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import zlib
 from asyncio import events, runners
 from collections.abc import Callable, Iterator
@@ -118,10 +119,12 @@ class _Patches:
         self.run: WrappedRun | None = None
         self._nesting = Nesting()
         self._names = NameSwap()
+        self._thread: int | None = None  # the test's thread (see _elsewhere)
 
     def install(self) -> None:
         if not self._nesting.enter():
             return
+        self._thread = threading.get_ident()
         try:
             self._names.set(events, "new_event_loop", self._new_event_loop)
             self._names.set(asyncio, "new_event_loop", self._new_event_loop)
@@ -137,10 +140,24 @@ class _Patches:
         if self._nesting.exit():
             self._names.undo()
 
-    def _loop(self) -> SimLoop:
+    # ---- wrap threads (compat brief): loops made on other threads stay stock ----
+
+    def _elsewhere(self) -> bool:
+        """True on a thread other than the test's: a helper thread running its
+        own `asyncio.run` (websockets' proxy tests, a server fixture) makes a
+        real loop, because a SimLoop there would share nothing with the
+        test's loop and its thread is already outside the seed's control
+        (docs/compatibility.md, "Loops on other threads")."""
+        return self._thread is not None and threading.get_ident() != self._thread
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        if self._elsewhere():
+            return asyncio.SelectorEventLoop()  # what asyncio's Unix policy makes
         run = self.run
         assert run is not None, "askew wrap patches installed without a test"
         return run.new_loop()
+
+    # ---- end wrap threads ----
 
     def _new_event_loop(self) -> asyncio.AbstractEventLoop:
         return self._loop()
@@ -165,7 +182,7 @@ class _Patches:
     def _swap_factory(self, factory: LoopFactory) -> LoopFactory:
         def make() -> asyncio.AbstractEventLoop:
             loop = factory()
-            if isinstance(loop, SimLoop):
+            if isinstance(loop, SimLoop) or self._elsewhere():  # wrap threads: kept
                 return loop
             if not _replaceable(loop):
                 # A suite's own loop class (aiostream's TimeTrackingTestLoop)

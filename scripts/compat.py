@@ -105,6 +105,11 @@ def run_suite(src: Path, lib: Library, prefix: list[str], tag: str) -> Result:
         result.hung = True
     result.wall_s = time.perf_counter() - start
     (WORK / f"{src.name}-{tag}.log").write_text(" ".join(cmd) + "\n")
+    return read_junit(junit, result)
+
+
+def read_junit(junit: Path, result: Result) -> Result:
+    """Fill `result` with each test's outcome and message from a junit file."""
     if not junit.exists():
         return result
     for tc in ET.parse(junit).getroot().iter("testcase"):

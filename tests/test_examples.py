@@ -11,17 +11,26 @@ example blocks must be these files, character for character.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
+# An example named after an optional library (aiohttp_*.py, the sockets extra)
+# runs only where that library is installed.
+OPTIONAL = ("aiohttp",)
+_LIBRARY = {p: p.stem.split("_")[0] for p in EXAMPLES}
+MISSING = {
+    p for p, lib in _LIBRARY.items() if lib in OPTIONAL and not importlib.util.find_spec(lib)
+}
 BUGGY = [p for p in EXAMPLES if not p.stem.endswith("_fixed")]
 FIXED = [p for p in EXAMPLES if p.stem.endswith("_fixed")]
 TIMEOUT = 120
@@ -30,6 +39,11 @@ _REPLAY = re.compile(r"^  replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 pytest (.+
 _MARKED_BLOCK = re.compile(
     r"<!--\s*example:\s*(examples/[\w.-]+\.py)\s*-->\s*\n```python\n(.*?)^```", re.S | re.M
 )
+
+
+def _cases(paths: list[Path]) -> list[Any]:
+    skip = pytest.mark.skip(reason="needs an optional library (pip install askew-dst[sockets])")
+    return [pytest.param(p, id=p.name, marks=[skip] if p in MISSING else []) for p in paths]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -85,7 +99,7 @@ Runs = dict[str, tuple[int, str]]
 @pytest.fixture(scope="module")
 def runs() -> Runs:
     """Each example run once, all at the same time (each is a second or two)."""
-    procs = {p.name: _start(f"examples/{p.name}") for p in EXAMPLES}
+    procs = {p.name: _start(f"examples/{p.name}") for p in EXAMPLES if p not in MISSING}
     return {name: _finish(proc) for name, proc in procs.items()}
 
 
@@ -111,14 +125,14 @@ def test_there_are_examples() -> None:
         assert p.with_name(p.name.replace("_fixed", "")) in BUGGY, f"{p.name} fixes nothing"
 
 
-@pytest.mark.parametrize("path", FIXED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _cases(FIXED))
 def test_fixed_example_passes(runs: Runs, path: Path) -> None:
     rc, out = runs[path.name]
     assert rc == 0, out
     assert re.search(r"^1 passed\b", out, re.M), out
 
 
-@pytest.mark.parametrize("path", BUGGY, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _cases(BUGGY))
 def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, path: Path) -> None:
     rc, out = runs[path.name]
     assert rc == 1, out
