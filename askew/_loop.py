@@ -107,7 +107,9 @@ def _sock_arg(call: str, kwargs: dict[str, Any], ignored: frozenset[str], clash:
 
 def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) -> None:
     for name, value in kwargs.items():
-        if name in ignored or value is None:
+        # None or False is the option left off (reuse_port=False, as anyio
+        # passes it): nothing to build.
+        if name in ignored or value is None or value is False:
             continue
         if name == "family" and value in (0, socket.AF_INET, socket.AF_UNSPEC):
             continue

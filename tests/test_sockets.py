@@ -173,6 +173,18 @@ def test_spawn_refuses_a_bad_or_taken_hostname() -> None:
     run_sim(body)
 
 
+def test_an_option_left_off_as_false_is_not_refused_as_not_built() -> None:
+    """anyio passes reuse_port=False; False (like None) asks for nothing
+    unbuilt. (True is refused by name: test_udp.py.)"""
+
+    async def serve(node: Any) -> Any:
+        server = await asyncio.start_server(lambda r, w: None, None, 7, reuse_port=False)
+        server.close()
+        return "served"
+
+    assert run_nodes(client(serve))["result"] == "served"
+
+
 def test_a_socket_from_the_test_body_is_refused_since_only_nodes_have_addresses() -> None:
     async def body(world: askew.World) -> None:
         await asyncio.open_connection("127.0.0.1", 9)

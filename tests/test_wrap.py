@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -540,6 +541,36 @@ def _error_through_asyncio() -> pytest.ExceptionInfo[ZeroDivisionError]:
     with pytest.raises(ZeroDivisionError) as excinfo:
         asyncio.run(divide())
     return excinfo
+
+
+def test_a_source_the_parser_fails_on_shows_its_one_line_instead_of_an_internal_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CPython 3.11 can raise SystemError ("AST constructor recursion depth
+    mismatch") parsing a deep file; a wrapped websockets run lost 455 tests
+    to the INTERNALERROR that made. The cache shows the failing line."""
+    from _pytest._code import code, source
+
+    from askew._pytest_plugin import _SessionAstCache
+
+    real = source.getstatementrange_ast
+
+    def broken(lineno: int, source: Any, assertion: bool = False, astnode: Any = None) -> Any:
+        if astnode is None:  # the parse is what fails
+            raise SystemError("AST constructor recursion depth mismatch (before=1, after=2)")
+        return real(lineno, source, assertion, astnode)
+
+    error = _error_through_asyncio()
+    with monkeypatch.context() as patch:  # undone before any report of this test
+        patch.setattr(source, "getstatementrange_ast", broken)
+        patch.setattr(code, "getstatementrange_ast", broken)
+        cache = _SessionAstCache()
+        cache.install()
+        try:
+            report = str(error.getrepr())
+        finally:
+            cache.uninstall()
+    assert "return 1 / 0" in report and "ZeroDivisionError" in report, report
 
 
 def test_failure_reports_read_the_same_and_parse_each_source_once_per_session() -> None:
