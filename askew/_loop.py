@@ -87,7 +87,6 @@ _SOCK_HINT = (
 )
 
 
-_TLS_SOCK_HINT = "TLS over a socket given as sock= is not built yet (docs/sockets.md)."
 _BOTH_HOST = "host/port and sock can not be specified at the same time"
 _BOTH_PATH = "path and sock can not be specified at the same time"
 
@@ -500,16 +499,25 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         loop = self
 
         def wait(cond: threading.Condition, timeout: float | None = None) -> bool:
-            if (timeout is not None and timeout <= 0) or events._get_running_loop() is not loop:
+            inline = _sockets.inline_loop is loop and threading.get_ident() == loop._thread_id
+            if (timeout is not None and timeout <= 0) or not inline:
                 return bool(original(cond, timeout))  # a poll, or another thread
             _raise_refusal(loop._inline_wait_report(sys._getframe(1)))
 
         self._inline_work = self._work_name(func)
         self._inline_threadsafe = None
         setattr(threading.Condition, "wait", wait)  # noqa: B010
+        # As on an executor's thread, no loop runs while the work does
+        # (get_running_loop() raises: blockbuster, as aiohttp's suite runs
+        # it, lets a worker block); askew's sockets still find the loop.
+        outer = _sockets.inline_loop
+        _sockets.inline_loop = self
+        events._set_running_loop(None)
         try:
             return ctx.run(func, *args)
         finally:
+            events._set_running_loop(self)
+            _sockets.inline_loop = outer
             setattr(threading.Condition, "wait", original)  # noqa: B010
             self._inline_work = self._inline_threadsafe = None
 
@@ -598,13 +606,16 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, clash)
         if sock is not None:
             if tls is not None:
-                _refuse(call, _TLS_SOCK_HINT, "with both ssl= and sock= is not simulated yet")
+                return await _tls.adopt(sock, protocol_factory, tls)
             return _rawsock.adopt_stream(sock, protocol_factory)
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         if tls is not None:
-            return await _tls.create_connection(
-                stack, protocol_factory, host, port, kwargs.get("local_addr"), tls
-            )
+            local = kwargs.get("local_addr")
+
+            def connect(factory: Any) -> Any:
+                return _sockets.create_connection(stack, factory, host, port, local)
+
+            return await _tls.create_connection(stack, protocol_factory, tls, connect)
         return await _sockets.create_connection(
             stack, protocol_factory, host, port, kwargs.get("local_addr"), kwargs.get("family", 0)
         )
@@ -620,41 +631,67 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         sock = _sock_arg(call, kwargs, _SERVE_IGNORED, clash)
         if sock is not None:
             if tls is not None:
-                _refuse(call, _TLS_SOCK_HINT, "with both ssl= and sock= is not simulated yet")
+                return await _tls.serve(sock, protocol_factory, backlog, start_serving, tls)
             return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
         stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
         if tls is not None:
             protocol_factory = _tls.server_factory(stack, protocol_factory, tls)
         return await _sockets.create_server(
-            stack, protocol_factory, host, port, backlog, start_serving, kwargs.get("family", 0)
+            stack,
+            protocol_factory,
+            host,
+            port,
+            backlog,
+            start_serving,
+            kwargs.get("family", 0),
+            None if tls is None else tls.context,
         )
 
     async def create_unix_connection(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_unix_connection({path!r}) (and asyncio.open_unix_connection)"
+        tls = _tls.take_unix_options(kwargs, server_side=False)
         sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, _BOTH_PATH if path is not None else None)
         if sock is not None:
+            if tls is not None:
+                return await _tls.adopt(sock, protocol_factory, tls)
             return _rawsock.adopt_stream(sock, protocol_factory)
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         if path is None:
             raise ValueError("no path and sock were specified")
+        if tls is not None:
+
+            def connect(factory: Any) -> Any:
+                return _sockets.create_unix_connection(stack, factory, path)
+
+            return await _tls.create_connection(stack, protocol_factory, tls, connect)
         return await _sockets.create_unix_connection(stack, protocol_factory, path)
 
     async def create_unix_server(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any
     ) -> Any:
         call = f"create_unix_server({path!r}) (and asyncio.start_unix_server)"
+        tls = _tls.take_unix_options(kwargs, server_side=True)
         backlog = kwargs.get("backlog", _sockets.BACKLOG_DEFAULT)
         start_serving = kwargs.get("start_serving", True)
         sock = _sock_arg(call, kwargs, _SERVE_IGNORED, _BOTH_PATH if path is not None else None)
         if sock is not None:
+            if tls is not None:
+                return await _tls.serve(sock, protocol_factory, backlog, start_serving, tls)
             return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
         stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
         if path is None:
             raise ValueError("path was not specified, and no sock specified")
+        if tls is not None:
+            protocol_factory = _tls.server_factory(stack, protocol_factory, tls)
         return await _sockets.create_unix_server(
-            stack, protocol_factory, path, backlog, start_serving
+            stack,
+            protocol_factory,
+            path,
+            backlog,
+            start_serving,
+            None if tls is None else tls.context,
         )
 
     async def create_datagram_endpoint(

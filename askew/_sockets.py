@@ -27,6 +27,7 @@ import errno
 import functools
 import socket
 import sys
+import threading
 from asyncio.log import logger as _asyncio_logger
 from collections.abc import Callable
 from typing import Any
@@ -1281,6 +1282,16 @@ class Server(asyncio.AbstractServer):
             return ()
         return tuple(ls.sock for ls in self.listeners)
 
+    # asyncio.Server's private names that libraries read (websockets' test
+    # helper reads _ssl_context, set by _listen).
+    @property
+    def _serving(self) -> bool:
+        return self.serving
+
+    @property
+    def _sockets(self) -> list[SimSocket] | None:
+        return None if self.listeners is None else list(self.sockets)
+
     def close(self) -> None:
         listeners = self.listeners
         if listeners is None:
@@ -1438,6 +1449,11 @@ def drop_host(loop: Any) -> None:
         end(host)
 
 
+# The SimLoop whose executor work runs inline on this thread right now
+# (askew/_loop.py clears the running loop meanwhile, as a worker has none).
+inline_loop: Any = None
+
+
 def current(node_only: bool) -> Stack | None:
     """The stack code on this thread talks to: a world's (from a node's
     code only, if node_only), or the running wrapped SimLoop's."""
@@ -1447,6 +1463,8 @@ def current(node_only: bool) -> Stack | None:
             return None
         return stack_of(world)
     loop = asyncio.events._get_running_loop()
+    if loop is None and inline_loop is not None and inline_loop._thread_id == threading.get_ident():
+        loop = inline_loop
     if loop is None or not hasattr(loop, "_host"):
         return None
     return active(loop)
@@ -1597,6 +1615,7 @@ async def create_server(
     backlog: int,
     start_serving: bool,
     family: int = 0,
+    ssl_context: Any = None,
 ) -> Server:
     token = stack.caller(f"create_server({host!r}, {port!r})")
     node = token >> _core.NODE_TOKEN_SHIFT
@@ -1615,15 +1634,23 @@ async def create_server(
                 )
             if a not in addrs:
                 addrs.append(a)
-    return await _listen(stack, token, protocol_factory, addrs, p, backlog, start_serving)
+    return await _listen(
+        stack, token, protocol_factory, addrs, p, backlog, start_serving, ssl_context
+    )
 
 
 async def create_unix_server(
-    stack: Stack, protocol_factory: Any, path: Any, backlog: int, start_serving: bool
+    stack: Stack,
+    protocol_factory: Any,
+    path: Any,
+    backlog: int,
+    start_serving: bool,
+    ssl_context: Any = None,
 ) -> Server:
     token = stack.caller(f"create_unix_server({path!r})")
+    where = unix_path(path)
     return await _listen(
-        stack, token, protocol_factory, [UNIX], unix_path(path), backlog, start_serving
+        stack, token, protocol_factory, [UNIX], where, backlog, start_serving, ssl_context
     )
 
 
@@ -1635,10 +1662,12 @@ async def _listen(
     p: int | str,
     backlog: int,
     start_serving: bool,
+    ssl_context: Any = None,
 ) -> Server:
     """A Server listening on every one of addrs at port p (a path for
     AF_UNIX); every address binds or none does, as asyncio closes what it
-    opened."""
+    opened. ssl_context: the server's TLS context, which asyncio's Server
+    keeps as _ssl_context (the TLS layer is in protocol_factory)."""
     if isinstance(backlog, bool) or not isinstance(backlog, int):
         raise TypeError(f"backlog must be an int, got {backlog!r}")
     node = token >> _core.NODE_TOKEN_SHIFT
@@ -1656,6 +1685,7 @@ async def _listen(
                 raise _bind_error(errno.EADDRINUSE, _sockaddr((a, p)), "address already in use")
     ctx = contextvars.copy_context()
     server = Server(stack, stack.loop, protocol_factory, max(1, min(backlog, 4096)))
+    server._ssl_context = ssl_context
     assert server.listeners is not None
     for a in addrs:
         ls = Listener(server, token, ctx, a, p)

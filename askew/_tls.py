@@ -146,15 +146,12 @@ class _Mended:
 
 
 async def create_connection(
-    stack: _sockets.Stack,
-    protocol_factory: Any,
-    host: Any,
-    port: Any,
-    local_addr: Any,
-    tls: Options,
+    stack: _sockets.Stack, protocol_factory: Any, tls: Options, connect: Any
 ) -> tuple[Any, Any]:
-    """create_connection(ssl=...): TCP, then the handshake; returns once it
-    is done, as asyncio's does (its failure closes the connection)."""
+    """create_connection(ssl=...) and create_unix_connection(ssl=...), by
+    address or over sock=: `await connect(factory)` makes the connection
+    (TCP, AF_UNIX, or the socket adopted), then the handshake; returns once
+    it is done, as asyncio's does (its failure closes the connection)."""
     # Made before the connect, so that bad timeouts fail before a
     # connection exists; the user's protocol is made after it, as asyncio's.
     protocol = _Protocol(stack, stack.loop, None, tls, False)
@@ -163,13 +160,42 @@ async def create_connection(
         protocol._set_app_protocol(protocol_factory())
         return protocol
 
-    transport, _ = await _sockets.create_connection(stack, factory, host, port, local_addr)
+    transport, _ = await connect(factory)
     try:
         await protocol.askew_waiter
     except BaseException:
         transport.close()
         raise
     return protocol._app_transport, protocol._app_protocol
+
+
+def take_unix_options(kwargs: dict[str, Any], *, server_side: bool) -> Options | None:
+    """take_options for create_unix_connection/create_unix_server: a path
+    names no host, so a client must name the server (asyncio's message)."""
+    if not server_side and kwargs.get("ssl") and kwargs.get("server_hostname") is None:
+        raise ValueError("you have to pass server_hostname when using ssl")
+    return take_options(kwargs, None, server_side=server_side)
+
+
+async def adopt(sock: Any, protocol_factory: Any, tls: Options) -> tuple[Any, Any]:
+    """create_connection(sock=..., ssl=...): the connected simulated socket
+    becomes a transport, and TLS runs over it."""
+
+    async def connect(factory: Any) -> tuple[Any, Any]:
+        return _rawsock.adopt_stream(sock, factory)
+
+    return await create_connection(sock._stack, protocol_factory, tls, connect)
+
+
+async def serve(
+    sock: Any, protocol_factory: Any, backlog: int, start_serving: bool, tls: Options
+) -> _sockets.Server:
+    """create_server(sock=..., ssl=...): listen on the simulated socket,
+    with TLS around each accepted connection."""
+    factory = server_factory(sock._stack, protocol_factory, tls)
+    server = await _rawsock.serve(sock, factory, backlog, start_serving)
+    server._ssl_context = tls.context
+    return server
 
 
 def server_factory(stack: _sockets.Stack, protocol_factory: Any, tls: Options) -> Any:

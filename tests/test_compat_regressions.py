@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the networking suites (docs/compatibility.md) found askew doing
+unlike asyncio on Linux, each pinned by a test: executor work and
+sendfile's file reads see no running loop, as on a worker thread or in the
+kernel (aiohttp's suite runs blockbuster, which flags blocking calls where
+a loop runs); a TLS server keeps asyncio's `_ssl_context` (websockets' test
+helper reads it); TLS over AF_UNIX and over sock=."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import socket
+from typing import Any
+
+from test_sockets import client, run_nodes
+from test_sockets_wrap import wrapped
+from test_tls import PORT, client_context, server_context
+
+
+def _running_loop() -> Any:
+    return asyncio.events._get_running_loop()
+
+
+def test_executor_work_run_inline_sees_no_running_loop_as_on_a_worker_thread() -> None:
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        seen = await loop.run_in_executor(None, _running_loop)
+        # A socket made by the work is still the host's simulated one.
+        kind = await loop.run_in_executor(None, lambda: type(socket.socket()).__name__)
+        return seen, kind, _running_loop() is loop
+
+    (seen, kind, back), _loop = wrapped(main)
+    assert seen is None and back
+    assert kind == "RawSocket"
+
+
+class _Watched(io.BytesIO):
+    """A file that notes the running loop at each read."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.loops: list[Any] = []
+
+    def read(self, n: int | None = -1) -> bytes:
+        self.loops.append(_running_loop())
+        return super().read(n)
+
+
+def test_sendfile_reads_the_file_with_no_running_loop_as_the_kernel_does() -> None:
+    content = bytes(range(256)) * 300
+
+    async def main() -> Any:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        f = _Watched(content)
+        sent = await asyncio.get_running_loop().sendfile(writer.transport, f)
+        writer.close()
+        server.close()
+        return sent, f.loops
+
+    (sent, loops), _loop = wrapped(main)
+    assert sent == len(content)
+    assert loops and all(loop is None for loop in loops)
+
+
+async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(await reader.read(100))
+    await writer.drain()
+    writer.close()
+
+
+def test_a_tls_server_keeps_asyncios_ssl_context_serving_and_sockets() -> None:
+    ctx = server_context()
+
+    async def main() -> Any:
+        tls = await asyncio.start_server(_echo, "127.0.0.1", 0, ssl=ctx)
+        plain = await asyncio.start_server(_echo, "127.0.0.1", 0)
+        seen = (tls._ssl_context, plain._ssl_context, tls._serving, tls._sockets)  # type: ignore[attr-defined]
+        tls.close()
+        plain.close()
+        return seen, tls._serving, tls._sockets  # type: ignore[attr-defined]
+
+    ((tls_ctx, plain_ctx, serving, sockets), after, gone), _loop = wrapped(main)
+    assert tls_ctx is ctx and plain_ctx is None
+    assert serving is True and len(sockets) == 1
+    assert (after, gone) == (False, None)
+
+
+def test_tls_over_a_unix_socket_and_over_a_listening_sock() -> None:
+    async def main() -> Any:
+        unix = await asyncio.start_unix_server(_echo, "/tmp/askew-tls.sock", ssl=server_context())
+        r, w = await asyncio.open_unix_connection(
+            "/tmp/askew-tls.sock", ssl=client_context(), server_hostname="node-0"
+        )
+        w.write(b"over unix")
+        got = [await r.read(), unix._ssl_context is not None]  # type: ignore[attr-defined]
+        listening = socket.socket()
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        server = await asyncio.start_server(_echo, sock=listening, ssl=server_context())
+        r, w = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=client_context(), server_hostname="node-0"
+        )
+        w.write(b"over sock=")
+        got += [await r.read(), server._ssl_context is not None]  # type: ignore[attr-defined]
+        try:
+            await asyncio.open_unix_connection("/tmp/askew-tls.sock", ssl=client_context())
+        except ValueError as exc:
+            got.append(str(exc))
+        return got
+
+    got, _loop = wrapped(main)
+    assert got == [
+        b"over unix",
+        True,
+        b"over sock=",
+        True,
+        "you have to pass server_hostname when using ssl",
+    ]
+
+
+def test_tls_client_over_a_connected_sock_in_a_world() -> None:
+    async def talk(node: Any) -> Any:
+        s = socket.socket()
+        await asyncio.get_running_loop().sock_connect(s, ("10.0.0.1", PORT))
+        r, w = await asyncio.open_connection(sock=s, ssl=client_context(), server_hostname="node-0")
+        w.write(b"adopted")
+        return await r.read()
+
+    async def serve(node: Any) -> None:
+        node.server = await asyncio.start_server(_echo, None, PORT, ssl=server_context())
+        await asyncio.sleep(1e9)
+
+    assert run_nodes(serve, client(talk))["result"] == b"adopted"
