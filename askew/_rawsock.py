@@ -311,7 +311,9 @@ class RawSocket(_sockets.SimSocket):
                 raise OSError(errno.EINVAL, "Invalid argument")
             self._open_datagram((host, port), None)
         else:
-            self._local = (host, port)
+            # Linux picks the ephemeral port at bind: getsockname() shows it
+            # (anyio's free_tcp_port_factory loops until it does).
+            self._local = (host, port or self._stack.ephemeral(self._token))
 
     def listen(self, backlog: int = _sockets.BACKLOG_DEFAULT) -> None:
         self._check_open()

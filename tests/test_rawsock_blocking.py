@@ -277,3 +277,15 @@ def test_blocking_datagram_calls_answer_at_once_when_a_datagram_is_queued() -> N
         return data, addr == v.getsockname(), bytes(buf[:n]), sent
 
     assert wrapped(main)[0] == (b"one", True, b"two", 3)
+
+
+def test_a_stream_bind_to_port_zero_picks_the_ephemeral_port_at_once() -> None:
+    async def main() -> Any:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            bound = s.getsockname()
+            s.listen()
+            return bound, s.getsockname()
+
+    bound, listening = wrapped(main)[0]
+    assert bound == listening == ("127.0.0.1", 32768)
