@@ -27,7 +27,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from . import _core, _sockets, _udp
-from ._world import _KIND_CONNECT
+from ._world import _KIND_CONNECT, _KIND_REFUSE
 
 _RealSocket = socket.socket
 _TYPE_MASK = ~(getattr(socket, "SOCK_NONBLOCK", 0) | getattr(socket, "SOCK_CLOEXEC", 0))
@@ -558,10 +558,13 @@ def _connect_locally(sock: RawSocket, address: Any) -> bool:
             return False
         remote = (host, port)
         listener = stack.find_listener(node, host, port)
-        lport = sock._local[1] or stack.ephemeral(sock._token)
-        local = (_sockets._local_addr(stack, node, host), lport)
+        lhost = sock._local[0]
+        if lhost in _sockets.WILDCARDS:
+            lhost = _sockets._local_addr(stack, node, host)
+        local = (lhost, sock._local[1] or stack.ephemeral(sock._token))
         if listener is None:
             stack.stats["tcp_refused"] += 1
+            stack.log(_KIND_REFUSE, node, f"refuse {_sockets._ep(local)} -> {_sockets._ep(remote)}")
             refused = f"Connect call failed {_sockets._sockaddr(remote)!r}"
             raise ConnectionRefusedError(errno.ECONNREFUSED, refused)
     assert listener is not None

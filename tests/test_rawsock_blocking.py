@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import json_in_hash_seeds
 from test_sockets import client, raw_upper_server, run_nodes
-from test_sockets_wrap import wrapped
+from test_sockets_wrap import events, wrapped
 
 from askew.errors import NondeterminismError
 
@@ -93,14 +93,16 @@ def test_non_blocking_calls_raise_what_linux_raises() -> None:
         with pytest.raises(BlockingIOError) as nothing:
             c.recv(10)
         refused = socket.socket()
+        refused.bind(("127.0.0.2", 0))
         code = refused.connect_ex(("127.0.0.1", 1))
         for s in (c, listener, refused):
             s.close()
         return empty.value.errno, nothing.value.errno, code
 
-    (empty, nothing, code), _ = wrapped(main)
+    (empty, nothing, code), loop = wrapped(main)
     assert empty == errno.EAGAIN and nothing == errno.EAGAIN
     assert code == errno.ECONNREFUSED
+    assert any("refuse 127.0.0.2:32770 -> 127.0.0.1:1" in e for e in events(loop))
 
 
 def test_a_blocking_call_that_would_wait_is_refused_saying_why() -> None:
