@@ -23,10 +23,11 @@ import contextvars
 import errno
 import functools
 import socket
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from . import _core, _sockets, _udp
-from ._world import _KIND_CONNECT
+from ._world import _KIND_CONNECT, _KIND_REFUSE
 
 _RealSocket = socket.socket
 _TYPE_MASK = ~(getattr(socket, "SOCK_NONBLOCK", 0) | getattr(socket, "SOCK_CLOEXEC", 0))
@@ -126,6 +127,9 @@ class RawSocket(_sockets.SimSocket):
         self._waiters: list[Any] = []
         self._watch: dict[str, tuple[Any, tuple[Any, ...], Any]] = {}
         self._fired: set[str] = set()
+        self._timeout: float | None = None  # blocking, as a new socket on Linux
+        self._connecting: Any = None  # a non-blocking connect's task
+        self._so_error = 0  # what getsockopt(SO_ERROR) reads once
 
     def __repr__(self) -> str:
         kind = "SOCK_STREAM" if self.type == socket.SOCK_STREAM else "SOCK_DGRAM"
@@ -137,18 +141,159 @@ class RawSocket(_sockets.SimSocket):
     # -- the socket object's own surface --------------------------------------
 
     def settimeout(self, value: Any) -> None:
-        pass
+        if value is not None:
+            value = float(value)
+            if value < 0:
+                raise ValueError("Timeout value out of range")
+        self._timeout = value
+
+    def gettimeout(self) -> float | None:  # type: ignore[override]
+        return self._timeout
+
+    def setblocking(self, flag: bool) -> None:
+        self._timeout = None if flag else 0.0
+
+    def getblocking(self) -> bool:
+        return self._timeout != 0.0
+
+    def getsockopt(self, level: int, name: int, buflen: int = 0) -> Any:
+        if (level, name) == (socket.SOL_SOCKET, socket.SO_ERROR):
+            err, self._so_error = self._so_error, 0
+            return err
+        return super().getsockopt(level, name, buflen)
 
     def __getattr__(self, name: str) -> Any:
         if name in _BLOCKING:
-            from ._loop import _raise_refusal
-
-            _raise_refusal(
-                f"socket.{name}() on a simulated socket would block the loop. Use "
-                f"the loop's methods (loop.sock_{'connect' if name == 'connect_ex' else name}"
-                "(sock, ...)), or a transport."
-            )
+            _would_block(self, name)
         raise AttributeError(name)
+
+    # -- the blocking methods: at once where Linux would not wait -------------
+
+    def connect(self, address: Any) -> None:
+        self._check_open()
+        if self.type == socket.SOCK_DGRAM:
+            _now(sock_connect(self, address))  # sets the peer, never waits
+            return
+        if self._connecting is not None:
+            if not self._connecting.done():
+                raise OSError(errno.EALREADY, "Operation already in progress")
+            self._connecting = None
+        if self._ep is not None:
+            raise OSError(errno.EISCONN, "Transport endpoint is already connected")
+        if self._server is not None:
+            raise OSError(errno.EINVAL, "Invalid argument")  # a listening socket
+        if _connect_locally(self, address):
+            return
+        if self._timeout != 0.0:
+            _would_block(self, "connect", "a connection to another node takes the link's latency")
+        # Non-blocking: the handshake goes on; writable (add_writer) once
+        # it is over, its outcome in getsockopt(SO_ERROR), as Linux.
+        task = self._stack.loop.create_task(sock_connect(self, address))
+        task.add_done_callback(self._connected)
+        self._connecting = task
+        raise BlockingIOError(errno.EINPROGRESS, "Operation now in progress")
+
+    def _connected(self, task: Any) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            self._so_error = getattr(exc, "errno", None) or errno.ECONNREFUSED
+        self._changed()
+
+    def connect_ex(self, address: Any) -> int:
+        try:
+            self.connect(address)
+        except OSError as exc:
+            if exc.errno is None or isinstance(exc, socket.gaierror):
+                raise
+            return int(exc.errno)
+        return 0
+
+    def accept(self) -> tuple[RawSocket, Any]:
+        self._check_open()
+        if self._server is None:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        if not self._accepted:
+            for listener in self._server.listeners or ():
+                if listener.pending:
+                    listener.accept()  # the backlog the kernel already holds
+        if not self._accepted:
+            _would_block(self, "accept", "no connection is waiting in the backlog")
+        conn, peer = _now(sock_accept(self))
+        conn._timeout = None  # blocking, as Python's accept() makes it
+        return conn, peer
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        self._check_open()
+        self._recv_ready("recv", flags)
+        return _now(sock_recv(self, bufsize))
+
+    def recv_into(self, buf: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self._check_open()
+        self._recv_ready("recv_into", flags)
+        view = memoryview(buf).cast("B")
+        data = _now(sock_recv(self, nbytes or len(view)))
+        view[: len(data)] = data
+        return len(data)
+
+    def recvfrom(self, bufsize: int, flags: int = 0) -> tuple[bytes, Any]:
+        self._check_open()
+        self._recv_ready("recvfrom", flags)
+        return _now(sock_recvfrom(self, bufsize))
+
+    def recvfrom_into(self, buf: Any, nbytes: int = 0, flags: int = 0) -> tuple[int, Any]:
+        self._check_open()
+        self._recv_ready("recvfrom_into", flags)
+        return _now(sock_recvfrom_into(self, buf, nbytes))
+
+    def _recv_ready(self, name: str, flags: int) -> None:
+        """Return if a receive can answer at once (bytes, EOF, an error, or
+        an unconnected stream socket's ENOTCONN); else EAGAIN or refused."""
+        if flags:
+            _would_block(self, name, "receive flags are not simulated")
+        if self.type == socket.SOCK_DGRAM:
+            if self._ep is None:
+                self._open_datagram(("0.0.0.0", 0), None)
+            if self._dq or self._err:
+                return
+        elif self._ep is None or self._rx or self._eof or self._err:
+            return
+        _would_block(self, name, "nothing has arrived yet")
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        self._check_open()
+        if self.type == socket.SOCK_DGRAM:
+            return _now(sock_sendto(self, data, _peer_of(self)))
+        ep = _stream_ep(self)
+        view = memoryview(data).cast("B")
+        room: int = ep.high - len(ep.buf)  # after what the peer's window took
+        if not len(view):
+            return 0
+        if room <= 0:
+            _would_block(self, "send", "the send buffer is full until the peer reads")
+        ep.write(view[:room].tobytes())
+        return min(room, len(view))
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self._check_open()
+        if self.type == socket.SOCK_DGRAM:
+            _now(sock_sendto(self, data, _peer_of(self)))
+            return
+        ep = _stream_ep(self)
+        view = memoryview(data).cast("B")
+        room = ep.high - len(ep.buf)
+        if len(view) > room:
+            if self._timeout == 0.0 and room > 0:
+                ep.write(view[:room].tobytes())  # as Python's: part, then EAGAIN
+            _would_block(
+                self, "sendall", "the bytes do not fit the send buffer until the peer reads"
+            )
+        ep.write(view.tobytes())
+
+    def sendto(self, data: Any, *args: Any) -> int:
+        self._check_open()
+        if self.type != socket.SOCK_DGRAM:
+            raise OSError(errno.EISCONN, "Transport endpoint is already connected")
+        return _now(sock_sendto(self, data, args[-1]))
 
     def bind(self, address: Any) -> None:
         self._check_open()
@@ -166,7 +311,9 @@ class RawSocket(_sockets.SimSocket):
                 raise OSError(errno.EINVAL, "Invalid argument")
             self._open_datagram((host, port), None)
         else:
-            self._local = (host, port)
+            # Linux picks the ephemeral port at bind: getsockname() shows it
+            # (anyio's free_tcp_port_factory loops until it does).
+            self._local = (host, port or self._stack.ephemeral(self._token))
 
     def listen(self, backlog: int = _sockets.BACKLOG_DEFAULT) -> None:
         self._check_open()
@@ -249,7 +396,7 @@ class RawSocket(_sockets.SimSocket):
     def writable(self) -> bool:
         if self._closed:
             return False
-        if self.type == socket.SOCK_DGRAM:
+        if self.type == socket.SOCK_DGRAM or self._so_error:
             return True
         return self._ep is not None and (not self._wpaused or self._eof)
 
@@ -354,6 +501,113 @@ class SocketType(_RealSocket, metaclass=_SocketMeta):
         return _RealSocket.__new__(cls, family, type, proto, fileno)  # type: ignore[call-arg]
 
 
+# ---- the blocking methods' helpers ---------------------------------------------
+
+
+_T = TypeVar("_T")
+
+
+def _now(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run one of the loop methods below to its end, without the loop: the
+    caller checked that it cannot suspend."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        value: _T = done.value
+        return value
+    coro.close()
+    raise AssertionError("a blocking method's loop method suspended")
+
+
+def _would_block(sock: RawSocket, name: str, why: str = "") -> None:
+    """A call that would have to wait: EAGAIN on a non-blocking socket, as
+    Linux; refused on a blocking one, which would stall virtual time."""
+    if sock._timeout == 0.0 and name != "connect":
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+    from ._loop import _raise_refusal
+
+    loop_name = "connect" if name == "connect_ex" else name.replace("sendto", "sendall")
+    because = f" ({why})" if why else ""
+    _raise_refusal(
+        f"socket.{name}() on a simulated socket would block the loop{because}, "
+        "stalling virtual time. Await the loop's method instead "
+        f"(loop.sock_{loop_name}(sock, ...)), use a transport, or make the "
+        "socket non-blocking (setblocking(False)) and wait with add_reader/add_writer."
+    )
+
+
+def _connect_locally(sock: RawSocket, address: Any) -> bool:
+    """connect() to this node itself (loopback, its own address, AF_UNIX):
+    as Linux, it is over inside the call, the server's end put in the
+    listener's backlog at once, or refused at once. False if the address is
+    another node's or the backlog is full: the handshake must wait."""
+    stack = sock._stack
+    node = sock._node
+    if sock.family == socket.AF_UNIX:
+        where = _sockets.unix_path(address)
+        remote: tuple[str, Any] = (_sockets.UNIX, where)
+        listener = stack.find_listener(node, _sockets.UNIX, where)
+        if listener is None:
+            _now(_sockets.create_unix_connection(stack, None, address))  # raises as Linux
+        local: tuple[str, Any] = (_sockets.UNIX, "")
+    else:
+        host, port = _sockets_addr(stack, address, False, sock.family)
+        if host in _sockets.WILDCARDS:
+            host = _sockets._loopback_of(host)  # Linux connects the unspecified address locally
+        if not (_sockets._is_loopback(host) or _sockets._own(stack, node, host)):
+            return False
+        remote = (host, port)
+        listener = stack.find_listener(node, host, port)
+        lhost = sock._local[0]
+        if lhost in _sockets.WILDCARDS:
+            lhost = _sockets._local_addr(stack, node, host)
+        local = (lhost, sock._local[1] or stack.ephemeral(sock._token))
+        if listener is None:
+            stack.stats["tcp_refused"] += 1
+            stack.log(_KIND_REFUSE, node, f"refuse {_sockets._ep(local)} -> {_sockets._ep(remote)}")
+            refused = f"Connect call failed {_sockets._sockaddr(remote)!r}"
+            raise ConnectionRefusedError(errno.ECONNREFUSED, refused)
+    assert listener is not None
+    if len(listener.pending) >= listener.backlog:
+        return False  # a full accept queue drops the SYN: connect waits
+    if sock.family != socket.AF_UNIX:
+        stack.take_port(sock._token, local[1])
+    ctx = contextvars.copy_context()
+    client = _sockets.Endpoint(stack, sock._token, ctx, local, remote, node)
+    client.port_held = sock.family != socket.AF_UNIX
+    server = _sockets.Endpoint(stack, listener.token, listener.ctx, remote, local, node)
+    client.peer, server.peer = server, client
+    client.state = server.state = "open"
+    stack.stats["tcp_connects"] += 1
+    stack.log(_KIND_CONNECT, node, f"connect {_sockets._ep(local)} -> {_sockets._ep(remote)}")
+    listener.pending.append(server)
+    stack.take_port(listener.token, remote[1])
+    server.port_held = True
+    listener.kick()
+    protocol = _StreamProtocol(sock)
+    client.protocol = protocol
+    protocol.connection_made(client)
+    sock._local, sock._remote = client.local, client.remote
+    return True
+
+
+def _stream_ep(sock: RawSocket) -> Any:
+    """A connected stream socket's endpoint, or the error a send raises."""
+    if sock._ep is None:
+        raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+    if sock._err is not None:
+        raise sock._err
+    if sock._ep.is_closing():
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+    return sock._ep
+
+
+def _peer_of(sock: RawSocket) -> Any:
+    if sock._remote is None:
+        raise OSError(errno.EDESTADDRREQ, "Destination address required")
+    return sock._remote
+
+
 # ---- the loop's methods ------------------------------------------------------------
 
 
@@ -400,6 +654,7 @@ async def sock_accept(sock: RawSocket) -> tuple[RawSocket, tuple[str, int]]:
     conn = sock._accepted.popleft()
     conn._local = conn._ep.local
     conn._remote = conn._ep.remote
+    conn._timeout = 0.0  # asyncio makes it non-blocking
     assert conn._remote is not None
     return conn, conn._remote
 
@@ -443,17 +698,9 @@ async def sock_recv_into(sock: RawSocket, buf: Any) -> int:
 async def sock_sendall(sock: RawSocket, data: Any) -> None:
     _check(sock)
     if sock.type == socket.SOCK_DGRAM:
-        if sock._remote is None:
-            raise OSError(errno.EDESTADDRREQ, "Destination address required")
-        await sock_sendto(sock, data, sock._remote)
+        await sock_sendto(sock, data, _peer_of(sock))
         return
-    if sock._ep is None:
-        raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
-    if sock._err is not None:
-        raise sock._err
-    if sock._ep.is_closing():
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-    sock._ep.write(bytes(data))
+    _stream_ep(sock).write(bytes(data))
     while sock._wpaused and sock._err is None and not sock._closed:
         await sock._wait()  # sendall returns once the kernel took every byte
     _check(sock)
