@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,9 @@ def test_the_map_is_a_function_of_the_seed_in_every_process() -> None:
             capture_output=True,
             text=True,
             check=True,
-            env={"PYTHONHASHSEED": str(h), "PATH": "/usr/bin", "PYTHONPATH": str(root)},
+            # The parent's environment (under `make asan`, its LD_PRELOAD of
+            # libasan) with another hash seed.
+            env={**os.environ, "PYTHONHASHSEED": str(h), "PYTHONPATH": str(root)},
             cwd=root,
         ).stdout.strip()
         for h in (1, 2)
