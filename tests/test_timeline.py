@@ -219,10 +219,13 @@ def _load_in_chromium(page: Path) -> tuple[dict[str, Any], str, str]:
     """_open_in_chromium's two, and the DOM the page's script built."""
     browser = _chromium()
     assert browser is not None
+    # The browser is no part of askew: it gets no LD_PRELOAD (under `make
+    # asan`, libasan's, in which chromium does not start within the timeout).
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     done = subprocess.run(
         [browser, "--headless=new", "--no-sandbox", "--disable-gpu",
          "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True, text=True, timeout=300, check=True, env=env,
     )  # fmt: skip
     summary = re.search(r'<pre id="summary">(.*?)</pre>', done.stdout, re.S)
     assert summary is not None, done.stdout[-2000:]
