@@ -45,10 +45,13 @@ def main() -> int:
         except askew.SimulationFailure:
             pass  # the failure is the point of the picture
         out.parent.mkdir(parents=True, exist_ok=True)
+        # The browser gets no LD_PRELOAD of ours (under `make asan`,
+        # libasan's keeps it from starting).
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         subprocess.run(
             [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              "--window-size=1400,400", f"--screenshot={out.resolve()}", page.as_uri()],
-            check=True, capture_output=True, timeout=120,
+            check=True, capture_output=True, timeout=120, env=env,
         )  # fmt: skip
     print(f"{out}: seed {seed}")
     return 0
