@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import ssl
 import sys
 from pathlib import Path
@@ -438,7 +439,7 @@ print(json.dumps(out))
 def test_the_same_seed_gives_the_same_tls_trace_in_one_process_and_across_processes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("LD_PRELOAD", raising=False)  # even when pytest runs under askew-exec
+    _child_preload(monkeypatch, False)  # even when pytest runs under askew-exec
     first, second = json_in_hash_seeds(_SCENARIO, hash_seeds=("0", "4242"))
     hashes = [[h, n] for h, n, _ in first]
     assert hashes == [[h, n] for h, n, _ in second]
@@ -452,6 +453,17 @@ def test_the_same_seed_gives_the_same_tls_trace_in_one_process_and_across_proces
 _PRELOAD = Path(askew.__file__).resolve().parent / "libaskew-preload.so"
 
 
+def _child_preload(monkeypatch: pytest.MonkeyPatch, preload: bool) -> None:
+    """The LD_PRELOAD the children get: askew's preload or none, after
+    libasan's under `make asan` (whose extension needs libasan first)."""
+    kept = os.environ.get("LD_PRELOAD", "").split() if os.environ.get("ASKEW_ASAN") else []
+    libraries = [p for p in kept if p != str(_PRELOAD)] + ([str(_PRELOAD)] if preload else [])
+    if libraries:
+        monkeypatch.setenv("LD_PRELOAD", " ".join(libraries))
+    else:
+        monkeypatch.delenv("LD_PRELOAD", raising=False)
+
+
 @pytest.mark.skipif(
     not sys.platform.startswith("linux") or not _PRELOAD.is_file(),
     reason="needs Linux and the built preload (run `make`)",
@@ -461,7 +473,7 @@ def test_under_askew_exec_the_tls_bytes_themselves_replay_across_processes(
 ) -> None:
     # What askew-exec does for a child: the preload in LD_PRELOAD (the hash
     # seed is set per child by json_in_hash_seeds).
-    monkeypatch.setenv("LD_PRELOAD", str(_PRELOAD))
+    _child_preload(monkeypatch, True)
     first, second = json_in_hash_seeds(_SCENARIO, hash_seeds=("0", "4242"))
     assert first == second
     assert first[0] == first[2]  # ciphertext included: OpenSSL drew from the run's entropy
@@ -544,10 +556,7 @@ def test_certificates_are_checked_against_virtual_time_under_askew_exec(
     )
     seen = {}
     for preload in (False, True):
-        if preload:
-            monkeypatch.setenv("LD_PRELOAD", str(_PRELOAD))
-        else:
-            monkeypatch.delenv("LD_PRELOAD", raising=False)
+        _child_preload(monkeypatch, preload)
         files = (str(tmp_path / "c.pem"), str(tmp_path / "c.key"))
         seen[preload] = json_in_hash_seeds(_VALIDITY, *files, hash_seeds=("0",))[0]
     # OpenSSL reads the clock in C: the host's without the preload, the
