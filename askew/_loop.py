@@ -120,6 +120,24 @@ def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) 
         )
 
 
+async def _given_stream(sock: Any, protocol_factory: Any, tls: Any) -> Any:
+    """create_connection(sock=...) and its unix twin: a transport over the
+    given simulated socket, with TLS if asked (askew/_tls.py)."""
+    if tls is not None:
+        return await _tls.adopt(sock, protocol_factory, tls)
+    return _rawsock.adopt_stream(sock, protocol_factory)
+
+
+async def _given_listener(
+    sock: Any, protocol_factory: Any, backlog: int, start_serving: bool, tls: Any
+) -> Any:
+    """create_server(sock=...) and its unix twin: a server on the given
+    simulated listening socket, with TLS if asked."""
+    if tls is not None:
+        return await _tls.serve(sock, protocol_factory, backlog, start_serving, tls)
+    return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
+
+
 class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     """An asyncio event loop with virtual time and a seeded schedule."""
 
@@ -605,9 +623,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         clash = _BOTH_HOST if host is not None or port is not None else None
         sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, clash)
         if sock is not None:
-            if tls is not None:
-                return await _tls.adopt(sock, protocol_factory, tls)
-            return _rawsock.adopt_stream(sock, protocol_factory)
+            return await _given_stream(sock, protocol_factory, tls)
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         if tls is not None:
             local = kwargs.get("local_addr")
@@ -630,9 +646,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         clash = _BOTH_HOST if host is not None or port is not None else None
         sock = _sock_arg(call, kwargs, _SERVE_IGNORED, clash)
         if sock is not None:
-            if tls is not None:
-                return await _tls.serve(sock, protocol_factory, backlog, start_serving, tls)
-            return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
+            return await _given_listener(sock, protocol_factory, backlog, start_serving, tls)
         stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
         if tls is not None:
             protocol_factory = _tls.server_factory(stack, protocol_factory, tls)
@@ -654,9 +668,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         tls = _tls.take_unix_options(kwargs, server_side=False)
         sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, _BOTH_PATH if path is not None else None)
         if sock is not None:
-            if tls is not None:
-                return await _tls.adopt(sock, protocol_factory, tls)
-            return _rawsock.adopt_stream(sock, protocol_factory)
+            return await _given_stream(sock, protocol_factory, tls)
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         if path is None:
             raise ValueError("no path and sock were specified")
@@ -677,9 +689,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         start_serving = kwargs.get("start_serving", True)
         sock = _sock_arg(call, kwargs, _SERVE_IGNORED, _BOTH_PATH if path is not None else None)
         if sock is not None:
-            if tls is not None:
-                return await _tls.serve(sock, protocol_factory, backlog, start_serving, tls)
-            return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
+            return await _given_listener(sock, protocol_factory, backlog, start_serving, tls)
         stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
         if path is None:
             raise ValueError("path was not specified, and no sock specified")
