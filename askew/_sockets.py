@@ -448,9 +448,18 @@ class Stack:
             self._dropped(seg)
             return
         dst = seg.dst
-        if kind == DATA and dst is not None and not dst.dead and dst.alive():
-            seg.acked = True  # the hot path: data for a live socket
-            dst._receive(seg)
+        if kind == DATA and dst is not None and not dst.dead and dst.slot.token == dst.token:
+            seg.acked = True  # data for a live socket
+            if seg.seq == dst.rcv_next and not dst.ooo and not dst.closing:
+                # The hot path: the next bytes in order, for a socket still open.
+                data = seg.data
+                dst.rcv_next += len(data)
+                dst.rx.append(data)
+                if dst.reading and not dst.rx_scheduled:
+                    dst.rx_scheduled = True
+                    self.loop.call_soon(dst._deliver_rx, context=dst.ctx)
+            else:
+                dst._receive(seg)
             return
         if kind == RST:
             if dst is not None and dst.alive():
@@ -654,6 +663,7 @@ class Endpoint(_Owned, asyncio.Transport):
         asyncio.Transport.__init__(self)
         _Owned.__init__(self, stack, token, ctx)
         self.loop = stack.loop
+        self.slot = stack.world._slots[self.node]  # its token is the live incarnation's
         self.local = local
         self.remote = remote
         self.remote_node = remote_node
@@ -696,7 +706,7 @@ class Endpoint(_Owned, asyncio.Transport):
         return f"<askew TCP {_ep(self.local)} -> {_ep(self.remote)} {self.state}>"
 
     def alive(self) -> bool:
-        return self.stack.token_of(self.node) == self.token
+        return self.slot.token == self.token
 
     # -- connection setup ---------------------------------------------------
 
@@ -763,26 +773,17 @@ class Endpoint(_Owned, asyncio.Transport):
         """Hand buffered bytes to the wire while the window allows."""
         if self.dead or self.peer is None:
             return
-        stack = self.stack
-        draw = stack.wire.draw
         buf = self.buf
         while buf and self.inflight < WINDOW:
-            cap = min(len(buf), WINDOW - self.inflight, SEGMENT_MAX)
-            # One draw over [1, 4*cap]: three times in four the whole cap,
-            # else a shorter segment, so one write often arrives in pieces.
-            size = min(cap, draw(1, 4 * cap)) if cap > 1 else cap
-            if size == len(buf):
+            take = min(len(buf), WINDOW - self.inflight)
+            if take == len(buf):
                 data = bytes(buf)
                 buf.clear()
             else:
                 with memoryview(buf) as view:
-                    data = view[:size].tobytes()  # one copy, not two
-                del buf[:size]
-            seg = _Segment(DATA, self, self.peer, self.snd_next, data)
-            self.snd_next += size
-            self.inflight += size
-            stack.stats["tcp_bytes"] += size
-            stack.send(seg, self.remote_node)
+                    data = view[:take].tobytes()
+                del buf[:take]
+            self._put(data)
         if not self.buf:
             if self.eof_wanted and not self.fin_sent:
                 self._send_fin()
@@ -792,6 +793,33 @@ class Endpoint(_Owned, asyncio.Transport):
         if self.writing_paused and len(self.buf) <= self.low:
             self.writing_paused = False
             self.loop.call_soon(self._resume_writing, context=self.ctx)
+
+    def _put(self, data: bytes) -> None:
+        """Send data, which the window takes whole, as segments whose sizes
+        the seed draws: one draw over [1, 4*cap] each, three times in four
+        the whole cap (at most SEGMENT_MAX), else a shorter segment, so one
+        write often arrives in pieces."""
+        stack = self.stack
+        wire = stack.wire
+        draw = wire.draw
+        peer = self.peer
+        n = len(data)
+        off = 0
+        while off < n:
+            cap = n - off
+            if cap > SEGMENT_MAX:
+                cap = SEGMENT_MAX
+            size = min(cap, draw(1, 4 * cap)) if cap > 1 else cap
+            seg = _Segment(
+                DATA, self, peer, self.snd_next, data if size == n else data[off : off + size]
+            )
+            self.snd_next += size
+            self.inflight += size
+            off += size
+            stack.stats["tcp_segments"] += 1
+            if wire.send_segment(self.token, self.remote_node, seg) > _DUPLICATED:
+                stack._dropped(seg)  # lost at send: retransmitted after a timeout
+        stack.stats["tcp_bytes"] += n
 
     def _send_fin(self) -> None:
         self.fin_sent = True
@@ -855,6 +883,16 @@ class Endpoint(_Owned, asyncio.Transport):
             if self.conn_lost >= LOG_WRITES_AFTER_LOST:
                 _asyncio_logger.warning("socket.send() raised exception.")
             self.conn_lost += 1
+            return
+        if (
+            type(data) is bytes
+            and not self.buf
+            and not self.closing
+            and self.peer is not None
+            and not self.dead
+            and self.inflight + len(data) <= WINDOW
+        ):
+            self._put(data)  # the window takes it all: no buffer
             return
         self.buf += data
         self._pump()
@@ -938,12 +976,12 @@ class Endpoint(_Owned, asyncio.Transport):
                 rx.clear()
                 n = len(data)
                 self._consumed(n)
-                if not self._call(
-                    "Fatal error: protocol.data_received() call failed.",
-                    True,
-                    self.protocol.data_received,
-                    data,
-                )[0]:
+                try:
+                    self.protocol.data_received(data)
+                except (SystemExit, KeyboardInterrupt):
+                    raise
+                except BaseException as exc:
+                    self._fatal(exc, "Fatal error: protocol.data_received() call failed.")
                     return
             if n and self.rx and self.reading and not self.rx_scheduled:
                 self.rx_scheduled = True

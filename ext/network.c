@@ -182,9 +182,10 @@ int askew__network_fire(askew_network *n, struct askew_timer *timer)
         /* A TCP segment: its stack decides, dropped ones included (they
          * are retransmitted). */
         PyObject *outcome = PyLong_FromUnsignedLong(d.outcome);
-        PyObject *r = outcome == NULL ? NULL
-                                      : PyObject_CallFunctionObjArgs(
-                                            n->segment_handler, payload, outcome, NULL);
+        PyObject *args[2] = {payload, outcome};
+        PyObject *r = outcome == NULL
+                          ? NULL
+                          : PyObject_Vectorcall(n->segment_handler, args, 2, NULL);
         Py_XDECREF(outcome);
         if (r == NULL)
             res = -EIO;
