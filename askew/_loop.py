@@ -120,6 +120,16 @@ def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) 
         )
 
 
+async def _connect(stack: _sockets.Stack, protocol_factory: Any, tls: Any, connect: Any) -> Any:
+    """create_connection and its unix twin, by address: `connect(factory)`
+    is the one plain connect, with every argument the call took; TLS runs
+    its handshake over that very connect (askew/_tls.py), so it reaches the
+    same address the plain call would (family= was once lost there)."""
+    if tls is not None:
+        return await _tls.create_connection(stack, protocol_factory, tls, connect)
+    return await connect(protocol_factory)
+
+
 async def _given_stream(sock: Any, protocol_factory: Any, tls: Any) -> Any:
     """create_connection(sock=...) and its unix twin: a transport over the
     given simulated socket, with TLS if asked (askew/_tls.py)."""
@@ -625,16 +635,12 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         if sock is not None:
             return await _given_stream(sock, protocol_factory, tls)
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
-        if tls is not None:
-            local = kwargs.get("local_addr")
+        local, family = kwargs.get("local_addr"), kwargs.get("family", 0)
 
-            def connect(factory: Any) -> Any:
-                return _sockets.create_connection(stack, factory, host, port, local)
+        def connect(factory: Any) -> Any:
+            return _sockets.create_connection(stack, factory, host, port, local, family)
 
-            return await _tls.create_connection(stack, protocol_factory, tls, connect)
-        return await _sockets.create_connection(
-            stack, protocol_factory, host, port, kwargs.get("local_addr"), kwargs.get("family", 0)
-        )
+        return await _connect(stack, protocol_factory, tls, connect)
 
     async def create_server(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
@@ -672,13 +678,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         if path is None:
             raise ValueError("no path and sock were specified")
-        if tls is not None:
 
-            def connect(factory: Any) -> Any:
-                return _sockets.create_unix_connection(stack, factory, path)
+        def connect(factory: Any) -> Any:
+            return _sockets.create_unix_connection(stack, factory, path)
 
-            return await _tls.create_connection(stack, protocol_factory, tls, connect)
-        return await _sockets.create_unix_connection(stack, protocol_factory, path)
+        return await _connect(stack, protocol_factory, tls, connect)
 
     async def create_unix_server(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any

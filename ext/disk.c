@@ -503,16 +503,14 @@ static PyType_Spec disk_spec = {
     .slots = disk_slots,
 };
 
-/* ---- descriptors: fd -> (node's disk, handle), the one decoding ------------
+/* ---- descriptors: fd -> (node's disk, handle) ------------------------------
  * A simulated descriptor is ASKEW_DISK_FD_BASE + (node <<
- * ASKEW_DISK_FD_NODE_SHIFT) + handle (askew_preload.h; askew/_disk.py makes
- * them); it is valid only in its own node's
- * code, while its world runs. The patched os.* functions and askew/_disk.py
- * decode them here. The state is the interpreter's one run at a time: the
- * node context variable, set once, and the world, set by disk_route_begin. */
-#define FD_BASE        ((long long)ASKEW_DISK_FD_BASE)
-#define FD_NODE_SHIFT  ASKEW_DISK_FD_NODE_SHIFT
-#define FD_HANDLE_MASK ((long long)ASKEW_DISK_FD_HANDLE_MASK)
+ * ASKEW_DISK_FD_NODE_SHIFT) + handle, decoded by askew_disk_fd_decode
+ * (askew_preload.h, shared with ext/preload_disk.c; askew/_disk.py makes
+ * them); it is valid only in its own node's code, while its world runs. The
+ * patched os.* functions and askew/_disk.py find its disk here. The state is
+ * the interpreter's one run at a time: the node context variable, set once,
+ * and the world, set by disk_route_begin. */
 
 static struct {
     PyTypeObject *disk_type; /* borrowed: the module keeps it */
@@ -608,12 +606,14 @@ static int fd_decode(PyObject *fd, PyObject **nd, askew_disk_object **disk, int 
     Py_DECREF(num);
     if (v == -1 && PyErr_Occurred())
         return -1;
-    if (overflow < 0 || (overflow == 0 && v < FD_BASE))
+    int64_t fd_node = -1;
+    int fh = 0;
+    if (overflow < 0 || (overflow == 0 && !askew_disk_fd_decode(v, &fd_node, &fh)))
         return 0;
     long long node = -1;
     if (caller_disk(nd, &node) < 0)
         return -1;
-    if (*nd == NULL || overflow > 0 || (v - FD_BASE) >> FD_NODE_SHIFT != node) {
+    if (*nd == NULL || overflow > 0 || fd_node != node) {
         Py_CLEAR(*nd);
         ebadf();
         return -1;
@@ -627,7 +627,7 @@ static int fd_decode(PyObject *fd, PyObject **nd, askew_disk_object **disk, int 
         return -1;
     }
     *disk = (askew_disk_object *)d;
-    *handle = (int)((v - FD_BASE) & FD_HANDLE_MASK);
+    *handle = fh;
     return 1;
 fail:
     Py_DECREF(num);
@@ -671,7 +671,7 @@ static PyObject *fsync_common(PyObject *fd, int data_only)
     if (PyLong_CheckExact(fd)) {
         int overflow;
         const long long v = PyLong_AsLongLongAndOverflow(fd, &overflow);
-        if (overflow < 0 || (overflow == 0 && v < FD_BASE && v != -1))
+        if (overflow < 0 || (overflow == 0 && v < ASKEW_DISK_FD_BASE && v != -1))
             return PyObject_CallOneArg(real, fd);
     }
     PyObject *nd;

@@ -21,12 +21,12 @@
 
 #define CAPSULE_NAME "askew._core.disk"
 /* A simulated fd is ASKEW_DISK_FD_BASE + (node << 16) + the engine's
- * handle, the numbering askew/_disk.py gives Python's simulated
- * descriptors too: one fd means one open file whichever side opened it, so
- * Python's fcntl.lockf or os.readv on a simulated file reach this hook. */
-#define FD_NODE_SHIFT  ASKEW_DISK_FD_NODE_SHIFT
-#define FD_HANDLE_MASK ASKEW_DISK_FD_HANDLE_MASK
-#define FD_NODES_MAX   ASKEW_DISK_FD_NODES_MAX
+ * handle (askew_disk_fd_encode/_decode in askew_preload.h), the numbering
+ * askew/_disk.py gives Python's simulated descriptors too: one fd means one
+ * open file whichever side opened it, so Python's fcntl.lockf or os.readv
+ * on a simulated file reach this hook. */
+#define FD_NODE_SHIFT ASKEW_DISK_FD_NODE_SHIFT
+#define FD_NODES_MAX  ASKEW_DISK_FD_NODES_MAX
 
 struct mount {
     int64_t node;
@@ -206,11 +206,11 @@ static int slot_room(struct mount *m, int fh)
  * names whatever the next incarnation opened under that handle. */
 static struct slot *slot_of(const struct askew_loop_state *loop, int fd)
 {
-    if (loop == NULL || fd < (int)ASKEW_DISK_FD_BASE || (PyObject *)loop != owner_loop)
+    int64_t node;
+    int fh;
+    if (loop == NULL || !askew_disk_fd_decode(fd, &node, &fh) ||
+        (PyObject *)loop != owner_loop)
         return NULL;
-    const uint32_t raw = (uint32_t)(fd - ASKEW_DISK_FD_BASE);
-    const int64_t node = raw >> FD_NODE_SHIFT;
-    const int fh = (int)(raw & FD_HANDLE_MASK);
     struct mount *m = node == loop->node_current ? mount_of_node(node) : NULL;
     if (m == NULL || askew_disk_flags(m->disk, fh) < 0 || slot_room(m, fh) < 0)
         return NULL;
@@ -222,8 +222,7 @@ static struct slot *slot_of(const struct askew_loop_state *loop, int fd)
 
 static int slot_fd(const struct slot *s)
 {
-    return (int)(ASKEW_DISK_FD_BASE + ((uint32_t)s->mount->node << FD_NODE_SHIFT) +
-                 (uint32_t)s->fh);
+    return askew_disk_fd_encode(s->mount->node, s->fh);
 }
 
 /* An engine call costs the node the latency the disk drew for it. */

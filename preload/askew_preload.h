@@ -49,6 +49,26 @@ extern "C" {
 #define ASKEW_DISK_FD_HANDLE_MASK ((1 << ASKEW_DISK_FD_NODE_SHIFT) - 1)
 #define ASKEW_DISK_FD_NODES_MAX   16384
 
+/* The one decoding of that numbering, for both sides: 1 when fd is a
+ * simulated fd, with its node and the disk's handle; 0 for a real one. It
+ * says nothing of whether that node runs or that handle is open. */
+static inline int askew_disk_fd_decode(int64_t fd, int64_t *node, int *handle)
+{
+    if (fd < ASKEW_DISK_FD_BASE)
+        return 0;
+    *node = (fd - ASKEW_DISK_FD_BASE) >> ASKEW_DISK_FD_NODE_SHIFT;
+    *handle = (int)((fd - ASKEW_DISK_FD_BASE) & ASKEW_DISK_FD_HANDLE_MASK);
+    return 1;
+}
+
+/* The simulated fd of `handle` on `node`'s disk (node below
+ * ASKEW_DISK_FD_NODES_MAX, handle within ASKEW_DISK_FD_HANDLE_MASK). */
+static inline int askew_disk_fd_encode(int64_t node, int handle)
+{
+    return (int)(ASKEW_DISK_FD_BASE + ((uint32_t)node << ASKEW_DISK_FD_NODE_SHIFT) +
+                 (uint32_t)handle);
+}
+
 /* What a disk call asks. Path calls carry `path` (and `dirfd`: AT_FDCWD, a
  * simulated directory fd, or a real one); fd calls carry `fd`. */
 enum askew_disk_call_op {

@@ -24,6 +24,19 @@
 
 #define RET __builtin_return_address(0)
 
+/* Every interposer's tail, for a real fd or a path on no disk: libc's call,
+ * else (while dlsym is re-entered and REAL() is still NULL) the system call
+ * nr with its arguments, its result in the interposer's return type. */
+#define FORWARD(name, call_real, nr, a0, a1, a2, a3, a4, a5)                           \
+    do {                                                                               \
+        __typeof__(&name) real = REAL(name);                                           \
+        if (ASKEW_LIKELY(real != NULL))                                                \
+            return call_real;                                                          \
+        return (__typeof__(call_real))askew__raw_syscall((nr), (long)(a0), (long)(a1), \
+                                                         (long)(a2), (long)(a3),       \
+                                                         (long)(a4), (long)(a5));      \
+    } while (0)
+
 /* The hook's result as libc returns it: -1 and errno for a negative one. */
 static long as_libc(int64_t r)
 {
@@ -155,11 +168,7 @@ static int stat_call(int dirfd, const char *path, int atflags,
                 FILL_STAT(buf, &st);                                                   \
             return (int)rc;                                                            \
         }                                                                              \
-        __typeof__(&name) real = REAL(name);                                           \
-        if (ASKEW_LIKELY(real != NULL))                                                \
-            return call_real;                                                          \
-        return (int)askew__raw_syscall((nr), (long)(a0), (long)(a1), (long)(a2),       \
-                                       (long)(a3), 0, 0);                              \
+        FORWARD(name, call_real, nr, a0, a1, a2, a3, 0, 0);                            \
     } while (0)
 
 ASKEW_EXPORT int stat(const char *restrict path, struct stat *restrict buf)
@@ -221,11 +230,8 @@ ASKEW_EXPORT int statx(int dirfd, const char *restrict path, int flags,
             fill_statx(buf, &st);
         return (int)rc;
     }
-    __typeof__(&statx) real = REAL(statx);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(dirfd, path, flags, mask, buf);
-    return (int)askew__raw_syscall(SYS_statx, dirfd, (long)path, flags, mask, (long)buf,
-                                   0);
+    FORWARD(statx, real(dirfd, path, flags, mask, buf), SYS_statx, dirfd, path, flags,
+            mask, buf, 0);
 }
 
 /* ---- the other path calls ---------------------------------------------- */
@@ -246,11 +252,7 @@ static int path_op(const struct askew_preload_hooks *h, struct askew_disk_call *
         struct askew_disk_call c = call_init;                                          \
         if (path_op(askew__t_hooks, &c, #name, RET, &rc))                              \
             return (int)rc;                                                            \
-        __typeof__(&name) real = REAL(name);                                           \
-        if (ASKEW_LIKELY(real != NULL))                                                \
-            return call_real;                                                          \
-        return (int)askew__raw_syscall((nr), (long)(a0), (long)(a1), (long)(a2),       \
-                                       (long)(a3), 0, 0);                              \
+        FORWARD(name, call_real, nr, a0, a1, a2, a3, 0, 0);                            \
     } while (0)
 
 #define CALL(...) ((struct askew_disk_call){__VA_ARGS__})
@@ -354,11 +356,7 @@ ASKEW_EXPORT int rename(const char *from, const char *to)
     long rc;
     if (rename_op(AT_FDCWD, from, AT_FDCWD, to, 0, "rename", RET, &rc))
         return (int)rc;
-    __typeof__(&rename) real = REAL(rename);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(from, to);
-    return (int)askew__raw_syscall(SYS_renameat2, AT_FDCWD, (long)from, AT_FDCWD,
-                                   (long)to, 0, 0);
+    FORWARD(rename, real(from, to), SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 0, 0);
 }
 
 ASKEW_EXPORT int renameat(int dirfd, const char *from, int dirfd2, const char *to)
@@ -366,11 +364,8 @@ ASKEW_EXPORT int renameat(int dirfd, const char *from, int dirfd2, const char *t
     long rc;
     if (rename_op(dirfd, from, dirfd2, to, 0, "renameat", RET, &rc))
         return (int)rc;
-    __typeof__(&renameat) real = REAL(renameat);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(dirfd, from, dirfd2, to);
-    return (int)askew__raw_syscall(SYS_renameat2, dirfd, (long)from, dirfd2, (long)to,
-                                   0, 0);
+    FORWARD(renameat, real(dirfd, from, dirfd2, to), SYS_renameat2, dirfd, from, dirfd2,
+            to, 0, 0);
 }
 
 ASKEW_EXPORT int renameat2(int dirfd, const char *from, int dirfd2, const char *to,
@@ -379,11 +374,8 @@ ASKEW_EXPORT int renameat2(int dirfd, const char *from, int dirfd2, const char *
     long rc;
     if (rename_op(dirfd, from, dirfd2, to, flags, "renameat2", RET, &rc))
         return (int)rc;
-    __typeof__(&renameat2) real = REAL(renameat2);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(dirfd, from, dirfd2, to, flags);
-    return (int)askew__raw_syscall(SYS_renameat2, dirfd, (long)from, dirfd2, (long)to,
-                                   flags, 0);
+    FORWARD(renameat2, real(dirfd, from, dirfd2, to, flags), SYS_renameat2, dirfd, from,
+            dirfd2, to, flags, 0);
 }
 
 /* The disk has no symbolic links: readlink of a name on it is EINVAL, or
@@ -402,11 +394,8 @@ ASKEW_EXPORT ssize_t readlink(const char *restrict path, char *restrict buf, siz
         }
         return rc;
     }
-    __typeof__(&readlink) real = REAL(readlink);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(path, buf, len);
-    return askew__raw_syscall(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf,
-                              (long)len, 0, 0);
+    FORWARD(readlink, real(path, buf, len), SYS_readlinkat, AT_FDCWD, path, buf, len, 0,
+            0);
 }
 
 /* ---- calls on a simulated fd ------------------------------------------- */
@@ -418,11 +407,7 @@ ASKEW_EXPORT ssize_t readlink(const char *restrict path, char *restrict buf, siz
             struct askew_disk_call c = call_init;                                      \
             return askew__disk_fdcall(&c, #name, RET);                                 \
         }                                                                              \
-        __typeof__(&name) real = REAL(name);                                           \
-        if (ASKEW_LIKELY(real != NULL))                                                \
-            return call_real;                                                          \
-        return askew__raw_syscall((nr), (long)(a0), (long)(a1), (long)(a2),            \
-                                  (long)(a3), 0, 0);                                   \
+        FORWARD(name, call_real, nr, a0, a1, a2, a3, 0, 0);                            \
     } while (0)
 
 ASKEW_EXPORT int close(int fd)
@@ -460,10 +445,7 @@ ASKEW_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
                 .op = (dcall), .fd = fd, .buf = (buf_expr), .len = n, .off = off};     \
             return askew__disk_fdcall(&c, #name, RET);                                 \
         }                                                                              \
-        __typeof__(&name) real = REAL(name);                                           \
-        if (ASKEW_LIKELY(real != NULL))                                                \
-            return real(fd, buf, n, off);                                              \
-        return askew__raw_syscall((nr), fd, (long)buf, (long)n, (long)off, 0, 0);      \
+        FORWARD(name, real(fd, buf, n, off), nr, fd, buf, n, off, 0, 0);               \
     } while (0)
 
 ASKEW_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -529,20 +511,14 @@ ASKEW_EXPORT int fchmod(int fd, mode_t mode)
 {
     if (askew__disk_fd(fd))
         return (int)attr_change(fd, "fchmod", RET);
-    __typeof__(&fchmod) real = REAL(fchmod);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(fd, mode);
-    return (int)askew__raw_syscall(SYS_fchmod, fd, mode, 0, 0, 0, 0);
+    FORWARD(fchmod, real(fd, mode), SYS_fchmod, fd, mode, 0, 0, 0, 0);
 }
 
 ASKEW_EXPORT int fchown(int fd, uid_t owner, gid_t group)
 {
     if (askew__disk_fd(fd))
         return (int)attr_change(fd, "fchown", RET);
-    __typeof__(&fchown) real = REAL(fchown);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(fd, owner, group);
-    return (int)askew__raw_syscall(SYS_fchown, fd, owner, group, 0, 0, 0);
+    FORWARD(fchown, real(fd, owner, group), SYS_fchown, fd, owner, group, 0, 0, 0);
 }
 
 /* fcntl on a simulated fd: the int commands go to the hook as they are,
@@ -588,10 +564,7 @@ static long fcntl_disk(int fd, int cmd, void *arg, const char *name, void *ret)
         va_end(ap);                                                                    \
         if (askew__disk_fd(fd))                                                        \
             return (int)fcntl_disk(fd, cmd, arg, #name, RET);                          \
-        __typeof__(&name) real = REAL(name);                                           \
-        if (ASKEW_LIKELY(real != NULL))                                                \
-            return real(fd, cmd, arg);                                                 \
-        return (int)askew__raw_syscall(SYS_fcntl, fd, cmd, (long)arg, 0, 0, 0);        \
+        FORWARD(name, real(fd, cmd, arg), SYS_fcntl, fd, cmd, arg, 0, 0, 0);           \
     } while (0)
 
 ASKEW_EXPORT int fcntl(int fd, int cmd, ...)
@@ -607,19 +580,16 @@ ASKEW_EXPORT int fcntl64(int fd, int cmd, ...)
 /* ---- what a simulated fd cannot do -------------------------------------- */
 
 /* A mapping of a simulated file would read memory the disk never sees:
- * refused (ENODEV, as for a file that cannot be mapped). */
+ * refused (ENODEV, as for a file that cannot be mapped). The system call's
+ * -1 becomes (void *)-1, which is MAP_FAILED. */
 #define MMAP_BODY(name)                                                                \
     do {                                                                               \
         if (askew__disk_fd(fd) && (flags & MAP_ANONYMOUS) == 0) {                      \
             (void)refuse_fd(#name, fd, RET, ENODEV);                                   \
             return MAP_FAILED;                                                         \
         }                                                                              \
-        __typeof__(&name) real = REAL(name);                                           \
-        if (ASKEW_LIKELY(real != NULL))                                                \
-            return real(addr, len, prot, flags, fd, off);                              \
-        long rc =                                                                      \
-            askew__raw_syscall(SYS_mmap, (long)addr, (long)len, prot, flags, fd, off); \
-        return rc == -1 ? MAP_FAILED : (void *)rc;                                     \
+        FORWARD(name, real(addr, len, prot, flags, fd, off), SYS_mmap, addr, len,      \
+                prot, flags, fd, off);                                                 \
     } while (0)
 
 ASKEW_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -637,11 +607,7 @@ ASKEW_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
     do {                                                                               \
         if (askew__disk_fd(fd))                                                        \
             return (int)refuse_fd(#name, fd, RET, (err));                              \
-        __typeof__(&name) real = REAL(name);                                           \
-        if (ASKEW_LIKELY(real != NULL))                                                \
-            return call_real;                                                          \
-        return (int)askew__raw_syscall((nr), (long)(a0), (long)(a1), (long)(a2),       \
-                                       (long)(a3), 0, 0);                              \
+        FORWARD(name, call_real, nr, a0, a1, a2, a3, 0, 0);                            \
     } while (0)
 
 ASKEW_EXPORT int dup(int fd)

@@ -6,8 +6,10 @@ certificates in tests/certs/, under faults, and replayed by seed."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import os
+import socket
 import ssl
 import sys
 from pathlib import Path
@@ -320,6 +322,105 @@ def test_a_crash_of_the_tls_server_resets_the_client_after_the_restart() -> None
             await reader.read(1)
 
     run_sim(body)
+
+
+# ---- the connect's arguments: the TLS call connects as the plain one -------------------
+
+
+async def _until_eof(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.read()
+    writer.close()
+
+
+async def _connect_outcome(host: str, port: int, tls: bool, family: int) -> tuple[Any, ...]:
+    """What open_connection(host, port, family=family) gives, over TLS or
+    not: the peer's address and the socket's family, or the error's type
+    and errno."""
+    extra: dict[str, Any] = {"ssl": client_context(), "server_hostname": "localhost"} if tls else {}
+    try:
+        _reader, writer = await asyncio.open_connection(host, port, family=family, **extra)
+    except OSError as exc:
+        return type(exc).__name__, exc.errno
+    peer = writer.get_extra_info("peername")[0]
+    sock_family = socket.AddressFamily(writer.get_extra_info("socket").family).name
+    writer.close()
+    await writer.wait_closed()
+    return "connected", peer, sock_family
+
+
+async def _family_scenario() -> list[tuple[Any, ...]]:
+    """Plain and TLS listeners on ::1 and on 127.0.0.1 (ephemeral ports),
+    and a connect to each with every family=, with TLS and without: one row
+    per call. Runs on stock asyncio (real loopback) and in a node alike."""
+    servers, ports = [], {}
+    for host in ("::1", "127.0.0.1"):
+        for tls in (False, True):
+            ctx = server_context() if tls else None
+            server = await asyncio.start_server(_until_eof, host, 0, ssl=ctx)
+            servers.append(server)
+            ports[host, tls] = server.sockets[0].getsockname()[1]
+    # ::1 to the IPv4 listener's port: nobody listens there on IPv6.
+    targets = (("::1", "::1"), ("::1", "127.0.0.1"), ("127.0.0.1", "127.0.0.1"))
+    rows = []
+    try:
+        for tls in (False, True):
+            for host, listener in targets:
+                for family in (socket.AF_UNSPEC, socket.AF_INET, socket.AF_INET6):
+                    got = await _connect_outcome(host, ports[listener, tls], tls, family)
+                    rows.append((tls, host, listener, family.name, *got))
+    finally:
+        for server in servers:
+            server.close()
+            await server.wait_closed()
+    return rows
+
+
+def _without_tls_flag(rows: list[tuple[Any, ...]], tls: bool) -> list[tuple[Any, ...]]:
+    return [row[1:] for row in rows if row[0] is tls]
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def test_tls_create_connection_honours_family_as_the_plain_call_does() -> None:
+    rows = run_nodes(client(lambda node: _family_scenario()))["result"]
+    assert _without_tls_flag(rows, True) == _without_tls_flag(rows, False)
+    # family=AF_INET6 with an IPv4 literal is glibc's EAI_ADDRFAMILY, TLS or not.
+    assert (True, "127.0.0.1", "127.0.0.1", "AF_INET6", "gaierror", socket.EAI_ADDRFAMILY) in rows
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="needs IPv6 loopback (::1) on this host")
+def test_the_family_scenario_gives_stock_asyncios_answers_on_real_loopback() -> None:
+    stock = asyncio.run(_family_scenario())
+    assert _without_tls_flag(stock, True) == _without_tls_flag(stock, False)
+    assert run_nodes(client(lambda node: _family_scenario()))["result"] == stock
+
+
+def test_tls_to_localhost_with_family_af_inet6_reaches_ipv6_or_is_refused_as_plain() -> None:
+    async def talk(node: Any) -> Any:
+        # Dual-stack listeners (host None: 0.0.0.0 and ::), and IPv4-only ones.
+        for port, tls in ((8080, False), (8443, True)):
+            ctx = server_context() if tls else None
+            node.dual = await asyncio.start_server(_until_eof, None, port, ssl=ctx)
+            node.v4 = await asyncio.start_server(_until_eof, "127.0.0.1", port + 1, ssl=ctx)
+        rows = []
+        for port, tls in ((8080, False), (8443, True)):
+            for listener in (port, port + 1):
+                rows.append(await _connect_outcome("localhost", listener, tls, socket.AF_INET6))
+        return rows
+
+    rows = run_nodes(client(talk))["result"]
+    # localhost asked for AF_INET6 is ::1 (docs/sockets.md): the dual-stack
+    # listener answers there, the IPv4-only one is refused; TLS changes neither.
+    reached = ("connected", "::1", "AF_INET6")
+    refused = ("ConnectionRefusedError", errno.ECONNREFUSED)
+    assert rows == [reached, refused, reached, refused]
 
 
 # ---- bad arguments, as asyncio's --------------------------------------------------------

@@ -1368,6 +1368,35 @@ START_TEST(test_a_simulated_fd_outside_its_run_is_ebadf_and_touches_nothing)
 }
 END_TEST
 
+/* The numbering both sides of the ABI share (askew_preload.h): a real fd
+ * decodes to nothing, a simulated one to the node and handle it was made of,
+ * the largest node and handle included, and stays below 2^31. */
+START_TEST(test_a_simulated_fd_decodes_to_the_node_and_handle_it_was_made_of)
+{
+    int64_t node = -2;
+    int handle = -2;
+    ck_assert_int_eq(askew_disk_fd_decode(0, &node, &handle), 0);
+    ck_assert_int_eq(askew_disk_fd_decode(ASKEW_DISK_FD_BASE - 1, &node, &handle), 0);
+    ck_assert_int_eq(askew_disk_fd_decode(-1, &node, &handle), 0);
+    ck_assert_int_eq(node, -2); /* untouched for a real fd */
+    const int64_t nodes[] = {0, 1, 7, ASKEW_DISK_FD_NODES_MAX - 1};
+    const int handles[] = {0, 1, 300, ASKEW_DISK_FD_HANDLE_MASK};
+    for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+        for (size_t j = 0; j < sizeof(handles) / sizeof(handles[0]); j++) {
+            const int fd = askew_disk_fd_encode(nodes[i], handles[j]);
+            ck_assert_int_ge(fd, ASKEW_DISK_FD_BASE);
+            ck_assert_int_eq(askew_disk_fd_decode(fd, &node, &handle), 1);
+            ck_assert_int_eq(node, nodes[i]);
+            ck_assert_int_eq(handle, handles[j]);
+        }
+    }
+    ck_assert_int_eq(askew_disk_fd_encode(1, 5), ASKEW_DISK_FD_BASE + (1 << 16) + 5);
+    ck_assert_int_eq(askew_disk_fd_decode(SIM_FD, &node, &handle), 1);
+    ck_assert_int_eq(node, 0);
+    ck_assert_int_eq(handle, 7);
+}
+END_TEST
+
 START_TEST(test_sim_a_table_from_abi_1_2_passes_every_path_and_has_no_simulated_fd)
 {
     struct {
@@ -1446,6 +1475,8 @@ static Suite *preload_suite(void)
                    test_a_simulated_fd_outside_its_run_is_ebadf_and_touches_nothing);
     tcase_add_test(
         tc, test_sim_a_table_from_abi_1_2_passes_every_path_and_has_no_simulated_fd);
+    tcase_add_test(tc,
+                   test_a_simulated_fd_decodes_to_the_node_and_handle_it_was_made_of);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("isolation");
