@@ -26,7 +26,7 @@ from _harness import Factory, import_peer
 
 PORT = 7
 LATENCY = (0.001, 0.010)  # askew's default link latency (ext/engine/net.h)
-SEED = 1  # askew's side runs seed 1 too
+SEED = 1  # every simulated side runs this seed
 
 # serve(host, port) binds the workload's server and returns; client(host,
 # port, n) runs the workload and returns how many operations it did.

@@ -22,8 +22,9 @@ pong server over an in-memory transport pair whose write() hands the bytes
 to the peer protocol with one `loop.call_soon`, with asyncio's own
 StreamReader, StreamWriter and StreamReaderProtocol on top, once on the stock
 loop and once on askew's (`askew.run`). That is what the streams and the loop
-cost with a transport that costs nothing, so it bounds what any simulated
-network, askew's included, can reach against real loopback.
+cost with a transport that costs nothing: askew's side, which adds a network
+to the same loop, cannot beat `floor, askew loop`, so that row's ratio to
+loopback is the most the 3x goal can get.
 
 Read the `vs` column as "times cheaper than stock asyncio"; the goals ask
 askew for >= 3x the round trips per wall second of real loopback and >= 10x
@@ -52,7 +53,7 @@ from _harness import (
     scaled,
     write_json,
 )
-from _sock_peers import simloom_side, simloop_side
+from _sock_peers import PORT, SEED, simloom_side, simloop_side
 
 CHUNK = 64 * 1024
 STOCK = "stock asyncio (loopback)"
@@ -125,11 +126,11 @@ def askew_side(handler, client, n: int):
         done: list[int] = []
 
         async def server_node(node) -> None:
-            await serve(handler, None, 7)
+            await serve(handler, None, PORT)
             await asyncio.sleep(1e9)
 
         async def client_node(node) -> None:
-            done.append(await client("server", 7, n))
+            done.append(await client("server", PORT, n))
 
         async def body(world) -> None:
             world.spawn(server_node, name="server")
@@ -137,7 +138,7 @@ def askew_side(handler, client, n: int):
             while not done:
                 await asyncio.sleep(0.5)
 
-        test = simulate(seed=1, iterations=1)(body)
+        test = simulate(seed=SEED, iterations=1)(body)
 
         def run() -> int:
             done.clear()
@@ -294,7 +295,7 @@ def floor_side(run_loop: Any, n: int) -> Factory:
 def askew_run(coro: Any) -> Any:
     import askew  # askew's own side: an import error is a failure, never "n/a"
 
-    return askew.run(coro, seed=1)
+    return askew.run(coro, seed=SEED)
 
 
 def side_by_side(
