@@ -232,8 +232,8 @@ def _certificate_note(failure: BaseException | None, config: RunConfig) -> str |
                 day = wall_epoch_text(config.wall_epoch_utc).removesuffix("T00:00:00Z")
                 return (
                     f"the simulation's wall clock reads {day} (plus virtual time), where "
-                    f"the certificate is {why.removeprefix('certificate ')}; set wall_epoch= "
-                    "(ASKEW_WALL_EPOCH, --askew-wall-epoch) to a date inside its validity"
+                    f"the {why}; set wall_epoch= (ASKEW_WALL_EPOCH, --askew-wall-epoch) "
+                    "to a date inside its validity"
                 )
         exc = exc.__cause__ or exc.__context__
     return None
