@@ -889,7 +889,7 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
     PyObject *strategy, *steps_obj;
     unsigned long long gc_every;
     long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi, pct_depth = 1, pct_steps = 1;
-    long long wall_epoch_ns = ASKEW_WALL_EPOCH_S * 1000000000LL;
+    long long wall_epoch_ns = ASKEW_WALL_EPOCH_NS;
     if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)|LLL", &strategy, &PyLong_Type,
                           &steps_obj, &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo,
                           &os_hi, &pct_depth, &pct_steps, &wall_epoch_ns))
@@ -1010,7 +1010,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->sched.steps_max = 0;
     self->node_current = -1;
-    self->wall_epoch_ns = ASKEW_WALL_EPOCH_S * 1000000000LL;
+    self->wall_epoch_ns = ASKEW_WALL_EPOCH_NS;
     self->gc_every = 0;
     const struct askew_net_host host = {
         .ctx = self,

@@ -62,6 +62,8 @@ struct askew_loop_state {
     char debug;
 };
 
+/* The default wall epoch in Unix ns (preload/askew_preload.h's, in s). */
+#define ASKEW_WALL_EPOCH_NS (ASKEW_WALL_EPOCH_S * 1000000000LL)
 /* The latest wall epoch a run may take, Unix ns: room above it for all of
  * virtual time (2**62 ns, patch.c), so epoch + now fits int64 ns and C's
  * REALTIME, time.time and the preload read one clock (2116-02-20). */

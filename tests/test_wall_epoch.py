@@ -408,7 +408,7 @@ def test_a_certificate_issued_after_2020_fails_by_default_and_passes_with_the_ep
 
 
 def test_the_certificate_note_finds_the_error_among_the_causes() -> None:
-    from askew._report import _certificate_note
+    from askew._report import _certificate_note, wrapped_replay
 
     err = ssl.SSLCertVerificationError(1, "certificate verify failed")
     err.verify_message = "certificate has expired"
@@ -418,9 +418,13 @@ def test_the_certificate_note_finds_the_error_among_the_causes() -> None:
         except ssl.SSLError as exc:
             raise ConnectionError("handshake failed") from exc
     except ConnectionError as outer:
-        note = _certificate_note(outer, RunConfig(wall_epoch="2026-06-01T12:00:00Z"))
+        failure = outer
+    note = _certificate_note(failure, RunConfig(wall_epoch="2026-06-01T12:00:00Z"))
     assert note is not None and note.startswith(
         "the simulation's wall clock reads 2026-06-01T12:00:00Z (plus virtual time), "
         "where the certificate has expired"
     )
     assert _certificate_note(ValueError("expired"), RunConfig()) is None
+    # A wrapped test's "askew replay" section notes it too.
+    section = wrapped_replay(_wrap.WrappedRun("t.py::test_z", 5), failure)
+    assert "note: the simulation's wall clock reads 2020-01-01 (plus" in section
