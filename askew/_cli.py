@@ -52,6 +52,8 @@ wrap options (each needs --wrap; pytest's --askew-NAME options are the same):
   --pct-depth D      PCT's bug depth, default 3 (ASKEW_PCT_DEPTH)
   --pct-steps K      PCT's estimate of a run's steps, default 1000 (ASKEW_PCT_STEPS)
   --swarm 0|1        a seeded random subset of fault knobs per seed (ASKEW_SWARM)
+  --wall-epoch DATE  what the wall clock reads at t=0, default 2020-01-01; ISO-8601
+                     or Unix seconds (ASKEW_WALL_EPOCH)
 """
 
 # Run in the child by --check: whatever happens, print one JSON object.

@@ -7,6 +7,7 @@ what would be right.
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 from collections.abc import Callable
@@ -38,6 +39,12 @@ SECONDS_LIMIT = 2**62 / 1e9
 # A clock skew of a century either way is past any step NTP could make, and
 # keeps epoch + offset + drift far inside int64 nanoseconds.
 OFFSET_LIMIT = 100 * 365.25 * 24 * 3600.0
+# The wall clock a run starts at (docs/design.md, "The wall epoch"): the
+# extension's default, 2020-01-01T00:00:00Z, and the latest it takes, which
+# leaves room for all of virtual time in int64 nanoseconds (2116-02-20).
+UNIX_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+DEFAULT_WALL_EPOCH = UNIX_EPOCH + datetime.timedelta(seconds=_core.WALL_EPOCH)
+WALL_EPOCH_MAX_NS: int = _core.WALL_EPOCH_MAX_NS
 # PCT (docs/exploration.md): the bug depth d it aims at, and k, its estimate
 # of a run's steps, over which the d - 1 priority change points are spread.
 DEFAULT_PCT_DEPTH = 3
@@ -161,6 +168,84 @@ def check_offset(value: object, what: str = "offset") -> float:
     return seconds
 
 
+WallEpoch = datetime.datetime | datetime.date | float | str
+
+
+def wall_epoch_text(epoch: datetime.datetime) -> str:
+    """An epoch as ISO-8601 UTC text, as it is written back (2026-01-01T00:00:00Z)."""
+    return epoch.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _iso_epoch(text: str, what: str) -> datetime.datetime:
+    """An ISO-8601 date (midnight UTC) or a datetime with a UTC offset or Z."""
+    try:
+        day = datetime.date.fromisoformat(text)
+    except ValueError:
+        pass
+    else:
+        return datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{what} must be Unix seconds or an ISO-8601 date or datetime "
+            f"(2026-01-01, 2026-01-01T00:00:00Z), got {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"{what} must name its time zone: {text!r} has none (add Z for UTC: {text}Z)"
+        )
+    return moment
+
+
+def check_wall_epoch(value: object, what: str = "wall_epoch") -> datetime.datetime:
+    """The date a run's wall clock starts at, as an aware UTC datetime:
+    from Unix seconds (int or float), ISO-8601 text, a date (midnight UTC)
+    or an aware datetime. From 1970-01-01 on, and early enough that the
+    epoch plus all of virtual time fits int64 nanoseconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime.date)):
+        raise TypeError(
+            f"{what} must be Unix seconds, an ISO-8601 string or a timezone-aware "
+            f"datetime, not {type(value).__name__} {value!r}"
+        )
+    if isinstance(value, (int, float)):
+        seconds = _finite_seconds(value, what)
+        if not 0 <= seconds <= WALL_EPOCH_MAX_NS / 1e9:
+            raise ValueError(_epoch_range(what, value))
+        epoch = UNIX_EPOCH + datetime.timedelta(seconds=value)
+    elif isinstance(value, str):
+        epoch = _iso_epoch(value.strip(), what)
+    elif isinstance(value, datetime.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(
+                f"{what} must be a timezone-aware datetime (tzinfo=datetime.UTC), "
+                f"got the naive {value!r}"
+            )
+        epoch = value
+    else:  # a date: its midnight, UTC
+        epoch = datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC)
+    try:
+        epoch = epoch.astimezone(datetime.UTC)
+    except OverflowError:  # an offset that takes it past year 1 or 9999
+        raise ValueError(_epoch_range(what, value)) from None
+    if not 0 <= epoch_ns(epoch) <= WALL_EPOCH_MAX_NS:
+        raise ValueError(_epoch_range(what, value))
+    return epoch
+
+
+def epoch_ns(epoch: datetime.datetime) -> int:
+    """An aware datetime as Unix nanoseconds, exactly."""
+    return (epoch - UNIX_EPOCH) // datetime.timedelta(microseconds=1) * 1000
+
+
+def _epoch_range(what: str, value: object) -> str:
+    latest = UNIX_EPOCH + datetime.timedelta(microseconds=WALL_EPOCH_MAX_NS // 1000)
+    return (
+        f"{what} must be from 1970-01-01T00:00:00Z to {wall_epoch_text(latest)} (the epoch "
+        f"plus 2**62 ns of virtual time must fit int64 nanoseconds), got {value!r}"
+    )
+
+
 def check_span(value: object, what: str) -> tuple[float, float]:
     """A (lo, hi) pair of seconds with 0 <= lo <= hi <= MAX_SPAN_S."""
     if (
@@ -194,6 +279,8 @@ class RunConfig:
     pct_depth: int = DEFAULT_PCT_DEPTH
     pct_steps: int = DEFAULT_PCT_STEPS
     swarm: bool = False
+    # Any form check_wall_epoch takes; kept as an aware UTC datetime.
+    wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH
     # Set by askew._swarm on the config of one swarm run: its report line.
     swarm_note: str | None = None
 
@@ -208,11 +295,22 @@ class RunConfig:
         check_pct_depth(self.pct_depth)
         check_pct_steps(self.pct_steps)
         check_flag(self.swarm, "swarm")
+        object.__setattr__(self, "wall_epoch", check_wall_epoch(self.wall_epoch))
 
     @property
     def faithful(self) -> bool:
         """Whether every schedule of this strategy is one asyncio could produce."""
         return self.strategy in FAITHFUL_STRATEGIES
+
+    @property
+    def wall_epoch_utc(self) -> datetime.datetime:
+        """What the run's wall clocks read at virtual time 0."""
+        assert isinstance(self.wall_epoch, datetime.datetime)  # by __post_init__
+        return self.wall_epoch
+
+    @property
+    def wall_epoch_ns(self) -> int:
+        return epoch_ns(self.wall_epoch_utc)
 
     @property
     def max_time_ns(self) -> int:
@@ -374,6 +472,18 @@ def parse_executor(text: str, what: str) -> str:
     return text.strip()
 
 
+def parse_wall_epoch(text: str, what: str) -> datetime.datetime:
+    """An epoch written as text: Unix seconds or ISO-8601."""
+    word = text.strip()
+    number: float | None = _int_text(word)
+    if number is None:
+        try:
+            number = float(word)
+        except ValueError:
+            number = None
+    return check_wall_epoch(word if number is None else number, what)
+
+
 # RunConfig's field -> the ASKEW_* variable that carries it and its parser.
 KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "strategy": ("ASKEW_STRATEGY", parse_strategy),
@@ -385,6 +495,7 @@ KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "pct_depth": ("ASKEW_PCT_DEPTH", parse_pct_depth),
     "pct_steps": ("ASKEW_PCT_STEPS", parse_pct_steps),
     "swarm": ("ASKEW_SWARM", parse_flag),
+    "wall_epoch": ("ASKEW_WALL_EPOCH", parse_wall_epoch),
 }
 # Wrap mode runs executor work inline unless told otherwise (docs/wrapping.md
 # says why); @askew.simulate and new_event_loop keep RunConfig's "refuse".
@@ -450,6 +561,8 @@ def knob_text(value: object) -> str:
         return ",".join(map(repr, value))
     if isinstance(value, bool):
         return str(int(value))
+    if isinstance(value, datetime.datetime):
+        return wall_epoch_text(value)
     return str(value)
 
 

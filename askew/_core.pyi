@@ -17,7 +17,8 @@ STREAM_USER: int
 STREAM_PYRANDOM: int
 STREAM_BUGGIFY: int
 STREAM_SWARM: int
-WALL_EPOCH: int
+WALL_EPOCH: int  # the default wall epoch, Unix seconds (2020-01-01)
+WALL_EPOCH_MAX_NS: int  # the latest epoch a loop takes, Unix ns
 # Loop._run's status codes (ext/loop.h).
 RUN_STOPPED: int
 RUN_IDLE: int
@@ -182,6 +183,7 @@ class Loop:
         overshoot_ns: tuple[int, int],
         pct_depth: int = 1,
         pct_steps: int = 1,
+        wall_epoch_ns: int = ...,
         /,
     ) -> None: ...
     def _enter(self) -> None: ...

@@ -8,7 +8,7 @@ thread (where a sleep consumes virtual time and returns at once) and call the
 originals anywhere else; os.times, resource.getrusage and the time module's
 calendar functions (localtime, gmtime, ctime, asctime, strftime) with no time
 given read virtual clocks too; the local time zone is UTC (TZ=UTC, unless the
-run sets its own); logging's start time is the virtual epoch, so records'
+run sets its own); logging's start time is the run's wall epoch, so records'
 relativeCreated count virtual time since it; the global `random` module is
 reseeded from the run's seed; Thread.start is refused on the simulation
 thread; the cyclic gc only runs when the loop says.
@@ -315,7 +315,9 @@ class Scope:
     def open(self) -> bool:
         return self._nesting.open
 
-    def enter(self) -> None:
+    def enter(self, wall_epoch_ns: int = _core.WALL_EPOCH * 1_000_000_000) -> None:
+        """Open the scope; the outermost open sets logging's start time to
+        the run's wall epoch (RunConfig.wall_epoch_ns)."""
         if not self._nesting.enter():
             return
         self._saved_random = random.getstate()
@@ -338,7 +340,7 @@ class Scope:
             self._names.set(datetime, "datetime", _Datetime)
             self._names.set(datetime, "date", _Date)
             self._names.set(threading.Thread, "start", _refusing_start)
-            self._enter_host_state()
+            self._enter_host_state(wall_epoch_ns)
             self._close_python_escapes()
             gc.disable()
         except BaseException:
@@ -428,9 +430,9 @@ class Scope:
             gc.enable()
         self._saved_random = None
 
-    def _enter_host_state(self) -> None:
+    def _enter_host_state(self, wall_epoch_ns: int) -> None:
         """The host's time zone and logging's start time stay outside: a run
-        reads UTC and counts log times from the virtual epoch."""
+        reads UTC and counts log times from its wall epoch."""
         self._saved_tz = os.environ.get("TZ")
         os.environ["TZ"] = "UTC"
         time.tzset()
@@ -438,9 +440,9 @@ class Scope:
         if logging is not None:
             self._saved_log_start = logging._startTime
             # 3.13 keeps nanoseconds (an int), older versions seconds.
-            start = _core.WALL_EPOCH
-            if isinstance(self._saved_log_start, int):
-                start *= 1_000_000_000
+            start: float = wall_epoch_ns
+            if not isinstance(self._saved_log_start, int):
+                start = wall_epoch_ns / 1e9
             logging._startTime = start  # type: ignore[attr-defined]
 
     def _exit_host_state(self) -> None:

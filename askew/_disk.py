@@ -175,7 +175,10 @@ def _failed(nd: NodeDisk, exc: OSError, path: Any, what: str) -> OSError:
 
 def _stat_result(st: tuple[int, int, int, int, int, int, int]) -> os.stat_result:
     ino, size, blocks, mode, nlink, _is_dir, mtime_ns = st
-    wall_ns = _core.WALL_EPOCH * 1_000_000_000 + mtime_ns
+    # The disk keeps virtual time; stat reads the run's wall clock (as C's
+    # does). Only a world's code reaches a simulated disk.
+    assert _world is not None
+    wall_ns = _world._loop._config.wall_epoch_ns + mtime_ns
     secs = wall_ns // 1_000_000_000
     t = wall_ns / 1e9
     return os.stat_result(

@@ -26,6 +26,7 @@ from . import _core, _rawsock, _sockets, _tls, _udp
 from ._config import (
     GC_EVERY_STEPS,
     RunConfig,
+    WallEpoch,
     check_seed,
     span_ns,
 )
@@ -183,6 +184,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             span_ns(cfg.overshoot),
             cfg.pct_depth,
             cfg.pct_steps,
+            cfg.wall_epoch_ns,
         )
 
     # A test may replace loop.time on the instance (a mock clock), as it can
@@ -268,7 +270,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         # runner the scope is already open and the runner seeds `random`.
         self._own_scope = not scope.open
         if self._own_scope:
-            scope.enter()
+            scope.enter(self._config.wall_epoch_ns)
             if self._random_state is None:
                 scope.reseed(self.seed)
             else:
@@ -935,6 +937,7 @@ def new_event_loop(
     executor: str = "refuse",
     pct_depth: int | None = None,
     pct_steps: int | None = None,
+    wall_epoch: WallEpoch | None = None,
 ) -> SimLoop:
     """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
     loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
@@ -947,6 +950,7 @@ def new_event_loop(
         ("max_time", max_time),
         ("pct_depth", pct_depth),
         ("pct_steps", pct_steps),
+        ("wall_epoch", wall_epoch),
     ):
         if value is not None:
             kwargs[name] = value

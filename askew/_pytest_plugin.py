@@ -71,6 +71,7 @@ _KNOB_HELP = {
     "pct_depth": ("D", "the bug depth PCT aims at (default 3)"),
     "pct_steps": ("K", "PCT's estimate of a run's steps (default 1000)"),
     "swarm": ("0|1", "a seeded random subset of fault knobs per seed"),
+    "wall_epoch": ("DATE", "what the wall clock reads at t=0: 2026-01-01 or Unix seconds"),
 }
 
 
@@ -651,7 +652,8 @@ class WrapPlugin:
             item.user_properties.append(("askew_virtual_time", f"{run.virtual_time:.6f}"))
         if report.failed:
             self.failures.append((item.nodeid, run.base, run.seed))
-            report.sections.append(("askew replay", wrapped_replay(run)))
+            failure = call.excinfo.value if call.excinfo is not None else None
+            report.sections.append(("askew replay", wrapped_replay(run, failure)))
 
 
 class SeedSweep:

@@ -24,7 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._config import RunConfig, env_knob_assignments, env_trace, strategy_note, swarm_note
+from ._config import (
+    RunConfig,
+    env_knob_assignments,
+    env_trace,
+    strategy_note,
+    swarm_note,
+    wall_epoch_text,
+)
 from ._world import LOG_KEPT, Event, _short_repr, event_from_entry, safe_repr
 from .errors import BudgetExceeded, DeadlockError, SimulationFailure
 
@@ -210,10 +217,33 @@ def _simulated_replay(qualname: str, seed: int) -> str:
     return f"askew.Replay.run({qualname}, seed={seed})"
 
 
-def _notes(config: RunConfig) -> list[str]:
-    """What a report adds about replaying: an unfaithful strategy, a random hash seed."""
+def _certificate_note(failure: BaseException | None, config: RunConfig) -> str | None:
+    """A certificate refused as not yet valid or expired was checked
+    against the run's wall clock (under askew-exec): name its date and the
+    option that moves it. Looks along the failure's chain of causes."""
+    ssl = sys.modules.get("ssl")  # not imported: no certificate was checked
+    seen: set[int] = set()
+    exc = failure
+    while ssl is not None and exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            why = str(getattr(exc, "verify_message", "") or _safe_str(exc))
+            if "not yet valid" in why or "expired" in why:
+                day = wall_epoch_text(config.wall_epoch_utc).removesuffix("T00:00:00Z")
+                return (
+                    f"the simulation's wall clock reads {day} (plus virtual time), where "
+                    f"the {why}; set wall_epoch= (ASKEW_WALL_EPOCH, --askew-wall-epoch) "
+                    "to a date inside its validity"
+                )
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _notes(config: RunConfig, failure: BaseException | None = None) -> list[str]:
+    """What a report adds about replaying: an unfaithful strategy, a random
+    hash seed; and about the failure: a certificate the wall epoch refused."""
     notes = []
-    for note in (strategy_note(config), swarm_note(config)):
+    for note in (strategy_note(config), swarm_note(config), _certificate_note(failure, config)):
         if note:
             notes.append(note)
     if sys.flags.hash_randomization and os.environ.get("PYTHONHASHSEED", "random") == "random":
@@ -279,7 +309,7 @@ def simulation_failure(
     replay = _simulated_replay(fn.__qualname__, seed)
     lines += ["", f"  replay: {replay}"]
     lines += [f"  {_view_name(path)}: {path}" for path in outcome.views]
-    lines += [f"  note: {note}" for note in _notes(config)]
+    lines += [f"  note: {note}" for note in _notes(config, exc)]
     cls = type(exc) if isinstance(exc, SimulationFailure) else SimulationFailure
     report = cls(lines[0])
     report.report = "\n".join(lines)
@@ -317,10 +347,10 @@ def own_cause(failure: BaseException) -> BaseException:
     return failure
 
 
-def wrapped_replay(run: WrappedRun) -> str:
+def wrapped_replay(run: WrappedRun, failure: BaseException | None = None) -> str:
     """The "askew replay" section of a wrapped test's failure."""
     lines = [run.describe()]
-    lines += [f"note: {note}" for note in _notes(run.config)]
+    lines += [f"note: {note}" for note in _notes(run.config, failure)]
     lines.append(f"replay: {run.replay}")
     return "\n".join(lines)
 

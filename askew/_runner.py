@@ -35,8 +35,10 @@ from ._config import (
     DEFAULT_OVERSHOOT,
     DEFAULT_PCT_DEPTH,
     DEFAULT_PCT_STEPS,
+    DEFAULT_WALL_EPOCH,
     SEED_LIMIT,
     RunConfig,
+    WallEpoch,
     check_iterations,
     check_seed,
     env_flag,
@@ -90,6 +92,7 @@ def simulate(
     pct_depth: int = DEFAULT_PCT_DEPTH,
     pct_steps: int = DEFAULT_PCT_STEPS,
     swarm: bool = False,
+    wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH,
     check_determinism: bool = False,
 ) -> Any:
     """Run `async def test(world, ...)` under `iterations` seeds.
@@ -106,6 +109,9 @@ def simulate(
     and of timer lateness under "faithful". max_steps / max_time: per-run
     budgets (callbacks, virtual seconds). executor="inline" runs
     run_in_executor work at a seeded step instead of refusing it.
+    wall_epoch: the date the wall clocks (time.time, datetime.now, C's
+    CLOCK_REALTIME under askew-exec) read at virtual time 0: Unix seconds,
+    ISO-8601 ("2026-01-01") or an aware datetime; 2020-01-01 by default.
     check_determinism runs every seed twice.
     """
     # Used bare (@askew.simulate) it receives the test itself. Only a function
@@ -130,6 +136,7 @@ def simulate(
             pct_depth=pct_depth,
             pct_steps=pct_steps,
             swarm=swarm,
+            wall_epoch=wall_epoch,
         ),
         check_determinism,
     )
@@ -324,7 +331,7 @@ def _sweeping(
     # cost most of a one-run sweep); the old one is collected as usual
     # between sweeps.
     gc.collect(1)
-    scope.enter()
+    scope.enter(config.wall_epoch_ns)
     disk_names = NameSwap()
     gc.freeze()  # what exists now is never scanned by the collections below
     try:

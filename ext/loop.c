@@ -127,13 +127,17 @@ int askew__clock_read(void *ctx, int realtime, struct timespec *out)
         return 0;
     }
     int64_t ns = realtime ? askew__loop_wall_ns(self) : askew__loop_local_ns(self);
-    /* A wall clock stepped back before the epoch reads the epoch's start; a
-     * monotonic one never reads below 0 (the boot of the simulation). */
-    const int64_t floor_ns = realtime ? -ASKEW_WALL_EPOCH_S * 1000000000LL : 0;
+    /* A wall clock stepped back before the Unix epoch reads 1970-01-01; a
+     * monotonic one never reads below 0 (the boot of the simulation). A
+     * wall clock skewed past the end of int64 nanoseconds reads that end:
+     * the run's epoch leaves room for all of virtual time (_configure), a
+     * century's skew on top of it may not. */
+    const int64_t epoch_ns = self->wall_epoch_ns;
+    const int64_t floor_ns = realtime ? -epoch_ns : 0;
     if (ns < floor_ns)
         ns = floor_ns;
     if (realtime)
-        ns += ASKEW_WALL_EPOCH_S * 1000000000LL;
+        ns = ns > INT64_MAX - epoch_ns ? INT64_MAX : ns + epoch_ns;
     out->tv_sec = (time_t)(ns / 1000000000);
     out->tv_nsec = (long)(ns % 1000000000);
     return 0;
@@ -876,18 +880,27 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
 }
 
 /* _configure(strategy, steps_max, time_max_ns, gc_every, cpu_ns, overshoot_ns,
- * [pct_depth, pct_steps]), cpu_ns and overshoot_ns (lo, hi) pairs: validated
- * in _config.py; the strategy name and PCT's bounds are checked again here.
- * PCT's change points are drawn at the next reset. */
+ * [pct_depth, pct_steps, wall_epoch_ns]), cpu_ns and overshoot_ns (lo, hi)
+ * pairs: validated in _config.py; the strategy name, PCT's bounds and the
+ * epoch's range are checked again here. PCT's change points are drawn at the
+ * next reset; the epoch applies to the next clock read. */
 static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
 {
     PyObject *strategy, *steps_obj;
     unsigned long long gc_every;
     long long time_max_ns, cpu_lo, cpu_hi, os_lo, os_hi, pct_depth = 1, pct_steps = 1;
-    if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)|LL", &strategy, &PyLong_Type, &steps_obj,
-                          &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo, &os_hi,
-                          &pct_depth, &pct_steps))
+    long long wall_epoch_ns = ASKEW_WALL_EPOCH_NS;
+    if (!PyArg_ParseTuple(args, "OO!LK(LL)(LL)|LLL", &strategy, &PyLong_Type,
+                          &steps_obj, &time_max_ns, &gc_every, &cpu_lo, &cpu_hi, &os_lo,
+                          &os_hi, &pct_depth, &pct_steps, &wall_epoch_ns))
         return NULL;
+    if (wall_epoch_ns < 0 || wall_epoch_ns > ASKEW_WALL_EPOCH_MAX_NS) {
+        PyErr_Format(PyExc_ValueError,
+                     "wall_epoch must be in [0, %lld] Unix ns (the epoch plus 2**62 ns "
+                     "of virtual time must fit int64 ns), got %lld",
+                     (long long)ASKEW_WALL_EPOCH_MAX_NS, wall_epoch_ns);
+        return NULL;
+    }
     if (pct_depth < 1 || pct_depth > ASKEW_PCT_DEPTH_MAX) {
         PyErr_Format(PyExc_ValueError, "pct_depth must be in [1, %d], got %lld",
                      ASKEW_PCT_DEPTH_MAX, pct_depth);
@@ -928,6 +941,7 @@ static PyObject *loop_configure(struct askew_loop_state *self, PyObject *args)
     self->sched.steps_max = steps_max;
     self->sched.time_max_ns = time_max_ns;
     self->gc_every = gc_every;
+    self->wall_epoch_ns = wall_epoch_ns;
     Py_RETURN_NONE;
 }
 
@@ -996,6 +1010,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->sched.steps_max = 0;
     self->node_current = -1;
+    self->wall_epoch_ns = ASKEW_WALL_EPOCH_NS;
     self->gc_every = 0;
     const struct askew_net_host host = {
         .ctx = self,

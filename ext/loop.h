@@ -29,7 +29,8 @@ struct askew_loop_state {
     struct askew_rng entropy;
     uint64_t handle_seq;
     uint64_t task_seq;
-    int64_t node_current; /* the node whose callback runs now, -1 for the world */
+    int64_t node_current;  /* the node whose callback runs now, -1 for the world */
+    int64_t wall_epoch_ns; /* Unix ns the wall clocks read at virtual time 0 */
     unsigned long thread_id;
     uint64_t gc_every;
     PyObject *task_factory;
@@ -60,6 +61,13 @@ struct askew_loop_state {
     char closed;
     char debug;
 };
+
+/* The default wall epoch in Unix ns (preload/askew_preload.h's, in s). */
+#define ASKEW_WALL_EPOCH_NS (ASKEW_WALL_EPOCH_S * 1000000000LL)
+/* The latest wall epoch a run may take, Unix ns: room above it for all of
+ * virtual time (2**62 ns, patch.c), so epoch + now fits int64 ns and C's
+ * REALTIME, time.time and the preload read one clock (2116-02-20). */
+#define ASKEW_WALL_EPOCH_MAX_NS (INT64_MAX - ((int64_t)1 << 62))
 
 /* What Loop._run returns (exported as _core.RUN_*): stopped, idle (nothing
  * ready, no timer), past the time budget, past the step budget. */

@@ -75,7 +75,9 @@ static int module_exec(PyObject *module)
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_BUGGIFY", ASKEW_STREAM_BUGGIFY) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_SWARM", ASKEW_STREAM_SWARM) < 0 ||
-        PyModule_AddIntConstant(module, "WALL_EPOCH", (long)ASKEW_WALL_EPOCH_S) < 0)
+        PyModule_AddIntConstant(module, "WALL_EPOCH", (long)ASKEW_WALL_EPOCH_S) < 0 ||
+        PyModule_AddIntConstant(module, "WALL_EPOCH_MAX_NS",
+                                (long)ASKEW_WALL_EPOCH_MAX_NS) < 0)
         return -1;
     return 0;
 }

@@ -39,7 +39,7 @@ static PyObject *virtual_seconds(struct askew_loop_state *loop, long clock)
     if (clock == ASKEW_CLOCK_MONOTONIC)
         return PyFloat_FromDouble((double)askew__loop_local_ns(loop) / 1e9);
     return PyFloat_FromDouble((double)askew__loop_wall_ns(loop) / 1e9 +
-                              (double)ASKEW_WALL_EPOCH_S);
+                              (double)loop->wall_epoch_ns / 1e9);
 }
 
 /* The same as an int of nanoseconds. */
@@ -51,7 +51,7 @@ static PyObject *virtual_ns(struct askew_loop_state *loop, long clock)
         return PyLong_FromLongLong(askew__loop_local_ns(loop));
     /* In Python ints: a wall clock skewed near the int64 edge still reads. */
     PyObject *ns = PyLong_FromLongLong(askew__loop_wall_ns(loop)); // new reference
-    PyObject *epoch = PyLong_FromLongLong(ASKEW_WALL_EPOCH_S * 1000000000LL);
+    PyObject *epoch = PyLong_FromLongLong(loop->wall_epoch_ns);    // new reference
     PyObject *sum = ns && epoch ? PyNumber_Add(ns, epoch) : NULL;
     Py_XDECREF(ns);
     Py_XDECREF(epoch);

@@ -235,8 +235,10 @@ static int64_t charged(struct askew_loop_state *loop, struct mount *m, int64_t r
     return rc;
 }
 
-static void fill_stat(const struct mount *m, const struct askew_disk_stat *st,
-                      struct askew_disk_stat_out *out)
+/* The disk keeps mtimes in virtual time; stat reads them on the wall clock,
+ * as askew/_disk.py's os.stat does. */
+static void fill_stat(const struct askew_loop_state *loop, const struct mount *m,
+                      const struct askew_disk_stat *st, struct askew_disk_stat_out *out)
 {
     out->dev = 0xa5000u + (uint64_t)m->node; /* one device per disk */
     out->ino = st->ino;
@@ -244,7 +246,7 @@ static void fill_stat(const struct mount *m, const struct askew_disk_stat *st,
     out->blocks = st->blocks;
     out->mode = st->mode;
     out->nlink = st->nlink;
-    out->mtime_ns = st->mtime_ns;
+    out->mtime_ns = loop->wall_epoch_ns + st->mtime_ns;
 }
 
 static int64_t open_file(struct askew_loop_state *loop, struct mount *m,
@@ -407,7 +409,7 @@ static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
     case ASKEW_DCALL_STAT:
         rc = charged(loop, m, askew_disk_fstat(d, s->fh, &st));
         if (rc == 0 && c->st != NULL)
-            fill_stat(m, &st, c->st);
+            fill_stat(loop, m, &st, c->st);
         return rc;
     case ASKEW_DCALL_FCNTL:
         return file_fcntl(loop, s, c);
@@ -469,7 +471,7 @@ int64_t askew__preload_disk_call(void *ctx, struct askew_disk_call *c)
     case ASKEW_DCALL_STAT:
         rc = charged(loop, m, askew_disk_stat(d, rel, &st));
         if (rc == 0 && c->st != NULL)
-            fill_stat(m, &st, c->st);
+            fill_stat(loop, m, &st, c->st);
         return rc;
     case ASKEW_DCALL_ACCESS: /* modes are kept, never enforced */
         return charged(loop, m, askew_disk_stat(d, rel, &st));

@@ -19,8 +19,10 @@ extern "C" {
 #define ASKEW_PRELOAD_ABI_MINOR 3u
 #define ASKEW_PRELOAD_GET_API   "askew_preload_get_api"
 
-/* Virtual time at the Unix epoch offset below: 2020-01-01T00:00:00Z. The
- * wall clock inside a run is this plus virtual time (plus the node's skew). */
+/* The default wall epoch, Unix seconds: 2020-01-01T00:00:00Z. The wall
+ * clock inside a run is the run's epoch (RunConfig.wall_epoch, this one
+ * unless set) plus virtual time (plus the node's skew); the preload reads it
+ * whole through the `now` hook and never adds an epoch itself. */
 #define ASKEW_WALL_EPOCH_S 1577836800LL
 
 /* The clocks `now` answers. CPU time is the running node's: the CPU time

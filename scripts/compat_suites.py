@@ -15,6 +15,7 @@ Usage:
   python scripts/compat_suites.py setup [--dir /work/compat]   # venv + sources
   /work/compat/venv/bin/python scripts/compat_suites.py run [--only NAME...] [--seed S]
       [--askew TREE] [--label before]   # another askew checkout, built in place
+      [--wall-epoch 2026-01-01]         # the wrapped runs' wall epoch (askew-exec's)
   python scripts/compat_suites.py table [--label before]      # print a finished run again
 """
 
@@ -182,7 +183,29 @@ class Row:
         return Counter(detail(m) for m in self.lost() if reason(m) == "other")
 
 
-def run(base: Path, suite: Suite, seed: int, workers: int, askew: Path, label: str) -> Row:
+def wrapped_prefix(seed: int, wall_epoch: str | None) -> list[str]:
+    """The wrapped run's command: compat.py's, with the wall epoch if given."""
+    prefix = compat.wrapped_prefix(seed)
+    if wall_epoch is not None:
+        at = prefix.index("--wrap") if "--wrap" in prefix else len(prefix)
+        flag = (
+            ["--wall-epoch", wall_epoch]
+            if "--wrap" in prefix
+            else [f"--askew-wall-epoch={wall_epoch}"]
+        )
+        prefix[at + 1 : at + 1] = flag
+    return prefix
+
+
+def run(
+    base: Path,
+    suite: Suite,
+    seed: int,
+    workers: int,
+    askew: Path,
+    label: str,
+    wall_epoch: str | None = None,
+) -> Row:
     cwd = base / "src" / suite.src
     lib = compat.Library(
         suite.name,
@@ -201,7 +224,7 @@ def run(base: Path, suite: Suite, seed: int, workers: int, askew: Path, label: s
     os.environ["PYTHONPATH"] = str(askew)
     compat.COMMON_ARGS = suite.common_args
     stock = compat.run_suite(cwd, lib, [sys.executable, "-m", "pytest"], "stock")
-    wrapped = compat.run_suite(cwd, lib, compat.wrapped_prefix(seed), "wrapped")
+    wrapped = compat.run_suite(cwd, lib, wrapped_prefix(seed, wall_epoch), "wrapped")
     return Row(suite, stock, wrapped)
 
 
@@ -244,6 +267,9 @@ def main() -> int:
         "--label", default="after", help="results/LABEL/ keeps this run's junit files"
     )
     parser.add_argument("--only", nargs="*", default=None, help="suite names to run")
+    parser.add_argument(
+        "--wall-epoch", default=None, help="the wrapped runs' wall epoch (default: askew's)"
+    )
     args = parser.parse_args()
     if args.command == "setup":
         setup(args.dir)
@@ -255,7 +281,9 @@ def main() -> int:
         if args.command == "table":  # the last run under --label, read again
             rows.append(read(args.dir, suite, args.label))
             continue
-        rows.append(run(args.dir, suite, args.seed, args.workers, args.askew, args.label))
+        rows.append(
+            run(args.dir, suite, args.seed, args.workers, args.askew, args.label, args.wall_epoch)
+        )
         print(render(rows[-1:]).splitlines()[-1], flush=True)
     print(render(rows))
     for row in rows:
