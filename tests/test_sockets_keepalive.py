@@ -91,6 +91,26 @@ def test_keepalive_defaults_are_linux_s_two_hours_then_nine_probes_75_s_apart() 
     assert 7200 + 9 * 75 <= run_nodes(echo_server, client(talk), until=3 * 3600)["result"] < 7876
 
 
+def test_a_raw_socket_set_before_it_connects_keeps_alive_too() -> None:
+    async def talk(node: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        sock = socket.socket()
+        sock.setblocking(False)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(TCP, socket.TCP_KEEPIDLE, 4)
+        sock.setsockopt(TCP, socket.TCP_KEEPINTVL, 1)
+        sock.setsockopt(TCP, socket.TCP_KEEPCNT, 2)
+        await loop.sock_connect(sock, ("10.0.0.1", 7))
+        start = loop.time()
+        node._askew_world.net.isolate(0)
+        with pytest.raises(TimeoutError):
+            await loop.sock_recv(sock, 1)
+        sock.close()
+        return loop.time() - start
+
+    assert 6 <= run_nodes(echo_server, client(talk))["result"] < 6.02
+
+
 def test_a_probe_to_a_restarted_peer_is_answered_with_a_reset() -> None:
     async def body(world: askew.World) -> None:
         world.spawn(echo_server)
