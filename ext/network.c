@@ -11,7 +11,6 @@
 
 #include "handle.h"
 #include "network.h"
-#include "stream.h"
 #include "task.h"
 
 struct askew_node_inbox {
@@ -198,7 +197,8 @@ int askew__network_fire(askew_network *n, struct askew_timer *timer)
         /* A TCP segment: in-order data for a live open socket is taken in
          * C (ext/stream.c); for anything else its stack decides, dropped
          * ones included (they are retransmitted). */
-        const int taken = askew__stream_arrive(payload, d.outcome);
+        const int taken =
+            n->take_segment != NULL ? n->take_segment(payload, d.outcome) : 0;
         if (taken < 0 ||
             (taken == 0 && call_segment_handler(n, payload, d.outcome) < 0))
             res = -EIO; /* a Python exception is set */
@@ -409,10 +409,8 @@ static PyObject *net_draw(askew_network *n, PyObject *args)
 static PyObject *net_set_segment_handler(askew_network *n, PyObject *const *args,
                                          Py_ssize_t nargs)
 {
-    if (nargs != 2 || (args[0] != Py_None && !askew__segment_type_check(args[0]))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "set_segment_handler(type, handler): type must be a "
-                        "subclass of askew._core.Segment, or None");
+    if (nargs != 2 || (args[0] != Py_None && !PyType_Check(args[0]))) {
+        PyErr_SetString(PyExc_TypeError, "set_segment_handler(type, handler)");
         return NULL;
     }
     if (gone(n))

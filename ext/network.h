@@ -47,6 +47,10 @@ typedef struct askew_network {
      * delivered or dropped, instead of an inbox. */
     PyObject *segment_type;
     PyObject *segment_handler;
+    /* Asked first about each of those (ext/stream.c sets it): 1 when it
+     * took the segment, 0 when segment_handler decides, -1 with an
+     * exception. */
+    int (*take_segment)(PyObject *segment, uint32_t outcome);
 } askew_network;
 
 /* Module init: the Network and Message types, NET_OUTCOME_NAMES. */

@@ -111,7 +111,7 @@ static int has_dealloc(PyTypeObject *tp, destructor dealloc)
     return 0;
 }
 
-int askew__segment_type_check(PyObject *type)
+static int segment_type_check(PyObject *type)
 {
     return PyType_Check(type) &&
            has_dealloc((PyTypeObject *)type, (destructor)segment_dealloc);
@@ -623,6 +623,29 @@ static PyType_Spec stream_spec = {
     .slots = stream_slots,
 };
 
+/* ---- arrival ---------------------------------------------------------------- */
+
+/* The network's take_segment: a segment of the stack's segment type came
+ * due with `outcome`. 1 when it was in-order data for a live open socket
+ * and is taken (queued, its reader woken), 0 when the stack's Python
+ * handler decides, -1 with an exception. */
+static int take_segment(PyObject *segment, uint32_t outcome)
+{
+    if (!has_dealloc(Py_TYPE(segment), (destructor)segment_dealloc))
+        return 0;
+    askew_segment *seg = (askew_segment *)segment; /* the caller checked its type */
+    askew_tcp *s = seg->dst_s;
+    if (s == NULL || outcome != ASKEW_NET_DELIVERED || s->dead)
+        return 0;
+    const int alive = stream_alive(s);
+    if (alive <= 0)
+        return alive;
+    seg->acked = 1; /* data for a live socket */
+    if (seg->seq != s->rcv_next || PyDict_GET_SIZE(s->ooo) != 0 || s->closing)
+        return 0;
+    return accept_data(s, seg->data) < 0 ? -1 : 1;
+}
+
 /* ---- StreamStack ------------------------------------------------------------ */
 
 /* StreamStack(net, stack, stats, segment_type, buffered, window,
@@ -640,8 +663,8 @@ static PyObject *stream_stack_new(PyTypeObject *type, PyObject *args, PyObject *
                                      &stack, &PyDict_Type, &stats, &segment_type,
                                      &buffered, &window, &segment_max, &data_kind))
         return NULL;
-    if (!askew__segment_type_check(segment_type) || !PyType_Check(buffered) ||
-        window < 1 || segment_max < 1) {
+    if (!segment_type_check(segment_type) || !PyType_Check(buffered) || window < 1 ||
+        segment_max < 1) {
         PyErr_SetString(PyExc_ValueError,
                         "StreamStack: segment_type must subclass Segment, buffered be "
                         "a class, window and segment_max be >= 1");
@@ -658,6 +681,7 @@ static PyObject *stream_stack_new(PyTypeObject *type, PyObject *args, PyObject *
     k->window = window;
     k->segment_max = segment_max;
     k->data_kind = data_kind;
+    k->net->take_segment = take_segment;
     k->deliver = PyCFunction_New(&deliver_def, NULL);
     k->empty = PyBytes_FromStringAndSize(NULL, 0);
     if (k->deliver == NULL || k->empty == NULL)
@@ -808,22 +832,7 @@ static PyType_Spec segment_spec = {
     .slots = segment_slots,
 };
 
-/* ---- arrival and setup ----------------------------------------------------------- */
-
-int askew__stream_arrive(PyObject *segment, uint32_t outcome)
-{
-    askew_segment *seg = (askew_segment *)segment; /* the caller checked its type */
-    askew_tcp *s = seg->dst_s;
-    if (s == NULL || outcome != ASKEW_NET_DELIVERED || s->dead)
-        return 0;
-    const int alive = stream_alive(s);
-    if (alive <= 0)
-        return alive;
-    seg->acked = 1; /* data for a live socket */
-    if (seg->seq != s->rcv_next || PyDict_GET_SIZE(s->ooo) != 0 || s->closing)
-        return 0;
-    return accept_data(s, seg->data) < 0 ? -1 : 1;
-}
+/* ---- setup ----------------------------------------------------------- */
 
 static int add_type(PyObject *module, PyType_Spec *spec)
 {
