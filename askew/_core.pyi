@@ -218,6 +218,74 @@ class Loop:
     # The node whose callback runs now, -1 for the world.
     _node: int
 
+# ---- ext/stream.c: the TCP data path (askew/_sockets.py, docs/sockets.md) ----
+class Segment:
+    """One segment on the wire; askew/_sockets.py's _Segment subclasses it."""
+
+    kind: int
+    src: Any
+    dst: Any
+    seq: int
+    data: bytes
+    tries: int
+    acked: bool
+    src_addr: tuple[str, int]  # a datagram's (askew/_udp.py); unset otherwise
+    to: tuple[str, int]
+    def __init__(self, kind: int, src: Any, dst: Any, seq: int, data: bytes) -> None: ...
+
+class StreamStack:
+    """What the C state of one Stack's endpoints shares."""
+
+    def __init__(
+        self,
+        net: Network,
+        stack: Any,
+        stats: dict[str, int],
+        segment_type: type[Segment],
+        buffered: type,
+        window: int,
+        segment_max: int,
+        data_kind: int,
+    ) -> None: ...
+
+class Stream:
+    """The hot state of one TCP endpoint (Endpoint._s) and its data path."""
+
+    peer: Any
+    dead: bool
+    closing: bool
+    reading: bool
+    eof_wanted: bool
+    rx_scheduled: bool
+    rx_eof: bool
+    snd_next: int
+    inflight: int
+    rcv_next: int
+    conn_lost: int
+    rx_ns: int
+    @property
+    def token(self) -> int: ...
+    @property
+    def remote_node(self) -> int: ...
+    def __init__(
+        self,
+        stack: StreamStack,
+        ep: Any,
+        slot: Any,
+        token: int,
+        remote_node: int,
+        ctx: Any,
+        rx: list[bytes],
+        buf: bytearray,
+        ooo: dict[int, Any],
+    ) -> None: ...
+    def write(self, data: Any, /) -> None: ...
+    def put(self, data: bytes, /) -> None: ...
+    def accept(self, data: bytes, /) -> None: ...
+    def wake(self) -> None: ...
+    def consumed(self, n: int, /) -> None: ...
+    def take(self, protocol: Any, /) -> int: ...
+
 # ---- ext/disk.c: a node's simulated disk (docs/disks.md) ----
 STREAM_DISK: int
 DISK_SECTOR: int

@@ -25,6 +25,7 @@ import asyncio
 import contextvars
 import errno
 import functools
+import operator
 import socket
 import sys
 import threading
@@ -314,23 +315,15 @@ def resolving(name: str, refusing: Callable[..., Any], in_run: Callable[[], bool
 # ---- segments -------------------------------------------------------------
 
 
-class _Segment:
-    """One TCP segment on the wire (its repr is what world.log shows)."""
+class _Segment(_core.Segment):
+    """One TCP segment on the wire (its repr is what world.log shows):
+    _Segment(kind, src, dst, seq, data), tries 0, not acked. Its fields are
+    in C (ext/stream.c), which makes the data segments of a write."""
 
     # src_addr and to: a datagram's addresses (UDP and ICMP only).
-    __slots__ = ("acked", "data", "dst", "kind", "seq", "src", "src_addr", "to", "tries")
+    __slots__ = ()
     src: Endpoint  # or a _Kernel, for a reset no endpoint sends
-    src_addr: tuple[str, int]
-    to: tuple[str, int]
-
-    def __init__(self, kind: int, src: Any, dst: Endpoint | None, seq: int, data: bytes) -> None:
-        self.kind = kind
-        self.src = src
-        self.dst = dst
-        self.seq = seq
-        self.data = data
-        self.tries = 0
-        self.acked = False
+    dst: Endpoint | None
 
     def __repr__(self) -> str:
         s = self.src
@@ -352,6 +345,8 @@ class _Segment:
 
 class Stack:
     """The world's TCP: listeners, endpoints, ports and counters."""
+
+    _c: Any = None  # what its endpoints' C state shares (_tcp_stack)
 
     def __init__(self, world: Any) -> None:
         self.world = world
@@ -463,19 +458,12 @@ class Stack:
             self._dropped(seg)
             return
         dst = seg.dst
-        if kind == DATA and dst is not None and not dst.dead and dst.slot.token == dst.token:
-            seg.acked = True  # data for a live socket
+        if kind == DATA and dst is not None and not dst.dead and dst.alive():
+            # Data for a live socket; the next bytes in order for a socket
+            # still open never come here: ext/stream.c takes them.
+            seg.acked = True
             dst.rx_ns = self.loop._now_ns  # what keep-alive counts idle time from
-            if seg.seq == dst.rcv_next and not dst.ooo and not dst.closing:
-                # The hot path: the next bytes in order, for a socket still open.
-                data = seg.data
-                dst.rcv_next += len(data)
-                dst.rx.append(data)
-                if dst.reading and not dst.rx_scheduled:
-                    dst.rx_scheduled = True
-                    self.loop.call_soon(dst._deliver_rx, context=dst.ctx)
-            else:
-                dst._receive(seg)
+            dst._receive(seg)
             return
         if kind == RST:
             if dst is not None and dst.alive():
@@ -596,6 +584,31 @@ class Stack:
             if _covers(ls.host, addr):
                 return ls
         return None
+
+
+def _tcp_stack(stack: Stack) -> Any:
+    """What the C state of stack's endpoints shares: made on first use."""
+    if stack._c is None:
+        stack._c = _core.StreamStack(
+            stack.wire,
+            stack,
+            stack.stats,
+            _Segment,
+            asyncio.BufferedProtocol,
+            WINDOW,
+            SEGMENT_MAX,
+            DATA,
+        )
+    return stack._c
+
+
+def _in_c(name: str) -> Any:
+    """An Endpoint attribute kept in its C state, self._s (ext/stream.c)."""
+
+    def set_field(self: Endpoint, value: Any) -> None:
+        setattr(self._s, name, value)
+
+    return property(operator.attrgetter("_s." + name), set_field)
 
 
 def _ep(a: tuple[str, Any]) -> str:
@@ -729,37 +742,33 @@ class Endpoint(_Owned, asyncio.Transport):
         self.local = local
         self.remote = remote
         self.remote_node = remote_node
-        self.peer: Endpoint | None = None
+        self.buf = bytearray()  # written, not yet taken by the window
+        self.ooo: dict[int, _Segment] = {}
+        self.rx: list[bytes] = []  # arrived in order, not yet read: chunks
+        # The hot state, in C (ext/stream.c) and read through the properties
+        # below: peer None; snd_next, inflight, rcv_next, conn_lost 0;
+        # reading True; dead (the socket is gone: arriving data gets a RST),
+        # closing, eof_wanted, rx_scheduled, rx_eof False.
+        self._s = _core.Stream(
+            _tcp_stack(stack), self, self.slot, token, remote_node, ctx, self.rx, self.buf, self.ooo
+        )
         self.server: Server | None = None
         self.protocol: Any = None
         self.state = "syn"
-        self.dead = False  # the socket is gone: arriving data gets a RST
         self.waiter: asyncio.Future[None] | None = None
         # send side
-        self.buf = bytearray()
-        self.snd_next = 0
-        self.inflight = 0
-        self.eof_wanted = False
         self.fin_sent = False
-        self.closing = False
-        self.conn_lost = 0
         self.high = HIGH_WATER_DEFAULT
         self.low = HIGH_WATER_DEFAULT // 4
         self.writing_paused = False
         self.drainers: list[asyncio.Future[None]] | None = None  # sendfile's waits
         # keep-alive and TCP_USER_TIMEOUT (tcp(7))
         self.unacked: dict[_Segment, int] = {}  # data lost at least once -> ns since
-        self.rx_ns = self.loop._now_ns  # when a segment last came from the peer
+        self.rx_ns = self.loop._now_ns
         self.probes = 0  # keep-alive probes unanswered
         self.ka_timer: asyncio.TimerHandle | None = None
         # receive side
-        self.rcv_next = 0
-        self.ooo: dict[int, _Segment] = {}
-        self.rx: list[bytes] = []  # arrived in order, not yet read: chunks
-        self.rx_scheduled = False
-        self.rx_eof = False
         self.eof_delivered = False
-        self.reading = True
         self.port_held = False
         # asyncio.BaseTransport.get_extra_info reads _extra (not overridden,
         # so a test that patches asyncio.Transport.get_extra_info reaches it).
@@ -770,11 +779,25 @@ class Endpoint(_Owned, asyncio.Transport):
         }
         self._extra["socket"]._owner = self
 
+    peer: Endpoint | None = _in_c("peer")
+    dead: bool = _in_c("dead")
+    closing: bool = _in_c("closing")
+    reading: bool = _in_c("reading")
+    eof_wanted: bool = _in_c("eof_wanted")
+    rx_scheduled: bool = _in_c("rx_scheduled")
+    rx_eof: bool = _in_c("rx_eof")
+    snd_next: int = _in_c("snd_next")
+    inflight: int = _in_c("inflight")
+    rcv_next: int = _in_c("rcv_next")
+    conn_lost: int = _in_c("conn_lost")
+    rx_ns: int = _in_c("rx_ns")  # when a segment last came from the peer (keep-alive)
+
     def __repr__(self) -> str:
         return f"<askew TCP {_ep(self.local)} -> {_ep(self.remote)} {self.state}>"
 
     def alive(self) -> bool:
-        return self.slot.token == self.token
+        live: int = self.slot.token  # the live incarnation's
+        return live == self.token
 
     # -- connection setup ---------------------------------------------------
 
@@ -919,11 +942,12 @@ class Endpoint(_Owned, asyncio.Transport):
 
     def _pump(self) -> None:
         """Hand buffered bytes to the wire while the window allows."""
-        if self.dead or self.peer is None:
+        s = self._s
+        if s.dead or s.peer is None:
             return
         buf = self.buf
-        while buf and self.inflight < WINDOW:
-            take = min(len(buf), WINDOW - self.inflight)
+        while buf and s.inflight < WINDOW:
+            take = min(len(buf), WINDOW - s.inflight)
             if take == len(buf):
                 data = bytes(buf)
                 buf.clear()
@@ -931,7 +955,7 @@ class Endpoint(_Owned, asyncio.Transport):
                 with memoryview(buf) as view:
                     data = view[:take].tobytes()
                 del buf[:take]
-            self._put(data)
+            s.put(data)  # segments whose sizes the seed draws (ext/stream.c)
         if not self.buf:
             if self.eof_wanted and not self.fin_sent:
                 self._send_fin()
@@ -941,33 +965,6 @@ class Endpoint(_Owned, asyncio.Transport):
         if self.writing_paused and len(self.buf) <= self.low:
             self.writing_paused = False
             self.loop.call_soon(self._resume_writing, context=self.ctx)
-
-    def _put(self, data: bytes) -> None:
-        """Send data, which the window takes whole, as segments whose sizes
-        the seed draws: one draw over [1, 4*cap] each, three times in four
-        the whole cap (at most SEGMENT_MAX), else a shorter segment, so one
-        write often arrives in pieces."""
-        stack = self.stack
-        wire = stack.wire
-        draw = wire.draw
-        peer = self.peer
-        n = len(data)
-        off = 0
-        while off < n:
-            cap = n - off
-            if cap > SEGMENT_MAX:
-                cap = SEGMENT_MAX
-            size = min(cap, draw(1, 4 * cap)) if cap > 1 else cap
-            seg = _Segment(
-                DATA, self, peer, self.snd_next, data if size == n else data[off : off + size]
-            )
-            self.snd_next += size
-            self.inflight += size
-            off += size
-            stack.stats["tcp_segments"] += 1
-            if wire.send_segment(self.token, self.remote_node, seg) > _DUPLICATED:
-                stack._dropped(seg)  # lost at send: retransmitted after a timeout
-        stack.stats["tcp_bytes"] += n
 
     def _send_fin(self) -> None:
         self.fin_sent = True
@@ -1019,6 +1016,11 @@ class Endpoint(_Owned, asyncio.Transport):
         )
 
     def write(self, data: Any) -> None:
+        # Bytes the window takes whole, with nothing buffered, go straight
+        # to the wire in C; the rest comes back to _write.
+        self._s.write(data)
+
+    def _write(self, data: Any) -> None:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(
                 f"data argument must be a bytes-like object, not {type(data).__name__!r}"
@@ -1031,16 +1033,6 @@ class Endpoint(_Owned, asyncio.Transport):
             if self.conn_lost >= LOG_WRITES_AFTER_LOST:
                 _asyncio_logger.warning("socket.send() raised exception.")
             self.conn_lost += 1
-            return
-        if (
-            type(data) is bytes
-            and not self.buf
-            and not self.closing
-            and self.peer is not None
-            and not self.dead
-            and self.inflight + len(data) <= WINDOW
-        ):
-            self._put(data)  # the window takes it all: no buffer
             return
         self.buf += data
         self._pump()
@@ -1093,48 +1085,42 @@ class Endpoint(_Owned, asyncio.Transport):
             self._accept_segment(self.ooo.pop(self.rcv_next))
 
     def _accept_segment(self, seg: _Segment) -> None:
+        s = self._s
         if seg.kind == FIN:
-            self.rx_eof = True
+            s.rx_eof = True
+            s.wake()
+        elif s.closing and s.conn_lost:
+            # The socket is closed: data has nobody to read it.
+            s.rcv_next += len(seg.data)
+            self.stack._reset_back(seg)
+            self._lose(None)
         else:
-            self.rcv_next += len(seg.data)
-            if self.closing and self.conn_lost:
-                # The socket is closed: data has nobody to read it.
-                self.stack._reset_back(seg)
-                self._lose(None)
-                return
-            self.rx.append(seg.data)
-        if self.reading and not self.rx_scheduled:
-            self.rx_scheduled = True
-            self.loop.call_soon(self._deliver_rx, context=self.ctx)
+            s.accept(seg.data)  # counted, queued, the reader woken
 
     def _deliver_rx(self) -> None:
         """What a readable socket gives the protocol: all that has arrived
-        (up to the buffer a BufferedProtocol offers)."""
-        self.rx_scheduled = False
-        if self.protocol is None or self.conn_lost or not self.reading:
+        (up to the buffer a BufferedProtocol offers). The reader C
+        schedules serves a plain Protocol itself and calls this for the
+        rest (ext/stream.c)."""
+        s = self._s
+        s.rx_scheduled = False
+        if self.protocol is None or s.conn_lost or not s.reading:
             return
         if self.rx:
             if isinstance(self.protocol, asyncio.BufferedProtocol):
                 n = self._fill_buffer()
-                if self.conn_lost:
+                if s.conn_lost:
                     return
             else:
-                rx = self.rx
-                data = rx[0] if len(rx) == 1 else b"".join(rx)
-                rx.clear()
-                n = len(data)
-                self._consumed(n)
-                try:
-                    self.protocol.data_received(data)
-                except (SystemExit, KeyboardInterrupt):
-                    raise
-                except BaseException as exc:
-                    self._fatal(exc, "Fatal error: protocol.data_received() call failed.")
-                    return
-            if n and self.rx and self.reading and not self.rx_scheduled:
-                self.rx_scheduled = True
-                self.loop.call_soon(self._deliver_rx, context=self.ctx)
+                n = s.take(self.protocol)  # data_received(all of it)
+                if n < 0:
+                    return  # it raised: the connection was aborted
+            if n and self.rx and s.reading and not s.rx_scheduled:
+                s.wake()
                 return
+        self._deliver_eof()
+
+    def _deliver_eof(self) -> None:
         if self.rx_eof and not self.rx and not self.eof_delivered and self.reading:
             self.eof_delivered = True
             ok, keep_open = self._call(
@@ -1157,7 +1143,7 @@ class Endpoint(_Owned, asyncio.Transport):
         n = min(len(buf), len(data))
         memoryview(buf)[:n] = data[:n]
         self.rx[:] = [data[n:]] if n < len(data) else []
-        self._consumed(n)
+        self._s.consumed(n)
         self._call(
             "Fatal error: protocol.buffer_updated() call failed.",
             True,
@@ -1165,14 +1151,6 @@ class Endpoint(_Owned, asyncio.Transport):
             n,
         )
         return n
-
-    def _consumed(self, n: int) -> None:
-        """The reader took n bytes: the sender's window opens by as much."""
-        peer = self.peer
-        if peer is not None and not peer.dead:
-            peer.inflight -= n
-            if peer.buf:
-                peer._pump()
 
     def _fatal(self, exc: BaseException, message: str) -> None:
         # As asyncio's _fatal_error: the handler hears it, then the

@@ -996,6 +996,12 @@ static PyObject *host_call_later(void *ctx, double delay, PyObject *callback,
     return askew__loop_call_at_ns(self, deadline, callback, &arg, 1, NULL);
 }
 
+static PyObject *host_call_soon(void *ctx, PyObject *callback, PyObject *arg,
+                                PyObject *context)
+{
+    return call_soon_impl(ctx, callback, &arg, 1, context);
+}
+
 static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     (void)args;
@@ -1019,6 +1025,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .log = &self->log,
         .new_future = host_new_future,
         .call_later = host_call_later,
+        .call_soon = host_call_soon,
     };
     self->net = askew__network_new(self->state, &host);
     if (self->net == NULL) {

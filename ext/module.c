@@ -12,6 +12,7 @@
 #include "loop.h"
 #include "network.h"
 #include "node.h"
+#include "stream.h"
 #include "task.h"
 
 int askew__patch_setup(PyObject *module);
@@ -69,7 +70,7 @@ static int module_exec(PyObject *module)
         askew__loop_type_init(module) < 0 || askew__log_setup(module) < 0 ||
         askew__node_setup(module) < 0 || askew__network_setup(module) < 0 ||
         askew__patch_setup(module) < 0 || askew__preload_setup(module) < 0 ||
-        askew__disk_setup(module) < 0)
+        askew__disk_setup(module) < 0 || askew__stream_setup(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||

@@ -167,6 +167,21 @@ static int deliver(askew_network *n, const struct askew_net_delivery *d)
     return 0;
 }
 
+/* The stack's segment_handler(segment, outcome): 0, or -1 with an exception. */
+static int call_segment_handler(askew_network *n, PyObject *segment, uint32_t code)
+{
+    PyObject *outcome = PyLong_FromUnsignedLong(code); // new reference
+    if (outcome == NULL)
+        return -1;
+    PyObject *args[2] = {segment, outcome};
+    PyObject *r = PyObject_Vectorcall(n->segment_handler, args, 2, NULL);
+    Py_DECREF(outcome);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 int askew__network_fire(askew_network *n, struct askew_timer *timer)
 {
     ASKEW_ASSERT(timer->kind == ASKEW_TIMER_KIND_MESSAGE);
@@ -179,17 +194,14 @@ int askew__network_fire(askew_network *n, struct askew_timer *timer)
                       (int32_t)d.dst, (int32_t)d.src, d.outcome, payload);
     int res = 0;
     if (n->segment_type != NULL && (PyObject *)Py_TYPE(payload) == n->segment_type) {
-        /* A TCP segment: its stack decides, dropped ones included (they
-         * are retransmitted). */
-        PyObject *outcome = PyLong_FromUnsignedLong(d.outcome);
-        PyObject *args[2] = {payload, outcome};
-        PyObject *r = outcome == NULL
-                          ? NULL
-                          : PyObject_Vectorcall(n->segment_handler, args, 2, NULL);
-        Py_XDECREF(outcome);
-        if (r == NULL)
-            res = -EIO;
-        Py_XDECREF(r);
+        /* A TCP segment: in-order data for a live open socket is taken in
+         * C (ext/stream.c); for anything else its stack decides, dropped
+         * ones included (they are retransmitted). */
+        const int taken =
+            n->take_segment != NULL ? n->take_segment(payload, d.outcome) : 0;
+        if (taken < 0 ||
+            (taken == 0 && call_segment_handler(n, payload, d.outcome) < 0))
+            res = -EIO; /* a Python exception is set */
     } else if (d.outcome == ASKEW_NET_DELIVERED && deliver(n, &d) < 0) {
         res = -EIO; /* a Python exception is set */
     }
@@ -355,16 +367,28 @@ static PyObject *net_broadcast(askew_network *n, PyObject *const *args,
 static PyObject *net_send_segment(askew_network *n, PyObject *const *args,
                                   Py_ssize_t nargs)
 {
-    long long token, dst;
+    long long token, dst, outcome;
     if (parse_send(n, args, nargs, "send_segment(token, dst, segment)", &token, &dst) <
-        0)
+            0 ||
+        askew__network_send_segment(n, token, dst, args[2], &outcome) < 0)
         return NULL;
-    uint32_t src, outcome;
-    if (!askew__node_token_alive(&n->net, token, &src))
-        return PyLong_FromLong(-1);
-    if (send_one(n, src, (uint32_t)dst, args[2], &outcome) < 0)
-        return NULL;
-    return PyLong_FromUnsignedLong(outcome);
+    return PyLong_FromLongLong(outcome);
+}
+
+int askew__network_send_segment(askew_network *n, long long token, long long dst,
+                                PyObject *segment, long long *outcome)
+{
+    uint32_t src, sent;
+    if (check_node(n, dst) < 0)
+        return -1;
+    if (!askew__node_token_alive(&n->net, token, &src)) {
+        *outcome = -1;
+        return 0;
+    }
+    if (send_one(n, src, (uint32_t)dst, segment, &sent) < 0)
+        return -1;
+    *outcome = sent;
+    return 0;
 }
 
 /* draw(lo, hi): uniform in [lo, hi] from the NET stream (one draw, none

@@ -26,6 +26,10 @@ struct askew_net_host {
     /* A timer handle running callback(arg) `delay` seconds from now on the
      * running node's clock. New reference. */
     PyObject *(*call_later)(void *ctx, double delay, PyObject *callback, PyObject *arg);
+    /* A handle running callback(arg) in a later tick, in `context` (NULL:
+     * a copy of the current one), as call_soon. New reference. */
+    PyObject *(*call_soon)(void *ctx, PyObject *callback, PyObject *arg,
+                           PyObject *context);
 };
 
 struct askew_node_inbox;
@@ -43,6 +47,10 @@ typedef struct askew_network {
      * delivered or dropped, instead of an inbox. */
     PyObject *segment_type;
     PyObject *segment_handler;
+    /* Asked first about each of those (ext/stream.c sets it): 1 when it
+     * took the segment, 0 when segment_handler decides, -1 with an
+     * exception. */
+    int (*take_segment)(PyObject *segment, uint32_t outcome);
 } askew_network;
 
 /* Module init: the Network and Message types, NET_OUTCOME_NAMES. */
@@ -65,6 +73,11 @@ static inline int askew__network_busy(const askew_network *n)
 /* The scheduler fired a timer of kind ASKEW_TIMER_KIND_MESSAGE: deliver or
  * drop it. 0, or -errno (-EIO with a Python exception set). */
 int askew__network_fire(askew_network *n, struct askew_timer *timer);
+/* Put a TCP segment on the wire from the live incarnation `token` (what
+ * send_segment does): 0 with the outcome code in *outcome, -1 there when
+ * that incarnation is gone (nothing is sent); -1 with an exception. */
+int askew__network_send_segment(askew_network *n, long long token, long long dst,
+                                PyObject *segment, long long *outcome);
 /* A message timer found by a clear: never happens (they are drained first). */
 void askew__network_drop_timer(struct askew_timer *timer);
 
