@@ -262,6 +262,7 @@ class Stream:
     inflight: int
     rcv_next: int
     conn_lost: int
+    rx_ns: int
     @property
     def token(self) -> int: ...
     @property

@@ -51,6 +51,10 @@ class _StreamProtocol:
     def connection_made(self, transport: Any) -> None:
         sock = self.sock
         sock._ep = transport
+        if isinstance(transport, _sockets.Endpoint):  # a stream: its timers read sock's options
+            transport.extra["socket"] = sock
+            sock._owner = transport
+            transport._timers_changed()
         if sock._accepting is not None:
             sock._accepting._accepted.append(sock)
             sock._accepting._changed()
@@ -811,6 +815,9 @@ def _handed_over(sock: RawSocket, expected: int, what: str) -> Any:
     sock._closed = True  # closing the transport closes it; sock.close() does nothing
     sock._watch.clear()
     ep.extra["socket"] = sock
+    if isinstance(ep, _sockets.Endpoint):  # a stream's timers read sock's options
+        sock._owner = ep
+        ep._timers_changed()
     return ep
 
 

@@ -42,6 +42,7 @@ from ._world import (
     _KIND_RESET,
     _digest,
     _node_var,
+    _Slot,
 )
 
 # ---- the model's numbers (docs/sockets.md says why each) -----------------
@@ -57,13 +58,26 @@ EPHEMERAL_LO, EPHEMERAL_HI = 32768, 60999  # Linux ip_local_port_range
 BACKLOG_DEFAULT = 100  # asyncio's default
 HIGH_WATER_DEFAULT = 64 * 1024  # asyncio's FlowControlMixin defaults
 LOG_WRITES_AFTER_LOST = 5  # asyncio's LOG_THRESHOLD_FOR_CONNLOST_WRITES
+# Keep-alive (tcp(7)): Linux's defaults and the ranges setsockopt accepts.
+KEEPIDLE_DEFAULT, KEEPINTVL_DEFAULT, KEEPCNT_DEFAULT = 7200, 75, 9
+_KEEPALIVE = (socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+_TCP_USER_TIMEOUT = getattr(socket, "TCP_USER_TIMEOUT", 18)
+# (level, name) -> (lowest, highest) a timer option takes; else EINVAL.
+_TIMER_OPTS = {
+    _KEEPALIVE: (-(2**31), 2**31 - 1),  # any int: on when non-zero
+    (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE): (1, 32767),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL): (1, 32767),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPCNT): (1, 127),
+    (socket.IPPROTO_TCP, _TCP_USER_TIMEOUT): (0, 2**31 - 1),  # ms; 0 is off
+}
 
 _DELIVERED = 2  # ASKEW_NET_DELIVERED (ext/engine/net.h)
 _IN_FLIGHT, _DUPLICATED = 0, 1
 
 SYN, SYNACK, DATA, FIN, RST = range(5)
-_KIND_TEXT = ("SYN", "SYN-ACK", "DATA", "FIN", "RST")
 UDP, ICMP = 5, 6  # a datagram and a port unreachable (askew/_udp.py)
+PROBE = 7  # a keep-alive probe: no data, nobody retransmits it
+_KIND_TEXT = ("SYN", "SYN-ACK", "DATA", "FIN", "RST", "", "", "keep-alive")
 
 _world: Any = None  # the running world, if any (begin/end)
 
@@ -313,7 +327,7 @@ class _Segment(_core.Segment):
 
     def __repr__(self) -> str:
         s = self.src
-        if self.kind >= UDP:
+        if self.kind in (UDP, ICMP):
             what = f"len={len(self.data)}" if self.kind == UDP else "ICMP port-unreachable"
             return f"udp {_ep(self.src_addr)}>{_ep(self.to)} {what}"
         if self.kind == SYN:
@@ -361,6 +375,7 @@ class Stack:
                 "tcp_closes",
                 "tcp_segments",
                 "tcp_retransmits",
+                "tcp_probes",
                 "tcp_bytes",
             ),
             0,
@@ -436,7 +451,7 @@ class Stack:
     def _arrive(self, seg: _Segment, outcome: int) -> None:
         """The C network's callback for every segment that came due."""
         kind = seg.kind
-        if kind >= UDP:
+        if kind == UDP or kind == ICMP:
             self.udp.arrive(seg, outcome, outcome == _DELIVERED)
             return
         if outcome != _DELIVERED:
@@ -447,11 +462,18 @@ class Stack:
             # Data for a live socket; the next bytes in order for a socket
             # still open never come here: ext/stream.c takes them.
             seg.acked = True
+            dst.rx_ns = self.loop._now_ns  # what keep-alive counts idle time from
             dst._receive(seg)
             return
         if kind == RST:
             if dst is not None and dst.alive():
                 dst._reset(seg.src)
+            return
+        if kind == PROBE:
+            if dst is not None and dst.alive() and not dst.dead:
+                seg.src._heard()  # the peer's ACK, taken as instant
+            else:
+                self._reset_back(seg)  # nobody knows the connection: a RST
             return
         if kind in (SYN, SYNACK, DATA, FIN):
             seg.acked = True  # the ACK is taken as instant: see docs/sockets.md
@@ -465,6 +487,7 @@ class Stack:
             if kind != RST:
                 self._reset_back(seg)
             return
+        dst.rx_ns = self.loop._now_ns
         if kind == SYNACK:
             dst._established(seg.src)
         else:
@@ -481,8 +504,8 @@ class Stack:
         self.wire.send_segment(token, seg.src.node, rst)
 
     def _dropped(self, seg: _Segment) -> None:
-        if seg.acked or seg.kind == RST:
-            return  # the other copy made it, or a reset, which nobody retransmits
+        if seg.acked or seg.kind == RST or seg.kind == PROBE:
+            return  # the other copy made it, or nobody retransmits it
         src = seg.src
         if src.dead or not src.alive():
             return
@@ -494,9 +517,22 @@ class Stack:
         # After the last retransmission, one more timeout and the kernel
         # gives up: 1+2+...+64 = 127 s for a SYN, ~924.6 s for data (Linux).
         last = seg.tries > (RETRIES_SYN if syn else RETRIES_DATA)
+        if not syn:
+            # Data unacknowledged since its first loss: TCP_USER_TIMEOUT,
+            # if set, ends the wait at since + timeout (Linux clamps the
+            # retransmission timer to what is left of it).
+            now = self.loop._now_ns
+            since = src.unacked.setdefault(seg, now)
+            user_timeout = src._option(_TCP_USER_TIMEOUT) * 1_000_000
+            if user_timeout and now + rto >= since + user_timeout:
+                rto, last = max(0, since + user_timeout - now), True
         self.loop.call_later(rto / 1e9, self._retransmit, seg, last, context=src.ctx)
 
     def _retransmit(self, seg: _Segment, give_up: bool) -> None:
+        unacked = getattr(seg.src, "unacked", None)  # a _Kernel has none
+        if unacked:
+            for old in [s for s in unacked if s.acked]:
+                del unacked[old]
         if seg.acked or not seg.src.alive():
             return
         if give_up:
@@ -527,6 +563,8 @@ class Stack:
         )
         server.peer = client
         server.state = "open"
+        server._extra["socket"]._opts.update(listener.sock._opts)  # accept inherits them
+        server._timers_changed()
         client.peer = server
         listener.pending.append(server)
         self.take_port(listener.token, port)
@@ -610,6 +648,22 @@ class _Owned:
 # ---- sockets as code sees them ----------------------------------------------
 
 
+def _timer_option(value: Any, bounds: tuple[int, int], flag: bool) -> int:
+    """A keep-alive or user-timeout option's value as setsockopt takes it
+    on Linux: an int that fits a C int, or a buffer of at least 4 bytes;
+    out of its range EINVAL. SO_KEEPALIVE reads back as 0 or 1."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        if len(raw) < 4:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        value = int.from_bytes(raw[:4], sys.byteorder, signed=True)
+    elif not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise TypeError(f"a bytes-like object is required, not '{type(value).__name__}'")
+    if not bounds[0] <= value <= bounds[1]:
+        raise OSError(errno.EINVAL, "Invalid argument")
+    return int(bool(value)) if flag else int(value)
+
+
 class SimSocket:
     """What get_extra_info('socket') and Server.sockets give: a socket-like
     object with no file descriptor (asyncio's TransportSocket's surface)."""
@@ -635,8 +689,16 @@ class SimSocket:
             raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
         return _sockaddr(self._remote)
 
+    _owner: Endpoint | None = None  # the connection whose timers read these options
+
     def setsockopt(self, level: int, name: int, value: Any, *rest: Any) -> None:
-        self._opts[(level, name)] = value
+        key = (level, name)
+        bounds = _TIMER_OPTS.get(key)
+        if bounds is not None:
+            value = _timer_option(value, bounds, key == _KEEPALIVE)
+        self._opts[key] = value
+        if bounds is not None and self._owner is not None:
+            self._owner._timers_changed(key)
 
     def getsockopt(self, level: int, name: int, buflen: int = 0) -> Any:
         return self._opts.get((level, name), 0)
@@ -676,7 +738,7 @@ class Endpoint(_Owned, asyncio.Transport):
         asyncio.Transport.__init__(self)
         _Owned.__init__(self, stack, token, ctx)
         self.loop = stack.loop
-        self.slot = stack.world._slots[self.node]  # its token is the live incarnation's
+        self.slot: _Slot = stack.world._slots[self.node]  # its token is the live incarnation's
         self.local = local
         self.remote = remote
         self.remote_node = remote_node
@@ -700,6 +762,11 @@ class Endpoint(_Owned, asyncio.Transport):
         self.low = HIGH_WATER_DEFAULT // 4
         self.writing_paused = False
         self.drainers: list[asyncio.Future[None]] | None = None  # sendfile's waits
+        # keep-alive and TCP_USER_TIMEOUT (tcp(7))
+        self.unacked: dict[_Segment, int] = {}  # data lost at least once -> ns since
+        self.rx_ns = self.loop._now_ns
+        self.probes = 0  # keep-alive probes unanswered
+        self.ka_timer: asyncio.TimerHandle | None = None
         # receive side
         self.eof_delivered = False
         self.port_held = False
@@ -710,6 +777,7 @@ class Endpoint(_Owned, asyncio.Transport):
             "sockname": _sockaddr(local),
             "socket": SimSocket(local, remote),
         }
+        self._extra["socket"]._owner = self
 
     peer: Endpoint | None = _in_c("peer")
     dead: bool = _in_c("dead")
@@ -722,6 +790,7 @@ class Endpoint(_Owned, asyncio.Transport):
     inflight: int = _in_c("inflight")
     rcv_next: int = _in_c("rcv_next")
     conn_lost: int = _in_c("conn_lost")
+    rx_ns: int = _in_c("rx_ns")  # when a segment last came from the peer (keep-alive)
 
     def __repr__(self) -> str:
         return f"<askew TCP {_ep(self.local)} -> {_ep(self.remote)} {self.state}>"
@@ -739,6 +808,7 @@ class Endpoint(_Owned, asyncio.Transport):
             return
         self.peer = server
         self.state = "open"
+        self._timers_changed()
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             self.loop.call_soon(_set_result, waiter, context=self.ctx)
@@ -751,14 +821,91 @@ class Endpoint(_Owned, asyncio.Transport):
         if waiter is not None and not waiter.done():
             self.loop.call_soon(_set_exception, waiter, exc, context=self.ctx)
 
-    def _timed_out(self, seg: _Segment) -> None:
+    def _timed_out(self, seg: _Segment | None) -> None:
+        """The kernel gave up: retransmissions, the user timeout or
+        keep-alive (seg None) ran out."""
         self.stack.stats["tcp_timeouts"] += 1
         exc = TimeoutError(errno.ETIMEDOUT, "Connection timed out")
         if self.state == "syn":
             self._connect_failed(exc)
             return
-        self.stack.log(_KIND_RESET, self.node, f"timeout {self}")
+        what = "timeout" if seg is not None else "keep-alive timeout"
+        self.stack.log(_KIND_RESET, self.node, f"{what} {self}")
         self._lose(exc)
+
+    # -- keep-alive and the user timeout (tcp(7)) ------------------------------
+
+    def _option(self, name: int, level: int = socket.IPPROTO_TCP) -> int:
+        """A timer option's value on this connection's socket object (0 when unset)."""
+        opts = getattr(self._extra.get("socket"), "_opts", None)
+        return int(opts.get((level, name), 0)) if opts else 0
+
+    def _seconds(self, name: int, default: int) -> int:
+        """A TCP_KEEP* option in ns, or its default when unset."""
+        return (self._option(name) or default) * 1_000_000_000
+
+    def _timers_changed(self, key: tuple[int, int] = _KEEPALIVE) -> None:
+        """A timer option was set (key), or the connection opened with its
+        options set (as SO_KEEPALIVE): as Linux, turning keep-alive on, or
+        opening with it on, starts the idle time from now; a new
+        TCP_KEEPIDLE counts from the last segment received; the interval,
+        count and user timeout take effect at the timer's next turn."""
+        if key not in (_KEEPALIVE, (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)):
+            return
+        self._timers_stop()
+        if self.state != "open" or self.dead:
+            return
+        if not self._option(socket.SO_KEEPALIVE, socket.SOL_SOCKET):
+            return
+        idle = self._seconds(socket.TCP_KEEPIDLE, KEEPIDLE_DEFAULT)
+        if key != _KEEPALIVE:
+            idle = max(0, idle - (self.loop._now_ns - self.rx_ns))
+        self._keepalive_in(idle)
+
+    def _timers_stop(self) -> None:
+        if self.ka_timer is not None:
+            self.ka_timer.cancel()
+            self.ka_timer = None
+
+    def _keepalive_in(self, ns: int) -> None:
+        self.ka_timer = self.loop.call_later(ns / 1e9, self._keepalive, context=self.ctx)
+
+    def _keepalive(self) -> None:
+        """Linux's keep-alive timer: after the idle time with nothing
+        received, a probe each interval; the count unanswered (or, if set,
+        TCP_USER_TIMEOUT since the last word from the peer) ends the
+        connection with ETIMEDOUT. Data in flight or waiting for the window
+        is the retransmission timer's business, not keep-alive's."""
+        self.ka_timer = None
+        if self.state != "open" or self.dead or not self.alive():
+            return
+        idle = self._seconds(socket.TCP_KEEPIDLE, KEEPIDLE_DEFAULT)
+        unacked = self.unacked
+        for seg in [s for s in unacked if s.acked]:
+            del unacked[seg]
+        if unacked or self.buf:
+            self._keepalive_in(idle)
+            return
+        elapsed = self.loop._now_ns - self.rx_ns
+        if elapsed < idle:
+            self._keepalive_in(idle - elapsed)
+            return
+        user_timeout = self._option(_TCP_USER_TIMEOUT) * 1_000_000
+        count = self._option(socket.TCP_KEEPCNT) or KEEPCNT_DEFAULT
+        if (self.probes and user_timeout and elapsed >= user_timeout) or (
+            not user_timeout and self.probes >= count
+        ):
+            self._timed_out(None)
+            return
+        self.probes += 1
+        self.stack.stats["tcp_probes"] += 1
+        self.stack.send(_Segment(PROBE, self, self.peer, self.snd_next, b""), self.remote_node)
+        self._keepalive_in(self._seconds(socket.TCP_KEEPINTVL, KEEPINTVL_DEFAULT))
+
+    def _heard(self) -> None:
+        """The peer answered a keep-alive probe."""
+        self.rx_ns = self.loop._now_ns
+        self.probes = 0
 
     def _reset(self, by: Any) -> None:
         if self.state == "syn":
@@ -774,6 +921,8 @@ class Endpoint(_Owned, asyncio.Transport):
     def _lose(self, exc: BaseException | None) -> None:
         """The connection is over for the kernel: no more segments either way."""
         self.dead = True
+        self._timers_stop()
+        self.unacked.clear()
         self.state = "closed"
         self.buf.clear()
         self.ooo.clear()
@@ -1088,6 +1237,7 @@ class Endpoint(_Owned, asyncio.Transport):
         if self.drainers:
             self._wake_drainers()
         protocol = self.protocol
+        self._timers_stop()  # a closed socket sends no keep-alive
         try:
             if protocol is not None:
                 protocol.connection_lost(exc)

@@ -77,6 +77,7 @@ typedef struct askew_tcp {
     long long inflight;
     long long rcv_next;
     long long conn_lost;
+    long long rx_ns; /* when a segment last came from the peer (keep-alive) */
     char dead;
     char closing;
     char reading;
@@ -523,6 +524,7 @@ static PyMemberDef stream_members[] = {
     {"inflight", T_LONGLONG, offsetof(askew_tcp, inflight), 0, NULL},
     {"rcv_next", T_LONGLONG, offsetof(askew_tcp, rcv_next), 0, NULL},
     {"conn_lost", T_LONGLONG, offsetof(askew_tcp, conn_lost), 0, NULL},
+    {"rx_ns", T_LONGLONG, offsetof(askew_tcp, rx_ns), 0, NULL},
     {"token", T_LONGLONG, offsetof(askew_tcp, token), READONLY, NULL},
     {"remote_node", T_LONGLONG, offsetof(askew_tcp, remote_node), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
@@ -641,6 +643,7 @@ static int take_segment(PyObject *segment, uint32_t outcome)
     if (alive <= 0)
         return alive;
     seg->acked = 1; /* data for a live socket */
+    s->rx_ns = s->stack->net->host.sched->now_ns;
     if (seg->seq != s->rcv_next || PyDict_GET_SIZE(s->ooo) != 0 || s->closing)
         return 0;
     return accept_data(s, seg->data) < 0 ? -1 : 1;
