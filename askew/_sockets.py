@@ -10,8 +10,11 @@ a hostname (`node-<id>` or the `name=` given at spawn), and reaches itself
 as 127.0.0.1 or `localhost`. A connection is two endpoints, one per node;
 each segment is a `_Segment` carried by the C network (`loop._net`) over the
 link between the two nodes, so it takes the link's latency and meets its
-faults. The C side hands every segment back to `Stack._arrive` when it comes
-due, delivered or dropped: a dropped one is sent again after a retransmission
+faults. The common case of data runs in C (ext/stream.c: an endpoint's hot
+state is its `_s`, a `_core.Stream`): a write the window takes, the next
+bytes in order for an open socket, their delivery to a plain Protocol.
+Every other segment comes back to `Stack._arrive` when it comes due,
+delivered or dropped: a dropped one is sent again after a retransmission
 timeout (TCP loses nothing it has accepted), an out-of-order one waits for
 the gap, a duplicate is discarded. Every random draw (segment sizes,
 retransmission jitter) comes from the network stream through `loop._net.draw`,
