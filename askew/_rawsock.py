@@ -26,7 +26,7 @@ import socket
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from . import _core, _sockets, _udp
+from . import _core, _realsock, _sockets, _udp
 from ._world import _KIND_CONNECT, _KIND_REFUSE
 
 _RealSocket = socket.socket
@@ -563,6 +563,8 @@ def _connect_locally(sock: RawSocket, address: Any) -> bool:
             lhost = _sockets._local_addr(stack, node, host)
         local = (lhost, sock._local[1] or stack.ephemeral(sock._token))
         if listener is None:
+            if stack.one_host:
+                _realsock.raise_refusal(remote)
             stack.stats["tcp_refused"] += 1
             stack.log(_KIND_REFUSE, node, f"refuse {_sockets._ep(local)} -> {_sockets._ep(remote)}")
             refused = f"Connect call failed {_sockets._sockaddr(remote)!r}"

@@ -32,7 +32,7 @@ from asyncio.log import logger as _asyncio_logger
 from collections.abc import Callable
 from typing import Any
 
-from . import _core
+from . import _core, _realsock
 from ._world import (
     _KIND_ACCEPT,
     _KIND_CLOSE,
@@ -526,6 +526,13 @@ class Stack:
             return  # a retransmitted SYN; the SYN-ACK is on its way
         listener = self.find_listener(node, client.remote[0], port)
         if listener is None:
+            # Wrap mode: a real socket of the process listening there is
+            # named, not answered with a reset (askew/_realsock.py).
+            real = _realsock.refusal(client.remote) if self.one_host else None
+            if real is not None:
+                _core._note_refusal(real)
+                client._connect_failed(real)
+                return
             self.stats["tcp_refused"] += 1
             self.log(_KIND_REFUSE, node, f"refuse {_ep(client.local)} -> {_ep(client.remote)}")
             self._reset_back(seg)
@@ -1638,6 +1645,8 @@ async def create_unix_connection(stack: Stack, protocol_factory: Any, path: Any)
     where = unix_path(path)
     node = token >> _core.NODE_TOKEN_SHIFT
     if stack.find_listener(node, UNIX, where) is None:
+        if stack.one_host:
+            _realsock.raise_refusal((UNIX, where))
         if where.startswith("\0") or (node, where) in stack.unix_stale:
             raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")

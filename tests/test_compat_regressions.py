@@ -13,9 +13,12 @@ import io
 import socket
 from typing import Any
 
+import pytest
 from test_sockets import client, run_nodes
-from test_sockets_wrap import wrapped
+from test_sockets_wrap import Main, wrapped
 from test_tls import PORT, client_context, server_context
+
+from askew.errors import NondeterminismError
 
 
 def _running_loop() -> Any:
@@ -135,3 +138,62 @@ def test_tls_client_over_a_connected_sock_in_a_world() -> None:
         await asyncio.sleep(1e9)
 
     assert run_nodes(serve, client(talk))["result"] == b"adopted"
+
+
+# -- real sockets made before the run (anyio's server_sock fixtures, websockets'
+# and aiohttp's proxies on another thread's real loop) ---------------------------
+
+
+def _refused_by_name(connect: Main, real: socket.socket) -> str:
+    """The run's failure: the refusal is noted, so it fails the run even
+    where the code under test catches it."""
+    with pytest.raises(NondeterminismError) as refused:
+        wrapped(connect)
+    real.close()
+    return str(refused.value)
+
+
+def test_a_connect_to_a_real_listener_made_before_the_run_names_it_instead_of_refusing() -> None:
+    real = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    real.bind(("127.0.0.1", 0))
+    real.listen()
+    port = real.getsockname()[1]
+    message = _refused_by_name(lambda: asyncio.open_connection("127.0.0.1", port), real)
+    assert f"connect to 127.0.0.1:{port}" in message
+    assert "a real socket of this process" in message and f"{port})" in message
+
+
+def test_a_blocking_connect_of_a_simulated_socket_to_a_real_listener_names_it() -> None:
+    real = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    real.bind(("::", 0))  # the IPv6 wildcard takes IPv4 connects too
+    real.listen()
+    port = real.getsockname()[1]
+
+    async def connect() -> None:
+        with socket.socket() as sock:
+            sock.connect(("127.0.0.1", port))
+
+    assert "a real socket of this process" in _refused_by_name(connect, real)
+
+
+def test_a_unix_connect_to_a_real_listener_made_before_the_run_names_it() -> None:
+    real = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    real.bind(b"\0askew-compat-regressions")
+    real.listen()
+    message = _refused_by_name(
+        lambda: asyncio.open_unix_connection("\0askew-compat-regressions"), real
+    )
+    assert "connect to unix:'\\x00askew-compat-regressions'" in message
+
+
+def test_a_connect_nothing_listens_on_is_still_refused_as_linux_refuses_it() -> None:
+    real = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    real.bind(("127.0.0.1", 0))  # bound, not listening: nothing to name
+    port = real.getsockname()[1]
+
+    async def main() -> None:
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.open_connection("127.0.0.1", port)
+
+    wrapped(main)
+    real.close()

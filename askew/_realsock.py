@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Real listening sockets a wrapped test cannot reach (docs/compatibility.md,
+"Real sockets made before the run").
+
+Wrap mode's loopback is the simulated host: a connect inside the run never
+reaches a socket the kernel holds. When such a connect finds no simulated
+listener, the stack asks `refusal()` whether a real socket of this process
+listens at that address (one a synchronous fixture made before the run, or a
+server on another thread's real loop); if so the connect fails with a
+`NondeterminismError` naming that socket instead of a bare ECONNREFUSED,
+which would read as a bug in the code under test. Reads the process's own
+socket objects only (never the kernel's tables, never a real connect), and
+only on that failing path.
+"""
+
+from __future__ import annotations
+
+import _socket
+import gc
+import socket
+from typing import Any
+
+from .errors import NondeterminismError
+
+_UNIX = "unix"  # askew/_sockets.py's UNIX: the host part of an AF_UNIX address
+_ANY: dict[int, str] = {socket.AF_INET: "0.0.0.0", socket.AF_INET6: "::"}
+
+
+def _listening(sock: _socket.socket) -> bool:
+    try:
+        return (
+            sock.fileno() >= 0
+            and sock.type & 0xF == socket.SOCK_STREAM
+            and bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+        )
+    except OSError:
+        return False
+
+
+def _serves(sock: _socket.socket, remote: tuple[str, Any]) -> bool:
+    """Would Linux hand a connect to remote (the stack's (host, port) or
+    (UNIX, path)) to this listening socket?"""
+    host, port = remote
+    try:
+        name = sock.getsockname()
+    except OSError:
+        return False
+    if sock.family == socket.AF_UNIX:
+        if isinstance(name, (bytes, bytearray)):
+            name = bytes(name).decode("utf-8", "surrogateescape")
+        return host == _UNIX and name == port
+    if host == _UNIX or sock.family not in _ANY or name[1] != port:
+        return False
+    if name[0] == host or (name[0] == _ANY[sock.family] and (":" in host) == (":" in name[0])):
+        return True
+    # An IPv6 wildcard listener takes IPv4 too unless it is IPV6_V6ONLY.
+    v6only = sock.family == socket.AF_INET6 and sock.getsockopt(
+        socket.IPPROTO_IPV6, socket.IPV6_V6ONLY
+    )
+    return name[0] == "::" and ":" not in host and not v6only
+
+
+def real_listener(remote: tuple[str, Any]) -> _socket.socket | None:
+    """The real listening socket of this process at remote, if any (the
+    lowest file descriptor when several are)."""
+    found = [
+        obj
+        for obj in gc.get_objects()
+        if isinstance(obj, _socket.socket) and _listening(obj) and _serves(obj, remote)
+    ]
+    return min(found, key=lambda s: s.fileno()) if found else None
+
+
+def refusal(remote: tuple[str, Any]) -> NondeterminismError | None:
+    """The error a refused connect to remote raises instead of ECONNREFUSED
+    when a real socket listens there, or None."""
+    sock = real_listener(remote)
+    if sock is None:
+        return None
+    where = f"unix:{remote[1]!r}" if remote[0] == _UNIX else f"{remote[0]}:{remote[1]}"
+    return NondeterminismError(
+        f"connect to {where} inside a simulation: nothing simulated listens there, but "
+        f"a real socket of this process does ({sock!r}), made outside the run (a "
+        "synchronous fixture, or a server on another thread's real loop). Wrap mode's "
+        "loopback is the simulated host and never reaches a real socket, so this "
+        "connect would be refused. Make the listener inside the run (loop.create_server, "
+        "anyio.create_tcp_listener, socket.socket() in the test body) or run this test "
+        "without wrap mode."
+    )
+
+
+def raise_refusal(remote: tuple[str, Any]) -> None:
+    """Raise `refusal(remote)`, noted as the run's refusal, if there is one."""
+    exc = refusal(remote)
+    if exc is not None:
+        from ._core import _note_refusal
+
+        _note_refusal(exc)
+        raise exc
