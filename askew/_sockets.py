@@ -26,6 +26,7 @@ import contextvars
 import errno
 import functools
 import socket
+import struct
 import sys
 import threading
 from asyncio.log import logger as _asyncio_logger
@@ -567,6 +568,15 @@ class Stack:
         return None
 
 
+def _linger_zero(sock: Any) -> bool:
+    """SO_LINGER set on with a zero timeout: close() sends a RST."""
+    value = getattr(sock, "_opts", {}).get((socket.SOL_SOCKET, socket.SO_LINGER))
+    if isinstance(value, (bytes, bytearray)) and len(value) >= 8:
+        on, seconds = struct.unpack("ii", bytes(value[:8]))
+        return bool(on) and seconds == 0
+    return False
+
+
 def _ep(a: tuple[str, Any]) -> str:
     if a[0] == UNIX:
         return f"unix:{a[1]}".replace("\0", "@")  # an abstract name as ss(8) shows it
@@ -1077,9 +1087,19 @@ class Endpoint(_Owned, asyncio.Transport):
         self._abort(None)
 
     def _abort(self, exc: BaseException | None) -> None:
-        """abort(), or a fatal protocol error: connection_lost(exc)."""
+        """abort(), or a fatal protocol error: connection_lost(exc).
+
+        asyncio's transport closes its socket, dropping the write buffer;
+        Linux's close() then resets the connection only if received bytes
+        lie unread or SO_LINGER is set to zero, and otherwise ends it with
+        a FIN: the peer reads what was sent, then EOF (websockets' server
+        aborts a connection whose handshake timed out, and its test reads
+        b"")."""
         if self.conn_lost:
             return  # closed already: asyncio's _force_close does nothing then
+        if not self.rx and not _linger_zero(self._extra.get("socket")):
+            self._force_close(exc)
+            return
         already_lost = self.conn_lost
         self.closing = True
         self.reading = False

@@ -197,3 +197,45 @@ def test_a_connect_nothing_listens_on_is_still_refused_as_linux_refuses_it() -> 
 
     wrapped(main)
     real.close()
+
+
+# -- abort() closes as asyncio's transport does on Linux (websockets' handshake
+# timeout, aiohttp's test_stalled_parser_outlives_connection_lost) -------------
+
+
+async def _abort_after(data: bytes, unread: bool) -> bytes | str:
+    """A server that answers data and aborts; what the client reads: the
+    bytes up to EOF, or the reset."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if unread:
+            writer.transport.pause_reading()  # the request stays in the receive queue
+            await asyncio.sleep(0.1)
+        else:
+            await reader.readexactly(len(b"request"))
+        writer.write(data)
+        writer.transport.abort()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"request")
+    try:
+        return await reader.read()
+    except ConnectionResetError:
+        return "reset"
+    finally:
+        writer.close()
+        server.close()
+
+
+def test_abort_with_nothing_unread_ends_with_a_fin_the_peer_reads_eof() -> None:
+    # asyncio's abort() closes the socket; with no unread bytes Linux sends
+    # a FIN, and what the window took before is still delivered.
+    result, _loop = wrapped(lambda: _abort_after(b"response", unread=False))
+    assert result == b"response"
+
+
+def test_abort_with_unread_bytes_resets_the_connection_as_linux_close_does() -> None:
+    result, _loop = wrapped(lambda: _abort_after(b"response", unread=True))
+    assert result == "reset"
