@@ -239,3 +239,70 @@ def test_abort_with_nothing_unread_ends_with_a_fin_the_peer_reads_eof() -> None:
 def test_abort_with_unread_bytes_resets_the_connection_as_linux_close_does() -> None:
     result, _loop = wrapped(lambda: _abort_after(b"response", unread=True))
     assert result == "reset"
+
+
+# -- the socket object's surface that blocking clients reach for (urllib and
+# http.client in run_in_executor: websockets' legacy HTTP tests; anyio's
+# from_socket(fd) and blocking TLS servers) ----------------------------------------
+
+
+def test_a_simulated_socket_answers_so_type_and_reads_through_makefile_after_close() -> None:
+    async def main() -> Any:
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        kinds = [
+            server.getsockopt(socket.SOL_SOCKET, name)
+            for name in (socket.SO_TYPE, socket.SO_DOMAIN, socket.SO_ACCEPTCONN)
+        ]
+        client = socket.socket()
+        client.connect(server.getsockname())
+        conn, _peer = server.accept()
+        client.sendall(b"line one\nrest")
+        client.close()
+        await asyncio.sleep(0.01)  # the bytes and the FIN arrive
+        file = conn.makefile("rb")
+        conn.close()  # as http.client: the file keeps the socket open
+        read = [file.readline(), file.read()]
+        file.close()
+        server.close()
+        return kinds, read, repr(conn)
+
+    (kinds, read, closed), _loop = wrapped(main)
+    assert kinds == [socket.SOCK_STREAM, socket.AF_INET, 1]
+    assert read == [b"line one\n", b"rest"]
+    assert "[closed]" in closed
+
+
+def test_a_blocking_read_in_inline_executor_work_is_refused_naming_the_work() -> None:
+    async def main() -> None:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        address = server.sockets[0].getsockname()
+
+        def fetch() -> bytes:  # what urllib.request.urlopen does underneath
+            with socket.create_connection(address) as sock:
+                sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                return sock.makefile("rb").readline()
+
+        await asyncio.get_running_loop().run_in_executor(None, fetch)
+
+    with pytest.raises(NondeterminismError, match=r"recv_into\(\).*executor work .*fetch"):
+        wrapped(main)
+
+
+def test_blocking_tls_on_a_simulated_socket_is_refused_by_name() -> None:
+    import ssl
+
+    async def main() -> None:
+        ssl.create_default_context().wrap_socket(socket.socket(), server_hostname="x")
+
+    with pytest.raises(NondeterminismError, match=r"wrap_socket\(\) on a simulated socket"):
+        wrapped(main)
+
+
+def test_rebuilding_a_socket_from_a_simulated_sockets_fileno_is_refused_by_name() -> None:
+    async def main() -> None:
+        socket.socket(fileno=socket.socket().detach())
+
+    with pytest.raises(NondeterminismError, match=r"socket\.socket\(fileno=-1\)"):
+        wrapped(main)
