@@ -1635,6 +1635,11 @@ async def _open(stack: Stack, ep: Endpoint, protocol_factory: Any) -> tuple[Any,
             ep.state = "closed"
             ep.dead = True
             ep._release()
+        elif ep.protocol is None:
+            # The handshake was over but the caller gave up before it ran
+            # on (a cancel in that step): asyncio closes the socket then,
+            # and the server hears it (aiohappyeyeballs' cancelled connect).
+            ep._abort(None)
         raise
     protocol = protocol_factory()
     ep.protocol = protocol

@@ -306,3 +306,36 @@ def test_rebuilding_a_socket_from_a_simulated_sockets_fileno_is_refused_by_name(
 
     with pytest.raises(NondeterminismError, match=r"socket\.socket\(fileno=-1\)"):
         wrapped(main)
+
+
+def test_a_connect_cancelled_in_the_step_its_handshake_completes_closes_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # aiohttp's test_request_body_closed_on_cancellation: the server, which
+    # accepted, must read EOF, as it does once asyncio closes the socket.
+    from askew import _sockets
+
+    async def main() -> bytes:
+        got: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            got.set_result(await reader.read())
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        task = asyncio.create_task(asyncio.open_connection("127.0.0.1", port))
+        established = _sockets.Endpoint._established
+
+        def then_cancel(ep: Any, peer: Any) -> None:
+            established(ep, peer)
+            task.cancel()  # before the connecting task runs on
+
+        monkeypatch.setattr(_sockets.Endpoint, "_established", then_cancel)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        data = await asyncio.wait_for(got, 1)
+        server.close()
+        return data
+
+    assert wrapped(main)[0] == b""
