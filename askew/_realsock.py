@@ -16,6 +16,7 @@ only on that failing path.
 from __future__ import annotations
 
 import _socket
+import errno
 import gc
 import socket
 from typing import Any
@@ -97,3 +98,78 @@ def raise_refusal(remote: tuple[str, Any]) -> None:
 
         _note_refusal(exc)
         raise exc
+
+
+# -- the other way: a real socket connecting to a simulated server -----------------
+
+
+def _simulated_listener(loops: list[Any], family: int, address: Any) -> Any:
+    """The simulated server of one of loops at address, if any (a real
+    socket's connect target: (host, port) on loopback, or an AF_UNIX path)."""
+    from ._sockets import UNIX, _is_loopback, unix_path
+
+    if family == socket.AF_UNIX:
+        try:
+            where: tuple[str, Any] = (UNIX, unix_path(address))
+        except TypeError:
+            return None
+    elif isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], str):
+        host = "127.0.0.1" if address[0] == "localhost" else address[0]
+        if not _is_loopback(host):
+            return None
+        where = (host, address[1])
+    else:
+        return None
+    for loop in loops:
+        host_ = getattr(loop, "_host", None)
+        stack = getattr(host_, "_tcp", None)
+        if stack is not None and not loop.is_closed():
+            found = stack.find_listener(0, where[0], where[1])
+            if found is not None:
+                return found
+    return None
+
+
+def _refused(sock: Any, address: Any, loops: list[Any]) -> NondeterminismError | None:
+    listener = _simulated_listener(loops, sock.family, address)
+    if listener is None:
+        return None
+    return NondeterminismError(
+        f"socket.connect({address!r}) on a real socket ({sock!r}), made outside the "
+        "running loop, was refused: that address is a simulated server of this wrapped "
+        "test, on askew's loopback, which a real socket never reaches. Connect from "
+        "code the loop runs (asyncio.open_connection, loop.sock_connect, or "
+        "socket.socket() made in a coroutine), or pass sock= a socket made there."
+    )
+
+
+def checked_connect(original: Any, loops: Any) -> Any:
+    """socket.socket.connect while a wrapped test runs: the real call, but
+    a refusal at an address where the test's own simulated server listens
+    names it (websockets' test_explicit_socket connects a real socket made
+    in the synchronous test body)."""
+
+    def connect(sock: Any, address: Any) -> None:
+        try:
+            original(sock, address)
+        except (ConnectionRefusedError, FileNotFoundError):
+            named = _refused(sock, address, loops())
+            if named is not None:
+                raise named from None
+            raise
+
+    return connect
+
+
+def checked_connect_ex(original: Any, loops: Any) -> Any:
+    """socket.socket.connect_ex, as `checked_connect`."""
+
+    def connect_ex(sock: Any, address: Any) -> int:
+        code: int = original(sock, address)
+        if code in (errno.ECONNREFUSED, errno.ENOENT):
+            named = _refused(sock, address, loops())
+            if named is not None:
+                raise named
+        return code
+
+    return connect_ex

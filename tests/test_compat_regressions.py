@@ -339,3 +339,23 @@ def test_a_connect_cancelled_in_the_step_its_handshake_completes_closes_the_conn
         return data
 
     assert wrapped(main)[0] == b""
+
+
+def test_a_real_socket_refused_at_the_tests_own_simulated_server_names_it() -> None:
+    # websockets' legacy test_explicit_socket: the synchronous test body, run
+    # between run_until_complete calls, connects a real socket.
+    from askew import _wrap
+
+    run = _wrap.WrappedRun("tests/test_x.py::test_x", 1)
+    with _wrap.installed(run):
+        loop = asyncio.new_event_loop()
+        server = loop.run_until_complete(asyncio.start_server(lambda r, w: None, "127.0.0.1", 0))
+        address = server.sockets[0].getsockname()
+        with socket.socket() as real, pytest.raises(NondeterminismError) as refused:
+            real.connect(address)
+        with socket.socket() as real, pytest.raises(NondeterminismError):
+            real.connect_ex(address)
+        server.close()
+        loop.close()
+    assert "simulated server of this wrapped test" in str(refused.value)
+    assert "connect" not in vars(socket.socket)  # the patch went with the test
