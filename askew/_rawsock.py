@@ -380,6 +380,12 @@ class RawSocket(_sockets.SimSocket):
             self._close_wanted = True
             return
         self._closed = True
+        if self._stack.loop.is_closed():
+            # The loop, and with it the host's stack, is gone (a fixture's
+            # finalizer closing its socket after the test's loop): closing
+            # a socket never raises, and nothing is left to tell.
+            self._watch.clear()
+            return
         if self._ep is not None:
             self._ep.close()
         if self._server is not None:

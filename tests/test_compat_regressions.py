@@ -359,3 +359,23 @@ def test_a_real_socket_refused_at_the_tests_own_simulated_server_names_it() -> N
         loop.close()
     assert "simulated server of this wrapped test" in str(refused.value)
     assert "connect" not in vars(socket.socket)  # the patch went with the test
+
+
+def test_a_simulated_socket_closed_after_its_loop_closed_closes_quietly() -> None:
+    # anyio's sock_or_fd_factory: a finalizer closes the socket after the
+    # test's loop is gone; socket.close() never raises.
+    async def main() -> list[socket.socket]:
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client = socket.socket()
+        client.connect(server.getsockname())
+        datagram = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        datagram.bind(("127.0.0.1", 0))
+        return [server, client, datagram]
+
+    socks, loop = wrapped(main)
+    assert loop.is_closed()
+    for sock in socks:
+        sock.close()
+        assert "[closed]" in repr(sock)
