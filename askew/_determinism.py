@@ -33,6 +33,7 @@ import gc
 import os
 import random
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -407,6 +408,8 @@ class Scope:
         # A world's node gets simulated sockets (askew/_rawsock.py).
         names.set(socket, "socket", _rawsock.SocketType)
         names.set(socket, "socketpair", _rawsock.socketpair)
+        # Blocking TLS over a simulated socket is refused by name.
+        names.set(ssl.SSLContext, "wrap_socket", _rawsock.wrap_socket)
         for name in _RESOLVER_NAMES:
             refusing = _refusing(
                 f"socket.{name}()", getattr(socket, name), "would send a real DNS query", _IO_HINT

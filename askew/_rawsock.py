@@ -23,10 +23,11 @@ import contextvars
 import errno
 import functools
 import socket
+import ssl
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from . import _core, _sockets, _udp
+from . import _core, _realsock, _sockets, _udp
 from ._world import _KIND_CONNECT, _KIND_REFUSE
 
 _RealSocket = socket.socket
@@ -35,6 +36,13 @@ _BLOCKING = frozenset(
     {"accept", "connect", "connect_ex", "recv", "recv_into", "recvfrom", "recvfrom_into"}
     | {"recvmsg", "send", "sendall", "sendto", "sendmsg", "sendfile"}
 )
+# getsockopt(SOL_SOCKET, name) read off the socket object itself.
+_SO_SELF = {
+    socket.SO_TYPE: "type",
+    socket.SO_DOMAIN: "family",
+    socket.SO_PROTOCOL: "proto",
+    socket.SO_ACCEPTCONN: "_listening",
+}
 RECV_MAX = 65536  # receive queue, in bytes, before the connection stops reading
 
 
@@ -134,6 +142,8 @@ class RawSocket(_sockets.SimSocket):
         self._timeout: float | None = None  # blocking, as a new socket on Linux
         self._connecting: Any = None  # a non-blocking connect's task
         self._so_error = 0  # what getsockopt(SO_ERROR) reads once
+        self._io_refs = 0  # makefile() files open (socket.socket's name)
+        self._close_wanted = False  # close() called while files were open
 
     def __repr__(self) -> str:
         kind = "SOCK_STREAM" if self.type == socket.SOCK_STREAM else "SOCK_DGRAM"
@@ -164,7 +174,28 @@ class RawSocket(_sockets.SimSocket):
         if (level, name) == (socket.SOL_SOCKET, socket.SO_ERROR):
             err, self._so_error = self._so_error, 0
             return err
+        if level == socket.SOL_SOCKET and name in _SO_SELF and not buflen:
+            # What the kernel reads off the socket itself (ssl's wrap_socket
+            # checks SO_TYPE first).
+            return int(getattr(self, _SO_SELF[name]))
         return super().getsockopt(level, name, buflen)
+
+    @property
+    def _listening(self) -> bool:
+        return self._server is not None
+
+    def makefile(self, *args: Any, **kwargs: Any) -> Any:
+        """socket.socket's own makefile: a file over recv_into and send (so
+        a read that would wait is refused as theirs are); the socket closes
+        once it and its files are closed, as http.client relies on."""
+        self._check_open()
+        make: Any = _RealSocket.makefile
+        return make(self, *args, **kwargs)
+
+    def _decref_socketios(self) -> None:
+        self._io_refs -= 1
+        if self._io_refs <= 0 and self._close_wanted:
+            self.close()
 
     def __getattr__(self, name: str) -> Any:
         if name in _BLOCKING:
@@ -349,7 +380,16 @@ class RawSocket(_sockets.SimSocket):
     def close(self) -> None:
         if self._closed:
             return
+        if self._io_refs > 0:  # a makefile() file still reads it
+            self._close_wanted = True
+            return
         self._closed = True
+        if self._stack.loop.is_closed():
+            # The loop, and with it the host's stack, is gone (a fixture's
+            # finalizer closing its socket after the test's loop): closing
+            # a socket never raises, and nothing is left to tell.
+            self._watch.clear()
+            return
         if self._ep is not None:
             self._ep.close()
         if self._server is not None:
@@ -502,7 +542,35 @@ class SocketType(_RealSocket, metaclass=_SocketMeta):
             made = _make(family, type)
             if made is not None:
                 return made
+        elif fileno == -1 and _sockets.current(True) is not None:
+            from ._loop import _refuse
+
+            _refuse(
+                "socket.socket(fileno=-1)",
+                "Pass the socket object itself (sock=..., anyio's from_socket(sock)).",
+                "has no descriptor to rebuild: -1 is what a simulated socket's fileno() "
+                "and detach() give",
+            )
         return _RealSocket.__new__(cls, family, type, proto, fileno)  # type: ignore[call-arg]
+
+
+_real_wrap_socket = ssl.SSLContext.wrap_socket
+
+
+def wrap_socket(context: ssl.SSLContext, sock: Any, *args: Any, **kwargs: Any) -> Any:
+    """SSLContext.wrap_socket inside a run: refused for a simulated socket
+    (blocking TLS has no file descriptor to run OpenSSL's socket I/O on),
+    the real method otherwise."""
+    if isinstance(sock, RawSocket):
+        from ._loop import _refuse
+
+        _refuse(
+            "ssl.SSLContext.wrap_socket() on a simulated socket",
+            "Use TLS on a transport: ssl= on loop.create_connection/create_server "
+            "(asyncio.open_connection, start_server) or loop.start_tls.",
+            "is blocking TLS, which is not simulated",
+        )
+    return _real_wrap_socket(context, sock, *args, **kwargs)
 
 
 # ---- the blocking methods' helpers ---------------------------------------------
@@ -532,6 +600,12 @@ def _would_block(sock: RawSocket, name: str, why: str = "") -> None:
 
     loop_name = "connect" if name == "connect_ex" else name.replace("sendto", "sendall")
     because = f" ({why})" if why else ""
+    work = getattr(_sockets.inline_loop, "_inline_work", None)
+    if work is not None:  # urllib or http.client in run_in_executor, say
+        because += (
+            f", here in executor work {work} run inline on the loop's own thread, "
+            "where nothing on the loop (the server it talks to) runs while it waits"
+        )
     _raise_refusal(
         f"socket.{name}() on a simulated socket would block the loop{because}, "
         "stalling virtual time. Await the loop's method instead "
@@ -567,6 +641,8 @@ def _connect_locally(sock: RawSocket, address: Any) -> bool:
             lhost = _sockets._local_addr(stack, node, host)
         local = (lhost, sock._local[1] or stack.ephemeral(sock._token))
         if listener is None:
+            if stack.one_host:
+                _realsock.raise_refusal(remote)
             stack.stats["tcp_refused"] += 1
             stack.log(_KIND_REFUSE, node, f"refuse {_sockets._ep(local)} -> {_sockets._ep(remote)}")
             refused = f"Connect call failed {_sockets._sockaddr(remote)!r}"

@@ -30,13 +30,14 @@ import errno
 import functools
 import operator
 import socket
+import struct
 import sys
 import threading
 from asyncio.log import logger as _asyncio_logger
 from collections.abc import Callable
 from typing import Any
 
-from . import _core
+from . import _core, _realsock
 from ._world import (
     _KIND_ACCEPT,
     _KIND_CLOSE,
@@ -553,6 +554,13 @@ class Stack:
             return  # a retransmitted SYN; the SYN-ACK is on its way
         listener = self.find_listener(node, client.remote[0], port)
         if listener is None:
+            # Wrap mode: a real socket of the process listening there is
+            # named, not answered with a reset (askew/_realsock.py).
+            real = _realsock.refusal(client.remote) if self.one_host else None
+            if real is not None:
+                _core._note_refusal(real)
+                client._connect_failed(real)
+                return
             self.stats["tcp_refused"] += 1
             self.log(_KIND_REFUSE, node, f"refuse {_ep(client.local)} -> {_ep(client.remote)}")
             self._reset_back(seg)
@@ -612,6 +620,15 @@ def _in_c(name: str) -> Any:
         setattr(self._s, name, value)
 
     return property(operator.attrgetter("_s." + name), set_field)
+
+
+def _linger_zero(sock: Any) -> bool:
+    """SO_LINGER set on with a zero timeout: close() sends a RST."""
+    value = getattr(sock, "_opts", {}).get((socket.SOL_SOCKET, socket.SO_LINGER))
+    if isinstance(value, (bytes, bytearray)) and len(value) >= 8:
+        on, seconds = struct.unpack("ii", bytes(value[:8]))
+        return bool(on) and seconds == 0
+    return False
 
 
 def _ep(a: tuple[str, Any]) -> str:
@@ -1199,9 +1216,19 @@ class Endpoint(_Owned, asyncio.Transport):
         self._abort(None)
 
     def _abort(self, exc: BaseException | None) -> None:
-        """abort(), or a fatal protocol error: connection_lost(exc)."""
+        """abort(), or a fatal protocol error: connection_lost(exc).
+
+        asyncio's transport closes its socket, dropping the write buffer;
+        Linux's close() then resets the connection only if received bytes
+        lie unread or SO_LINGER is set to zero, and otherwise ends it with
+        a FIN: the peer reads what was sent, then EOF (websockets' server
+        aborts a connection whose handshake timed out, and its test reads
+        b"")."""
         if self.conn_lost:
             return  # closed already: asyncio's _force_close does nothing then
+        if not self.rx and not _linger_zero(self._extra.get("socket")):
+            self._force_close(exc)
+            return
         already_lost = self.conn_lost
         self.closing = True
         self.reading = False
@@ -1738,6 +1765,11 @@ async def _open(stack: Stack, ep: Endpoint, protocol_factory: Any) -> tuple[Any,
             ep.state = "closed"
             ep.dead = True
             ep._release()
+        elif ep.protocol is None:
+            # The handshake was over but the caller gave up before it ran
+            # on (a cancel in that step): asyncio closes the socket then,
+            # and the server hears it (aiohappyeyeballs' cancelled connect).
+            ep._abort(None)
         raise
     protocol = protocol_factory()
     ep.protocol = protocol
@@ -1768,6 +1800,8 @@ async def create_unix_connection(stack: Stack, protocol_factory: Any, path: Any)
     where = unix_path(path)
     node = token >> _core.NODE_TOKEN_SHIFT
     if stack.find_listener(node, UNIX, where) is None:
+        if stack.one_host:
+            _realsock.raise_refusal((UNIX, where))
         if where.startswith("\0") or (node, where) in stack.unix_stale:
             raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
         raise FileNotFoundError(errno.ENOENT, "No such file or directory")

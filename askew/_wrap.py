@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 import zlib
 from asyncio import events, runners
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _core
+from . import _core, _realsock
 from ._config import KNOBS, WRAP_EXECUTOR, RunConfig, check_seed, knob_text
 from ._determinism import NameSwap, Nesting
 from ._loop import SimLoop
@@ -132,6 +133,13 @@ class _Patches:
             if policy is not None:
                 self._names.set(policy, "new_event_loop", _policy_new_event_loop)
             self._names.set(runners.Runner, "__init__", self._runner_init())
+            # A real socket refused at the test's own simulated server says so.
+            loops = self._loops
+            real = socket.socket
+            self._names.set(real, "connect", _realsock.checked_connect(real.connect, loops))
+            self._names.set(
+                real, "connect_ex", _realsock.checked_connect_ex(real.connect_ex, loops)
+            )
         except BaseException:
             self.restore()  # the outermost install failed: undo what it did
             raise
@@ -139,6 +147,9 @@ class _Patches:
     def restore(self) -> None:
         if self._nesting.exit():
             self._names.undo()
+
+    def _loops(self) -> list[SimLoop]:
+        return list(self.run.loops) if self.run is not None else []
 
     # ---- wrap threads (compat brief): loops made on other threads stay stock ----
 

@@ -148,7 +148,10 @@ def reason(message: str) -> str:
     """The table's reason: a refused call's name, a deadlock, a timeout, or
     `other` (see `detail`)."""
     for pattern, name in _REASONS:
-        match = pattern.search(message)
+        # A timeout counts only in the failure's own line: a traceback's
+        # test names and source (test_client_close_timeout, open_timeout=)
+        # mention timeouts of failures that are something else.
+        match = pattern.search(detail(message) if name == "timeout" else message)
         if match:
             return name or match.group(1)
     if not message.strip() or message.startswith("missing"):

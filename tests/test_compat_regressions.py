@@ -13,9 +13,12 @@ import io
 import socket
 from typing import Any
 
+import pytest
 from test_sockets import client, run_nodes
-from test_sockets_wrap import wrapped
+from test_sockets_wrap import Main, wrapped
 from test_tls import PORT, client_context, server_context
+
+from askew.errors import NondeterminismError
 
 
 def _running_loop() -> Any:
@@ -135,3 +138,244 @@ def test_tls_client_over_a_connected_sock_in_a_world() -> None:
         await asyncio.sleep(1e9)
 
     assert run_nodes(serve, client(talk))["result"] == b"adopted"
+
+
+# -- real sockets made before the run (anyio's server_sock fixtures, websockets'
+# and aiohttp's proxies on another thread's real loop) ---------------------------
+
+
+def _refused_by_name(connect: Main, real: socket.socket) -> str:
+    """The run's failure: the refusal is noted, so it fails the run even
+    where the code under test catches it."""
+    with pytest.raises(NondeterminismError) as refused:
+        wrapped(connect)
+    real.close()
+    return str(refused.value)
+
+
+def test_a_connect_to_a_real_listener_made_before_the_run_names_it_instead_of_refusing() -> None:
+    real = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    real.bind(("127.0.0.1", 0))
+    real.listen()
+    port = real.getsockname()[1]
+    message = _refused_by_name(lambda: asyncio.open_connection("127.0.0.1", port), real)
+    assert f"connect to 127.0.0.1:{port}" in message
+    assert "a real socket of this process" in message and f"{port})" in message
+
+
+def test_a_blocking_connect_of_a_simulated_socket_to_a_real_listener_names_it() -> None:
+    real = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    real.bind(("::", 0))  # the IPv6 wildcard takes IPv4 connects too
+    real.listen()
+    port = real.getsockname()[1]
+
+    async def connect() -> None:
+        with socket.socket() as sock:
+            sock.connect(("127.0.0.1", port))
+
+    assert "a real socket of this process" in _refused_by_name(connect, real)
+
+
+def test_a_unix_connect_to_a_real_listener_made_before_the_run_names_it() -> None:
+    real = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    real.bind(b"\0askew-compat-regressions")
+    real.listen()
+    message = _refused_by_name(
+        lambda: asyncio.open_unix_connection("\0askew-compat-regressions"), real
+    )
+    assert "connect to unix:'\\x00askew-compat-regressions'" in message
+
+
+def test_a_connect_nothing_listens_on_is_still_refused_as_linux_refuses_it() -> None:
+    real = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    real.bind(("127.0.0.1", 0))  # bound, not listening: nothing to name
+    port = real.getsockname()[1]
+
+    async def main() -> None:
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.open_connection("127.0.0.1", port)
+
+    wrapped(main)
+    real.close()
+
+
+# -- abort() closes as asyncio's transport does on Linux (websockets' handshake
+# timeout, aiohttp's test_stalled_parser_outlives_connection_lost) -------------
+
+
+async def _abort_after(data: bytes, unread: bool) -> bytes | str:
+    """A server that answers data and aborts; what the client reads: the
+    bytes up to EOF, or the reset."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if unread:
+            writer.transport.pause_reading()  # the request stays in the receive queue
+            await asyncio.sleep(0.1)
+        else:
+            await reader.readexactly(len(b"request"))
+        writer.write(data)
+        writer.transport.abort()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"request")
+    try:
+        return await reader.read()
+    except ConnectionResetError:
+        return "reset"
+    finally:
+        writer.close()
+        server.close()
+
+
+def test_abort_with_nothing_unread_ends_with_a_fin_the_peer_reads_eof() -> None:
+    # asyncio's abort() closes the socket; with no unread bytes Linux sends
+    # a FIN, and what the window took before is still delivered.
+    result, _loop = wrapped(lambda: _abort_after(b"response", unread=False))
+    assert result == b"response"
+
+
+def test_abort_with_unread_bytes_resets_the_connection_as_linux_close_does() -> None:
+    result, _loop = wrapped(lambda: _abort_after(b"response", unread=True))
+    assert result == "reset"
+
+
+# -- the socket object's surface that blocking clients reach for (urllib and
+# http.client in run_in_executor: websockets' legacy HTTP tests; anyio's
+# from_socket(fd) and blocking TLS servers) ----------------------------------------
+
+
+def test_a_simulated_socket_answers_so_type_and_reads_through_makefile_after_close() -> None:
+    async def main() -> Any:
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        kinds = [
+            server.getsockopt(socket.SOL_SOCKET, name)
+            for name in (socket.SO_TYPE, socket.SO_DOMAIN, socket.SO_ACCEPTCONN)
+        ]
+        client = socket.socket()
+        client.connect(server.getsockname())
+        conn, _peer = server.accept()
+        client.sendall(b"line one\nrest")
+        client.close()
+        await asyncio.sleep(0.01)  # the bytes and the FIN arrive
+        file = conn.makefile("rb")
+        conn.close()  # as http.client: the file keeps the socket open
+        read = [file.readline(), file.read()]
+        file.close()
+        server.close()
+        return kinds, read, repr(conn)
+
+    (kinds, read, closed), _loop = wrapped(main)
+    assert kinds == [socket.SOCK_STREAM, socket.AF_INET, 1]
+    assert read == [b"line one\n", b"rest"]
+    assert "[closed]" in closed
+
+
+def test_a_blocking_read_in_inline_executor_work_is_refused_naming_the_work() -> None:
+    async def main() -> None:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        address = server.sockets[0].getsockname()
+
+        def fetch() -> bytes:  # what urllib.request.urlopen does underneath
+            with socket.create_connection(address) as sock:
+                sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                return sock.makefile("rb").readline()
+
+        await asyncio.get_running_loop().run_in_executor(None, fetch)
+
+    with pytest.raises(NondeterminismError, match=r"recv_into\(\).*executor work .*fetch"):
+        wrapped(main)
+
+
+def test_blocking_tls_on_a_simulated_socket_is_refused_by_name() -> None:
+    import ssl
+
+    async def main() -> None:
+        ssl.create_default_context().wrap_socket(socket.socket(), server_hostname="x")
+
+    with pytest.raises(NondeterminismError, match=r"wrap_socket\(\) on a simulated socket"):
+        wrapped(main)
+
+
+def test_rebuilding_a_socket_from_a_simulated_sockets_fileno_is_refused_by_name() -> None:
+    async def main() -> None:
+        socket.socket(fileno=socket.socket().detach())
+
+    with pytest.raises(NondeterminismError, match=r"socket\.socket\(fileno=-1\)"):
+        wrapped(main)
+
+
+def test_a_connect_cancelled_in_the_step_its_handshake_completes_closes_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # aiohttp's test_request_body_closed_on_cancellation: the server, which
+    # accepted, must read EOF, as it does once asyncio closes the socket.
+    from askew import _sockets
+
+    async def main() -> bytes:
+        got: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            got.set_result(await reader.read())
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        task = asyncio.create_task(asyncio.open_connection("127.0.0.1", port))
+        established = _sockets.Endpoint._established
+
+        def then_cancel(ep: Any, peer: Any) -> None:
+            established(ep, peer)
+            task.cancel()  # before the connecting task runs on
+
+        monkeypatch.setattr(_sockets.Endpoint, "_established", then_cancel)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        data = await asyncio.wait_for(got, 1)
+        server.close()
+        return data
+
+    assert wrapped(main)[0] == b""
+
+
+def test_a_real_socket_refused_at_the_tests_own_simulated_server_names_it() -> None:
+    # websockets' legacy test_explicit_socket: the synchronous test body, run
+    # between run_until_complete calls, connects a real socket.
+    from askew import _wrap
+
+    run = _wrap.WrappedRun("tests/test_x.py::test_x", 1)
+    with _wrap.installed(run):
+        loop = asyncio.new_event_loop()
+        server = loop.run_until_complete(asyncio.start_server(lambda r, w: None, "127.0.0.1", 0))
+        address = server.sockets[0].getsockname()
+        with socket.socket() as real, pytest.raises(NondeterminismError) as refused:
+            real.connect(address)
+        with socket.socket() as real, pytest.raises(NondeterminismError):
+            real.connect_ex(address)
+        server.close()
+        loop.close()
+    assert "simulated server of this wrapped test" in str(refused.value)
+    assert "connect" not in vars(socket.socket)  # the patch went with the test
+
+
+def test_a_simulated_socket_closed_after_its_loop_closed_closes_quietly() -> None:
+    # anyio's sock_or_fd_factory: a finalizer closes the socket after the
+    # test's loop is gone; socket.close() never raises.
+    async def main() -> list[socket.socket]:
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client = socket.socket()
+        client.connect(server.getsockname())
+        datagram = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        datagram.bind(("127.0.0.1", 0))
+        return [server, client, datagram]
+
+    socks, loop = wrapped(main)
+    assert loop.is_closed()
+    for sock in socks:
+        sock.close()
+        assert "[closed]" in repr(sock)

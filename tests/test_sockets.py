@@ -8,6 +8,7 @@ import asyncio
 import errno
 import logging
 import socket
+import struct
 import sys
 from typing import Any
 
@@ -17,6 +18,8 @@ from conftest import json_in_hash_seeds, run_sim
 import askew
 from askew._world import _node_var
 from askew.errors import NondeterminismError
+
+LINGER_0 = struct.pack("ii", 1, 0)  # SO_LINGER on, zero seconds: close() resets
 
 
 async def echo_server(node: Any, port: int = 7) -> None:
@@ -433,10 +436,14 @@ def test_close_sends_fin_and_the_peer_reads_eof() -> None:
     assert calls[0] == "made" and calls[-2:] == ["eof", "lost"]
 
 
-def test_abort_sends_rst_and_the_peer_reading_gets_a_reset() -> None:
+def test_abort_with_so_linger_zero_sends_rst_and_the_peer_reading_gets_a_reset() -> None:
     async def server(node: Any) -> None:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.readexactly(1)
+            # SO_LINGER zero: close() resets even with nothing unread (Linux).
+            writer.get_extra_info("socket").setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, LINGER_0
+            )
             writer.transport.abort()
 
         await asyncio.start_server(handle, None, 7)
