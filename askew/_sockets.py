@@ -1280,7 +1280,7 @@ class Endpoint(_Owned, asyncio.Transport):
             server = self.server
             if server is not None:
                 self.server = None
-                server._detach()
+                server._detach(self)
 
     def set_protocol(self, protocol: Any) -> None:
         self.protocol = protocol
@@ -1382,7 +1382,7 @@ class Listener(_Owned):
                 continue
             self.stack.stats["tcp_accepts"] += 1
             self.stack.log(_KIND_ACCEPT, self.node, f"accept {_ep(ep.local)} <- {_ep(ep.remote)}")
-            server._attach()
+            server._attach(ep)
             ep.server = server
             if not ep._call(
                 "Error on transport creation for incoming connection",
@@ -1437,20 +1437,32 @@ class Server(asyncio.AbstractServer):
         self._ssl_context: Any = None  # asyncio.Server's, which suites peek at
         self.listeners: list[Listener] | None = []
         self.serving = False
-        self._active = 0
+        # The accepted connections not yet lost, in the order accepted (a
+        # dict, so close_clients goes through them in a replayable order).
+        self._clients: dict[Endpoint, None] = {}
         self._waiters: list[asyncio.Future[Any]] | None = []
         self._forever: asyncio.Future[Any] | None = None
 
     def __repr__(self) -> str:
         return f"<Server sockets={self.sockets!r}>"
 
-    def _attach(self) -> None:
-        self._active += 1
+    def _attach(self, ep: Endpoint) -> None:
+        self._clients[ep] = None
 
-    def _detach(self) -> None:
-        self._active -= 1
-        if self._active == 0 and self.listeners is None:
+    def _detach(self, ep: Endpoint) -> None:
+        self._clients.pop(ep, None)
+        if not self._clients and self.listeners is None:
             self._wakeup()
+
+    if hasattr(asyncio.base_events.Server, "close_clients"):  # new in 3.13
+
+        def close_clients(self) -> None:
+            for ep in list(self._clients):
+                ep.close()
+
+        def abort_clients(self) -> None:
+            for ep in list(self._clients):
+                ep.abort()
 
     def _wakeup(self) -> None:
         waiters, self._waiters = self._waiters, None
@@ -1498,7 +1510,7 @@ class Server(asyncio.AbstractServer):
         if self._forever is not None and not self._forever.done():
             self._forever.cancel()
             self._forever = None
-        if self._active == 0:
+        if not self._clients:
             self._wakeup()
 
     async def start_serving(self) -> None:

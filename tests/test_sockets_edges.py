@@ -243,3 +243,41 @@ def test_a_tls_server_closed_with_live_connections_leaves_them_open() -> None:
         return got
 
     assert run_nodes(tls_echo_server, client(talk))["result"] == b"two"
+
+
+# ---- the server's clients (asyncio 3.13) ---------------------------------------------
+
+
+@pytest.mark.skipif(
+    not hasattr(asyncio.base_events.Server, "close_clients"), reason="asyncio 3.13+"
+)
+@pytest.mark.parametrize("how", ["close_clients", "abort_clients"])
+def test_close_clients_and_abort_clients_end_every_accepted_connection(how: str) -> None:
+    async def both(node: Any) -> Any:
+        held: list[asyncio.StreamWriter] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            held.append(writer)
+            await asyncio.sleep(1e9)
+
+        server = await asyncio.start_server(handle, None, 7)
+        readers = []
+        for _ in range(3):
+            reader, writer = await asyncio.open_connection("localhost", 7)
+            readers.append((reader, writer))
+        await asyncio.sleep(0.1)
+        server.close()
+        getattr(server, how)()
+        await asyncio.wait_for(server.wait_closed(), 1)  # no client is left
+        return [await reader.read() for reader, _ in readers], len(held)
+
+    assert run_nodes(client(both))["result"] == ([b"", b"", b""], 3)
+
+
+def test_close_clients_is_there_exactly_when_asyncio_has_it() -> None:
+    assert hasattr(_sockets.Server, "close_clients") == hasattr(
+        asyncio.base_events.Server, "close_clients"
+    )
+    assert hasattr(_sockets.Server, "abort_clients") == hasattr(
+        asyncio.base_events.Server, "abort_clients"
+    )
