@@ -7,6 +7,7 @@ reads a figure: speed lives in bench/."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import sys
 from collections.abc import Iterator
@@ -41,6 +42,8 @@ def test_the_quick_bench_runs_every_side_and_the_peers_only_where_they_import(
             row = tables[table][side]
             if side in PEERS and sys.version_info < (3, 12):
                 assert row == {"unavailable": f"{side} needs Python 3.12+ (run with {VENV313})"}
+            elif side in PEERS and importlib.util.find_spec(side) is None:
+                assert row["unavailable"].startswith(f"{side} is not installed for this Python")
             else:
                 assert len(row["samples_ns_per_op"]) == 1, (table, side)
     for side in (bench.FLOOR_STOCK, bench.FLOOR_ASKEW):
