@@ -25,6 +25,7 @@ import asyncio
 import contextvars
 import errno
 import functools
+import re
 import socket
 import sys
 import threading
@@ -128,28 +129,147 @@ def _gaierror(code: int, text: str) -> socket.gaierror:
     return socket.gaierror(code, text)
 
 
+def _no_name() -> socket.gaierror:
+    return _gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
 def _port_of(port: Any) -> int:
+    """A bind or connect address's port, checked as the socket module
+    checks it (an int in 0-65535)."""
     if port is None:
         return 0
-    if isinstance(port, bytes):
-        port = port.decode("ascii")
-    if isinstance(port, str):
-        if port.isdigit():
-            return int(port)
-        raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+    if isinstance(port, (bytes, str)):
+        if not port:
+            return 0
+        return _service(port, socket.SOCK_STREAM, 0, 0)[0][2]
     if isinstance(port, bool) or not isinstance(port, int):
-        raise TypeError(f"getaddrinfo() argument 2 must be integer or string, not {port!r}")
+        raise TypeError(f"'{type(port).__name__}' object cannot be interpreted as an integer")
     if not 0 <= port <= 65535:
-        raise OverflowError("getaddrinfo(): port must be 0-65535.")
+        raise OverflowError("bind(): port must be 0-65535.")
     return port
 
 
-# What getaddrinfo answers for type=0, in Linux's order: stream, datagram, raw.
-_SOCK_TYPES = (
-    (socket.SOCK_STREAM, socket.IPPROTO_TCP),
-    (socket.SOCK_DGRAM, socket.IPPROTO_UDP),
-    (socket.SOCK_RAW, 0),
+# The services a simulated host knows by name: the common ones of Debian's
+# /etc/services (netbase), fixed so every host answers alike. Each name
+# (aliases too): its port and the protocols it is listed for.
+_SERVICES: dict[str, tuple[int, tuple[str, ...]]] = {}
+for _line in (
+    "echo 7 tcp udp; discard 9 tcp udp; daytime 13 tcp udp; ftp-data 20 tcp; ftp 21 tcp;"
+    "ssh 22 tcp; telnet 23 tcp; smtp,mail 25 tcp; time 37 tcp udp; domain 53 tcp udp;"
+    "tftp 69 udp; http,www 80 tcp; pop3 110 tcp; ntp 123 udp; imap2,imap 143 tcp;"
+    "snmp 161 tcp udp; ldap 389 tcp udp; https 443 tcp udp; submissions,ssmtp,smtps 465 tcp;"
+    "syslog 514 udp; submission 587 tcp; ldaps 636 tcp udp; rsync 873 tcp; ftps 990 tcp;"
+    "imaps 993 tcp; pop3s 995 tcp; socks 1080 tcp; nfs 2049 tcp udp; mysql 3306 tcp;"
+    "sip 5060 tcp udp; mdns 5353 udp; postgresql,postgres 5432 tcp; amqp 5672 tcp;"
+    "redis 6379 tcp; http-alt,webcache 8080 tcp; git 9418 tcp"
+).split(";"):
+    _names_of, _num, *_protos = _line.split()
+    for _name in _names_of.split(","):
+        _SERVICES[_name] = (int(_num), tuple(_protos))
+
+# glibc's table of socket types and protocols (gaih_inet_typeproto), in its
+# order: (type, protocol, name, answered for type=0, any protocol, no service).
+_TYPEPROTO = (
+    (socket.SOCK_STREAM, socket.IPPROTO_TCP, "tcp", True, False, False),
+    (socket.SOCK_DGRAM, socket.IPPROTO_UDP, "udp", True, False, False),
+    (6, 33, "dccp", False, False, False),  # SOCK_DCCP, IPPROTO_DCCP
+    (socket.SOCK_DGRAM, 136, "udplite", False, False, False),  # IPPROTO_UDPLITE
+    (socket.SOCK_RAW, 0, "raw", True, True, True),
 )
+_AI_KNOWN = 0x7FF  # every AI_* flag glibc knows (AI_PASSIVE ... AI_NUMERICSERV)
+_NI_KNOWN = 0xFF  # every NI_* flag glibc knows
+_KINDS = frozenset(int(k) for k in socket.SocketKind)
+
+
+def _c_int(value: Any, what: str) -> int:
+    """An argument the socket module parses as a C int ("i")."""
+    if isinstance(value, float) or not hasattr(value, "__index__"):
+        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
+    n = value.__index__()
+    if not -(2**31) <= n < 2**31:
+        raise OverflowError(f"signed integer is {'greater' if n > 0 else 'less'} than maximum")
+    return int(n)
+
+
+def _service_text(port: Any) -> str | None:
+    """The service string socket.getaddrinfo hands glibc for `port`."""
+    if port is None:
+        return None
+    if isinstance(port, bool) or isinstance(port, int):
+        if not -(2**63) <= port < 2**63:
+            raise OverflowError("Python int too large to convert to C long")
+        return str(int(port))
+    if isinstance(port, str):
+        return port
+    if isinstance(port, bytes):
+        return port.decode("latin-1")
+    raise OSError("Int or String expected")
+
+
+def _strtoul_int(text: str) -> int | None:
+    """glibc's numeric service: strtoul(text, 10) taken as a C int, or
+    None when text is not all one number (AI_NUMERICSERV refuses it). A
+    negative int is looked up as a name, as glibc does."""
+    m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", text)
+    if m is None:
+        return None
+    n = min(int(m.group(2)), 2**64 - 1)
+    if m.group(1) == "-":
+        n = -n % 2**64
+    n &= 0xFFFFFFFF
+    return n - 2**32 if n >= 2**31 else n
+
+
+def _service(port: Any, socktype: int, proto: int, flags: int) -> list[tuple[int, int, int]]:
+    """(type, protocol, port) for each answer getaddrinfo gives, in glibc's
+    order, or the gaierror glibc returns (gaih_inet's service half)."""
+    text = _service_text(port)
+    num: int | None = 0
+    if text:
+        num = _strtoul_int(text)
+        if num is None and flags & socket.AI_NUMERICSERV:
+            raise _no_name()
+        if num is not None and num < 0:
+            num = None  # glibc looks it up as a name
+    chosen = None
+    if socktype or proto:
+        for row in _TYPEPROTO:
+            if (socktype == 0 or socktype == row[0]) and (proto == 0 or row[4] or proto == row[1]):
+                chosen = row
+                break
+        if chosen is None:
+            if socktype:
+                raise _gaierror(socket.EAI_SOCKTYPE, "ai_socktype not supported")
+            raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+        if text and chosen[5]:
+            raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+    if num is None:  # a service name
+        known = _SERVICES.get(str(text))
+        rows = [chosen] if chosen is not None else [r for r in _TYPEPROTO if not r[5]]
+        out = [
+            (r[0], r[1], known[0])
+            for r in rows
+            if known is not None and r[2] in known[1]
+            if (socktype == 0 or socktype == r[0]) and (proto == 0 or r[4] or proto == r[1])
+        ]
+        if not out:
+            raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+        return out
+    p = num & 0xFFFF
+    if chosen is not None:
+        return [(chosen[0], proto if chosen[4] else chosen[1], p)]
+    return [(r[0], r[1], p) for r in _TYPEPROTO if r[3]]
+
+
+def _service_name(port: int, flags: int) -> str:
+    """getnameinfo's service: the name a known port has for its protocol
+    (tcp, or udp with NI_DGRAM), else the number."""
+    if not flags & socket.NI_NUMERICSERV:
+        proto = "udp" if flags & socket.NI_DGRAM else "tcp"
+        for name, (num, protos) in _SERVICES.items():
+            if num == port and proto in protos:
+                return name
+    return str(port)
 
 
 class Names:
@@ -163,17 +283,18 @@ class Names:
     def host_to_addr(self, host: str) -> str:
         """The IPv4 address `host` names, or gaierror(EAI_NONAME); in wrap
         mode a name of another host is a refusal (a real DNS query)."""
-        if host in ("", "localhost"):
+        if host == "" or _is_localhost(host):
             return "127.0.0.1"
-        if _is_numeric(host):
-            return host
+        numeric = _numeric_v4(host)
+        if numeric is not None:
+            return numeric
         node = self._world._names.get(host.lower().rstrip("."))
         if node is None:
             if self.one_host:
                 from ._loop import _IO_HINT, _refuse
 
                 _refuse(f"getaddrinfo({host!r})", _IO_HINT, "would send a real DNS query")
-            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+            raise _no_name()
         return "127.0.0.1" if self.one_host else address_of(node)
 
     def addr_to_host(self, addr: str) -> str | None:
@@ -192,26 +313,31 @@ class Names:
             raise _gaierror(socket.EAI_FAMILY, "ai_family not supported")
         if host is None:
             passive = bool(flags & socket.AI_PASSIVE)
-            v4, v6 = ("0.0.0.0", "::") if passive else ("127.0.0.1", "::1")
+            if passive:
+                v4, v6, both = "0.0.0.0", "::", ["0.0.0.0", "::"]
+            else:  # glibc sorts ::1 first (RFC 3484's precedence)
+                v4, v6, both = "127.0.0.1", "::1", ["::1", "127.0.0.1"]
             if family == socket.AF_INET:
                 return [v4]
-            return [v6] if family == socket.AF_INET6 else [v4, v6]
+            return [v6] if family == socket.AF_INET6 else both
         if not isinstance(host, str):
             raise TypeError(f"getaddrinfo() argument 1 must be string or None, not {host!r}")
+        if host == "":
+            raise _no_name()  # glibc: an empty name is no name
         if ":" in host:
             try:
                 socket.inet_pton(socket.AF_INET6, host)
             except OSError:
-                raise _gaierror(socket.EAI_NONAME, "Name or service not known") from None
+                raise _no_name() from None
             if family == socket.AF_INET:
                 raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
             return [host]
-        if flags & socket.AI_NUMERICHOST and not _is_numeric(host):
-            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        if flags & socket.AI_NUMERICHOST and _numeric_v4(host) is None:
+            raise _no_name()
         if family == socket.AF_INET6:
-            if host.lower().rstrip(".") == "localhost":
+            if _is_localhost(host):
                 return ["::1"]
-            if not _is_numeric(host):
+            if _numeric_v4(host) is None:
                 self.host_to_addr(host)  # an unknown name fails as one
             raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
         return [self.host_to_addr(host)]
@@ -219,33 +345,70 @@ class Names:
     def getaddrinfo(
         self, host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
     ) -> list[tuple[Any, ...]]:
+        # In the socket module's order: its argument checks, then glibc's.
+        family, type, proto, flags = (
+            _c_int(v, n)
+            for v, n in ((family, "family"), (type, "type"), (proto, "proto"), (flags, "flags"))
+        )
         if isinstance(host, bytes):
             host = host.decode("idna")
-        p = _port_of(port)
-        out = []
+        elif host is not None and not isinstance(host, str):
+            raise TypeError("getaddrinfo() argument 1 must be string or None")
+        if host is None and port is None:
+            raise _no_name()
+        if flags & ~_AI_KNOWN or (flags & socket.AI_CANONNAME and host is None):
+            raise _gaierror(socket.EAI_BADFLAGS, "Bad value for ai_flags")
+        if family not in (0, socket.AF_INET, socket.AF_INET6):
+            raise _gaierror(socket.EAI_FAMILY, "ai_family not supported")
+        services = _service(port, type, proto, flags)
+        out: list[tuple[Any, ...]] = []
         for addr in self.addresses(host, family, flags):
             fam = socket.AddressFamily(_family(addr))
-            for kind, proto_of in _SOCK_TYPES:
-                if (type in (0, kind)) and (proto in (0, proto_of)):
-                    out.append((fam, socket.SocketKind(kind), proto_of, "", _sockaddr((addr, p))))
-        if not out:
-            raise _gaierror(socket.EAI_SOCKTYPE, "ai_socktype not supported")
+            for kind, proto_of, p in services:
+                kind_of = socket.SocketKind(kind) if kind in _KINDS else kind
+                out.append((fam, kind_of, proto_of, "", _sockaddr((addr, p))))
+        if flags & socket.AI_CANONNAME and out and host is not None:
+            # The first answer carries the canonical name: a number as given.
+            canon = host if _numeric_v4(host) or ":" in host else host.lower().rstrip(".")
+            out[0] = (*out[0][:3], canon, out[0][4])
         return out
 
     def getnameinfo(self, sockaddr: Any, flags: int = 0) -> tuple[str, str]:
-        if not isinstance(sockaddr, tuple) or len(sockaddr) < 2:
+        # The socket module's checks, in its order, then glibc's.
+        flags = _c_int(flags, "flags")
+        if not isinstance(sockaddr, tuple):
             raise TypeError("getnameinfo() argument 1 must be a tuple")
-        addr, port = sockaddr[0], sockaddr[1]
-        if not isinstance(addr, str) or not (_is_numeric(addr) or addr == "::1"):
-            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        bad = "getnameinfo(): illegal sockaddr argument"
+        if not 2 <= len(sockaddr) <= 4 or not isinstance(sockaddr[0], str):
+            raise TypeError(bad)
+        addr, port = sockaddr[0], _c_int(sockaddr[1], "port")
+        if len(sockaddr) > 2 and _c_int(sockaddr[2], "flowinfo") > 0xFFFFF:
+            raise OverflowError("getnameinfo(): flowinfo must be 0-1048575.")
+        if ":" in addr:
+            try:
+                socket.inet_pton(socket.AF_INET6, addr)
+            except OSError:
+                raise _no_name() from None
+        else:
+            numeric = _numeric_v4(addr)
+            if numeric is None:
+                raise _no_name()
+            addr = numeric
+            if len(sockaddr) != 2:
+                raise OSError("IPv4 sockaddr must be 2 tuple")
+        port = _service(str(port), socket.SOCK_DGRAM, 0, 0)[0][2]
+        if flags & ~_NI_KNOWN:
+            raise _gaierror(socket.EAI_BADFLAGS, "Bad value for ai_flags")
         name = None if flags & socket.NI_NUMERICHOST else self.addr_to_host(addr)
         if name is None:
             if flags & socket.NI_NAMEREQD:
-                raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+                raise _no_name()
             name = addr
-        return name, str(port)
+        return name, _service_name(port, flags)
 
     def gethostbyname(self, host: str) -> str:
+        if host == "":
+            return "0.0.0.0"  # the socket module's INADDR_ANY
         return self.host_to_addr(host)
 
     def gethostbyname_ex(self, host: str) -> tuple[str, list[str], list[str]]:
@@ -274,6 +437,24 @@ class Names:
 def _is_numeric(host: str) -> bool:
     parts = host.split(".")
     return len(parts) == 4 and all(p.isdigit() and int(p) <= 255 for p in parts)
+
+
+def _numeric_v4(host: str) -> str | None:
+    """host as a dotted quad if glibc's getaddrinfo reads it as an IPv4
+    number (inet_aton's forms, exactly: 127.1, 0x7f.0.0.1, 2130706433),
+    else None."""
+    if _is_numeric(host):
+        return host
+    if not host or host.strip("0123456789abcdefABCDEFxX."):
+        return None
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def _is_localhost(host: str) -> bool:
+    return host.lower().rstrip(".") == "localhost"
 
 
 # The socket module's functions a world answers; the reverse lookups
