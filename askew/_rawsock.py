@@ -347,7 +347,10 @@ class RawSocket(_sockets.SimSocket):
             return
         self._closed = True
         if self._ep is not None:
-            self._ep.close()
+            if self.type == socket.SOCK_STREAM and (self._rx or self._ep.resets(self)):
+                self._ep._send_reset(None)  # as Linux: bytes unread, or SO_LINGER 0
+            else:
+                self._ep.close()
         if self._server is not None:
             self._server.close()
         self._watch.clear()
@@ -596,7 +599,8 @@ def _stream_ep(sock: RawSocket) -> Any:
     if sock._ep is None:
         raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
     if sock._err is not None:
-        raise sock._err
+        err, sock._err = sock._err, None  # reported once, as Linux's sock_error()
+        raise err
     if sock._ep.is_closing():
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
     return sock._ep

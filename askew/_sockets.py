@@ -27,8 +27,12 @@ import errno
 import functools
 import re
 import socket
+import struct
 import sys
 import threading
+from asyncio.base_events import (  # type: ignore[attr-defined]
+    _ipaddr_info,  # asyncio's own numeric-host shortcut, unexported
+)
 from asyncio.log import logger as _asyncio_logger
 from collections.abc import Callable
 from typing import Any
@@ -918,6 +922,11 @@ class Endpoint(_Owned, asyncio.Transport):
             return
         self.stack.stats["tcp_resets"] += 1
         self.stack.log(_KIND_RESET, self.node, f"reset {_ep(self.local)} <- {_ep(self.remote)}")
+        if self.rx_eof:
+            # After the peer's FIN (CLOSE_WAIT), Linux reports a reset as
+            # EPIPE: the peer had closed, and this end wrote to it.
+            self._lose(BrokenPipeError(errno.EPIPE, "Broken pipe"))
+            return
         self._lose(ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"))
 
     def _lose(self, exc: BaseException | None) -> None:
@@ -1197,6 +1206,9 @@ class Endpoint(_Owned, asyncio.Transport):
     def close(self) -> None:
         if self.closing:
             return
+        if self.resets(self.extra.get("socket")):
+            self._send_reset(None)  # as Linux: bytes unread, or SO_LINGER 0
+            return
         self.closing = True
         self.reading = False
         self.stack.stats["tcp_closes"] += 1
@@ -1213,9 +1225,31 @@ class Endpoint(_Owned, asyncio.Transport):
         self._abort(None)
 
     def _abort(self, exc: BaseException | None) -> None:
-        """abort(), or a fatal protocol error: connection_lost(exc)."""
+        """abort(), or a fatal protocol error: connection_lost(exc). asyncio
+        drops the buffer and closes the socket, which Linux ends with a RST
+        only when received bytes are unread or SO_LINGER is 0; else a FIN."""
         if self.conn_lost:
             return  # closed already: asyncio's _force_close does nothing then
+        if not self.resets(self.extra.get("socket")):
+            self._force_close(exc)
+            return
+        self._send_reset(exc)
+
+    def resets(self, sock: Any) -> bool:
+        """Whether closing now resets the connection rather than ending it:
+        bytes have arrived that nobody read, or the socket object (`sock`)
+        has SO_LINGER on with a zero timeout."""
+        if self.rx:
+            return True
+        opts = getattr(sock, "_opts", None)
+        linger = opts.get((socket.SOL_SOCKET, socket.SO_LINGER)) if opts else None
+        if isinstance(linger, (bytes, bytearray)) and len(linger) == 8:
+            on, seconds = struct.unpack("ii", linger)
+            return bool(on) and seconds == 0
+        return False
+
+    def _send_reset(self, exc: BaseException | None) -> None:
+        """Close with a RST: the peer gets ConnectionResetError."""
         already_lost = self.conn_lost
         self.closing = True
         self.reading = False
@@ -1228,6 +1262,7 @@ class Endpoint(_Owned, asyncio.Transport):
         self.dead = True
         self.state = "closed"
         self.buf.clear()
+        self.rx.clear()  # what nobody read is gone with the socket
         if not already_lost:
             self.conn_lost += 1
             self.loop.call_soon(self._call_connection_lost, exc, context=self.ctx)
@@ -1488,6 +1523,9 @@ class Server(asyncio.AbstractServer):
             self._wakeup()
 
     async def start_serving(self) -> None:
+        if self.listeners is None:
+            # asyncio's Server iterates its closed (None) socket list.
+            raise TypeError("'NoneType' object is not iterable")
         self._start_serving()
         await asyncio.sleep(0)
 
@@ -1683,17 +1721,36 @@ def _bind_error(code: int, where: Any, what: str) -> OSError:
     return OSError(code, f"error while attempting to bind on address {where!r}: {what}")
 
 
+def resolve(
+    stack: Stack, host: Any, port: Any, family: int, kind: int, flags: int = 0, proto: int = 0
+) -> list[tuple[Any, ...]]:
+    """What asyncio's _ensure_resolved gives for (host, port): a numeric
+    host as it is, its port through int() (so 3.5 is 3 and None is 0, as
+    asyncio's _ipaddr_info takes them), anything else looked up."""
+    info = _ipaddr_info(host, port, family, kind, proto)
+    if info is not None:
+        return [info]
+    return stack.names.getaddrinfo(host, port, family, kind, proto, flags)
+
+
+def _check_port(port: int, call: str) -> None:
+    """The socket module's check of a port it is given to bind or connect."""
+    if not 0 <= port <= 65535:
+        raise OverflowError(f"{call}(): port must be 0-65535.")
+
+
 async def create_connection(
     stack: Stack, protocol_factory: Any, host: Any, port: Any, local_addr: Any, family: int = 0
 ) -> tuple[Any, Any]:
     call = f"create_connection({host!r}, {port!r})"
     token = stack.caller(call)
-    if host is None or port is None:
+    if host is None and port is None:
         raise ValueError("host and port was not specified and no sock specified")
-    infos = stack.names.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    infos = resolve(stack, host, port, family, socket.SOCK_STREAM)
     # As asyncio: each address in turn; the first that connects wins.
     errors: list[OSError] = []
     for info in infos:
+        _check_port(info[4][1], "connect")
         try:
             return await _connect_inet(
                 stack, token, protocol_factory, info[4][0], info[4][1], local_addr, call
@@ -1801,12 +1858,17 @@ async def create_server(
     token = stack.caller(f"create_server({host!r}, {port!r})")
     node = token >> _core.NODE_TOKEN_SHIFT
     hosts = [host] if isinstance(host, str) or host is None else list(host)
-    p = _port_of(port)
+    p = 0
     addrs: list[str] = []
     for h in hosts:
         # As asyncio: every address the host resolves to (no host: both
         # families' wildcards, IPv4 first, as glibc answers).
-        for a in stack.names.addresses(None if h == "" else h, family, socket.AI_PASSIVE):
+        infos = resolve(
+            stack, None if h == "" else h, port, family, socket.SOCK_STREAM, socket.AI_PASSIVE
+        )
+        for info in infos:
+            a, p = info[4][0], info[4][1]
+            _check_port(p, "bind")
             if not _own(stack, node, a):
                 if stack.one_host:
                     _refuse_remote(stack, f"create_server({host!r}, {port!r})")
@@ -1851,6 +1913,8 @@ async def _listen(
     keeps as _ssl_context (the TLS layer is in protocol_factory)."""
     if isinstance(backlog, bool) or not isinstance(backlog, int):
         raise TypeError(f"backlog must be an int, got {backlog!r}")
+    if not -(2**31) <= backlog < 2**31:
+        raise OverflowError("signed integer is greater than maximum")  # listen()'s C int
     node = token >> _core.NODE_TOKEN_SHIFT
     if p == 0:
         p = stack.ephemeral(token)

@@ -8,6 +8,7 @@ import asyncio
 import errno
 import logging
 import socket
+import struct
 import sys
 from typing import Any
 
@@ -437,6 +438,10 @@ def test_abort_sends_rst_and_the_peer_reading_gets_a_reset() -> None:
     async def server(node: Any) -> None:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.readexactly(1)
+            linger_0 = struct.pack("ii", 1, 0)  # without it, Linux closes with a FIN
+            writer.get_extra_info("socket").setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, linger_0
+            )
             writer.transport.abort()
 
         await asyncio.start_server(handle, None, 7)

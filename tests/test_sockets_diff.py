@@ -17,7 +17,9 @@ stock twin: they run in a world and check what Linux would do.
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
+import struct
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -151,6 +153,462 @@ async def getnameinfo_of_bad_sockaddrs_and_flags() -> Any:
 async def getaddrinfo_of_a_name_no_host_here_has() -> Any:
     # A real lookup (DNS) in wrap mode: refused, as every remote name is.
     return await gai("256.1.1.1", 80)
+
+
+# ---- TCP: servers, connections, transports -------------------------------------------------
+
+
+async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(1000):
+            writer.write(data)
+        writer.close()
+    except ConnectionError:
+        pass
+
+
+async def listening(host: Any = "127.0.0.1", **kwargs: Any) -> tuple[asyncio.Server, int]:
+    server = await asyncio.start_server(echo, host, 0, **kwargs)
+    return server, server.sockets[0].getsockname()[1]
+
+
+async def closed_port() -> int:
+    """A port nobody listens on: one a server had, closed."""
+    server, port = await listening()
+    server.close()
+    await server.wait_closed()
+    return port
+
+
+@case
+async def start_server_with_odd_ports_and_hosts() -> Any:
+    # 3.5 is port 3 and b"80" port 80 for asyncio (int() of a numeric
+    # host's port); port 1-1023 binds as root, so only the outcome counts.
+    out = [await attempt(listening_on("127.0.0.1", p)) for p in (-1, 65536, "abc", 3.5, b"80")]
+    out += [await attempt(listening_on("127.0.0.1", p)) for p in ("http", None, 2**70)]
+    hosts: tuple[Any, ...] = (b"127.0.0.1", 12345, "", "::1%bad", "0.0.0.0", "::", "LOCALHOST")
+    out += [await attempt(listening_on(h, 0)) for h in (*hosts, ["127.0.0.1", "::1"])]
+    return out
+
+
+async def listening_on(host: Any, port: Any) -> str:
+    server = await asyncio.start_server(echo, host, port)
+    server.close()
+    await server.wait_closed()
+    return "listened"
+
+
+@case
+async def open_connection_with_odd_ports_and_hosts() -> Any:
+    server, port = await listening()
+    out = [await attempt(talk_to("127.0.0.1", p)) for p in (-1, 65536, "abc", 3.5, None)]
+    out += [await attempt(talk_to(h, port)) for h in (b"127.0.0.1", 12345, "", "::1%bad")]
+    out += [await attempt(talk_to(h, port)) for h in ("0.0.0.0", "127.1", "LOCALHOST", "::1")]
+    server.close()
+    return out
+
+
+async def talk_to(host: Any, port: Any, **kwargs: Any) -> bytes:
+    reader, writer = await asyncio.open_connection(host, port, **kwargs)
+    writer.write(b"hi")
+    got = await reader.readexactly(2)
+    writer.close()
+    await writer.wait_closed()
+    return got
+
+
+@case
+async def connections_with_family_and_keyword_mismatches() -> Any:
+    server, port = await listening()
+    out = [await attempt(talk_to("127.0.0.1", port, family=f)) for f in (10, 1, 2)]
+    out.append(await attempt(talk_to("127.0.0.1", port, bogus=1)))
+    loop = asyncio.get_running_loop()
+    out.append(await attempt(loop.create_connection(asyncio.Protocol)))
+    for kwargs in ({"bogus": 1}, {"reuse_address": "x", "backlog": "y"}):
+        out.append(await attempt(listening("127.0.0.1", **kwargs)))
+    server.close()
+    return out
+
+
+@case
+async def backlogs_zero_negative_and_huge() -> Any:
+    out = []
+    for backlog in (0, -1, 1, 2**31, 2**40, 3.5, "1", None):
+        out.append(await attempt(listening(backlog=backlog)))
+        if isinstance(out[-1], tuple) and isinstance(out[-1][0], asyncio.AbstractServer):
+            out[-1][0].close()
+            out[-1] = "listening"
+    return out
+
+
+@case
+async def binding_a_port_twice_is_eaddrinuse_with_or_without_reuse_address() -> Any:
+    out = []
+    for first, second, kwargs in (
+        ("127.0.0.1", "127.0.0.1", {}),
+        ("127.0.0.1", "127.0.0.1", {"reuse_address": True}),
+        ("0.0.0.0", "127.0.0.1", {}),
+        ("127.0.0.1", "0.0.0.0", {}),
+        ("0.0.0.0", "::", {}),  # IPV6_V6ONLY: the two families apart
+        ("::1", "::", {}),
+        (None, "127.0.0.1", {}),
+    ):
+        port = await closed_port()  # one port for both families (Linux's port 0 gives two)
+        server = await asyncio.start_server(echo, first, port, **kwargs)
+        got = await attempt(asyncio.start_server(echo, second, port, **kwargs))
+        if isinstance(got, asyncio.AbstractServer):
+            got.close()
+            got = "listening"
+        server.close()
+        await server.wait_closed()
+        out.append(got)
+    return out
+
+
+@refused
+async def binding_a_port_twice_with_reuse_port() -> Any:
+    # SO_REUSEPORT (two listeners sharing a port) is not simulated yet.
+    _server, port = await listening(reuse_port=True)
+    return await attempt(asyncio.start_server(echo, "127.0.0.1", port, reuse_port=True))
+
+
+@case
+async def connecting_to_a_closed_port_is_refused() -> Any:
+    port = await closed_port()
+    loop = asyncio.get_running_loop()
+    return [
+        await attempt(asyncio.open_connection("127.0.0.1", port)),
+        await attempt(loop.create_connection(asyncio.Protocol, "127.0.0.1", port)),
+        await attempt(asyncio.open_connection("::1", port)),
+    ]
+
+
+@case
+async def writes_of_every_type_and_empty_bytes() -> Any:
+    server, port = await listening()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    out: list[Any] = []
+    for data in ("str", 1, None, memoryview(b"mv"), bytearray(b"ba"), b"", [b"x"], b"!"):
+        out.append(await attempt(lambda data=data: writer.write(data)))
+    out.append(await attempt(lambda: writer.writelines([b"a", bytearray(b"b"), b""])))
+    out.append(await attempt(lambda: writer.writelines([b"a", "b"])))
+    await writer.drain()
+    out.append(await reader.readexactly(6))
+    writer.close()
+    await writer.wait_closed()
+    server.close()
+    return out
+
+
+async def misuse_after(how: str) -> Any:
+    server, port = await listening()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    out: list[Any] = []
+    getattr(writer, how)() if how != "abort" else writer.transport.abort()
+    for _ in range(2):
+        out.append(await attempt(lambda: writer.write(b"x")))
+    out.append(await attempt(writer.drain()))
+    out.append(await attempt(writer.write_eof))
+    out.append(await attempt(lambda: writer.writelines([b"a"])))
+    out.append(writer.is_closing())
+    if how == "write_eof":
+        out.append(await reader.read())
+    writer.close()
+    writer.close()  # close twice
+    out.append(await attempt(writer.transport.abort))  # abort after close
+    await writer.wait_closed()
+    await writer.wait_closed()  # wait_closed twice
+    out.append(await attempt(writer.drain()))  # drain after close
+    out.append(writer.transport.get_write_buffer_size())
+    server.close()
+    return out
+
+
+@case
+async def write_drain_and_close_after_close() -> Any:
+    return await misuse_after("close")
+
+
+@case
+async def write_drain_and_close_after_write_eof() -> Any:
+    return await misuse_after("write_eof")
+
+
+@case
+async def write_drain_and_close_after_abort() -> Any:
+    return await misuse_after("abort")
+
+
+@case
+async def readexactly_readline_and_read_past_eof() -> Any:
+    server, port = await listening()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"abc")
+    writer.write_eof()
+    out: list[Any] = []
+    try:
+        await reader.readexactly(10)
+    except asyncio.IncompleteReadError as exc:
+        out.append((exc.partial, exc.expected))
+    out += [await reader.read(), await reader.readline(), await attempt(reader.readexactly(1))]
+    out += [reader.at_eof(), await reader.read(0), await attempt(reader.readuntil(b"x"))]
+    writer.close()
+    server.close()
+    return out
+
+
+async def reset_by_peer(linger: bool) -> Any:
+    """The server's end closes with a RST: SO_LINGER (on, 0 s), or bytes it
+    never read (Linux resets then). What does the client read and write?"""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    async def resetting(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(1)
+        if linger:
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        else:
+            writer.transport.pause_reading()  # the rest stays in the kernel, unread
+            await asyncio.sleep(0.01)
+        writer.transport.abort()
+        done.set_result(None)
+
+    server = await asyncio.start_server(resetting, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+    writer.write(b"x")
+    if not linger:
+        await asyncio.sleep(0.001)
+        writer.write(b"and more")
+    await done
+    await asyncio.sleep(0.01)
+    out = [await attempt(reader.read(10)) for _ in range(3)]
+    writer.write(b"y")
+    out += [await attempt(writer.drain()), writer.is_closing()]
+    writer.close()
+    out.append(await attempt(writer.wait_closed()))
+    server.close()
+    return out
+
+
+@case
+async def read_and_write_after_a_reset_by_so_linger() -> Any:
+    return await reset_by_peer(linger=True)
+
+
+@case
+async def read_and_write_after_a_reset_by_unread_bytes() -> Any:
+    return await reset_by_peer(linger=False)
+
+
+@case
+async def a_server_closed_with_live_connections_keeps_them() -> Any:
+    server, port = await listening()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"1")
+    out: list[Any] = [await reader.readexactly(1)]
+    server.close()
+    writer.write(b"2")
+    out += [await reader.readexactly(1), await attempt(asyncio.open_connection("127.0.0.1", port))]
+    out += [server.is_serving(), await attempt(server.serve_forever())]
+    out.append(await attempt(server.start_serving()))
+    writer.close()
+    await writer.wait_closed()
+    await server.wait_closed()
+    await server.wait_closed()
+    return out
+
+
+@case
+async def serve_forever_twice_and_wait_closed_before_close() -> Any:
+    server, _port = await listening()
+    forever = asyncio.ensure_future(server.serve_forever())
+    await asyncio.sleep(0)
+    out = [await attempt(server.serve_forever())]
+    waiting = asyncio.ensure_future(server.wait_closed())
+    await asyncio.sleep(0.01)
+    out.append(waiting.done())
+    forever.cancel()
+    try:
+        await forever
+    except asyncio.CancelledError:
+        out.append("cancelled")
+    await waiting
+    return [*out, server.is_serving()]
+
+
+# ---- UDP ---------------------------------------------------------------------------------
+
+
+class Datagrams(asyncio.DatagramProtocol):
+    """Every callback, as (name, what): the battery compares the lists."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+        self.error = asyncio.get_running_loop().create_future()
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        self.seen.append(("datagram", len(data)))
+
+    def error_received(self, exc: Exception) -> None:
+        self.seen.append(("error", *outcome(exc)))
+        if not self.error.done():
+            self.error.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.seen.append(("lost", None if exc is None else outcome(exc)))
+
+
+async def udp(**kwargs: Any) -> tuple[Any, Datagrams]:
+    loop = asyncio.get_running_loop()
+    return await loop.create_datagram_endpoint(Datagrams, **kwargs)
+
+
+async def udp_port() -> tuple[Any, Datagrams, int]:
+    transport, proto = await udp(local_addr=("127.0.0.1", 0))
+    return transport, proto, transport.get_extra_info("sockname")[1]
+
+
+async def closing(transport: Any) -> None:
+    transport.close()
+    await asyncio.sleep(0.01)
+
+
+@case
+async def datagrams_over_65507_bytes_are_emsgsize_through_error_received() -> Any:
+    transport, proto, port = await udp_port()
+    for size in (65507, 65508, 70000):
+        transport.sendto(b"x" * size, ("127.0.0.1", port))
+    await asyncio.sleep(0.01)
+    await closing(transport)
+    return proto.seen
+
+
+@case
+async def sendto_with_good_and_bad_data() -> Any:
+    transport, proto, port = await udp_port()
+    out = []
+    for data in ("s", 1, None, bytearray(b"ba"), memoryview(b"mv"), b""):
+        out.append(await attempt(lambda data=data: transport.sendto(data, ("127.0.0.1", port))))
+    await asyncio.sleep(0.01)
+    await closing(transport)
+    return out, proto.seen
+
+
+@case
+async def sendto_to_odd_addresses_that_resolve() -> Any:
+    out = []
+    for addr in ((b"127.0.0.1", 9), ("127.0.0.1", 0), ("::1", 9), ("", 9), ("127.1", 9)):
+        transport, proto, _ = await udp_port()
+        out.append(await attempt(functools.partial(transport.sendto, b"x", addr)))
+        await asyncio.sleep(0.01)
+        await closing(transport)
+        out.append(proto.seen)
+    return out
+
+
+BAD_ADDRESSES: tuple[Any, ...] = (("127.0.0.1",), ("127.0.0.1", -1), ("127.0.0.1", 70000))
+BAD_ADDRESSES += (("127.0.0.1", "80"), "127.0.0.1", ("127.0.0.1", 80, 0), None, (1, 9))
+
+
+@pytest.mark.parametrize("addr", BAD_ADDRESSES, ids=repr)
+def test_sendto_a_malformed_address_raises_what_asyncio_hands_connection_lost(
+    addr: Any,
+) -> None:
+    """asyncio passes the socket module's TypeError or OverflowError to
+    its exception handler and connection_lost (a fatal write error, which
+    fails an askew run anyway); askew raises it at the call, naming the
+    line (docs/sockets.md)."""
+
+    async def main() -> Any:
+        transport, proto, _ = await udp_port()
+        raised = await attempt(lambda: transport.sendto(b"x", addr))
+        await asyncio.sleep(0.01)
+        await closing(transport)
+        return raised, proto.seen
+
+    loop = asyncio.new_event_loop()
+    loop.set_exception_handler(lambda loop, context: None)
+    try:
+        stock_raised, stock_seen = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    raised, seen = wrapped(main)[0]
+    assert stock_raised is None and stock_seen[-1][0] == "lost"
+    assert raised == stock_seen[-1][1] and seen == [("lost", None)]
+
+
+@case
+async def sendto_after_close_in_the_same_step() -> Any:
+    receiver, got, port = await udp_port()
+    connected, proto1 = await udp(remote_addr=("127.0.0.1", port))
+    loose, proto2, _ = await udp_port()
+    connected.close()
+    loose.close()
+    for _ in range(2):
+        connected.sendto(b"x")
+        loose.sendto(b"y", ("127.0.0.1", port))  # the socket is open until connection_lost
+    connected.close()
+    loose.abort()  # close twice, abort after close
+    await asyncio.sleep(0.01)
+    await closing(receiver)
+    return got.seen, proto1.seen, proto2.seen
+
+
+@case
+async def a_datagram_to_a_port_with_no_endpoint_refuses_the_next_op_of_a_connected_one() -> Any:
+    _, _, port = await udp_port()  # closed below: nobody on port
+    port = await closed_udp_port()
+    connected, proto = await udp(remote_addr=("127.0.0.1", port))
+    loose, proto2, _ = await udp_port()
+    connected.sendto(b"x")
+    loose.sendto(b"x", ("127.0.0.1", port))
+    await asyncio.wait_for(proto.error, 1)
+    connected.sendto(b"y")
+    await asyncio.sleep(0.01)
+    await closing(connected)
+    await closing(loose)
+    return proto.seen, proto2.seen
+
+
+async def closed_udp_port() -> int:
+    transport, _, port = await udp_port()
+    await closing(transport)
+    return port
+
+
+@case
+async def datagram_endpoints_with_odd_arguments() -> Any:
+    out = []
+    port = await closed_udp_port()
+    for kwargs in (
+        {"local_addr": ("127.0.0.1", -1)},
+        {"local_addr": ("127.0.0.1", "x")},
+        {"local_addr": ("127.0.0.1",)},
+        {"local_addr": "127.0.0.1"},
+        {"remote_addr": ("127.0.0.1", 0)},
+        {},
+        {"family": socket.AF_INET},
+        {"local_addr": ("127.0.0.1", 0), "proto": 99},
+        {"local_addr": ("10.255.255.1", 0)},
+        {"local_addr": ("127.0.0.1", 0), "reuse_address": True},
+        {"local_addr": ("127.0.0.1", 0), "bogus": 1},
+        {"local_addr": ("127.0.0.1", port), "remote_addr": ("127.0.0.1", port)},
+    ):
+        got = await attempt(udp(**kwargs))
+        if isinstance(got, tuple) and not isinstance(got[0], str):
+            await closing(got[0])
+            got = "made"
+        out.append(got)
+    transport, _, port = await udp_port()
+    out.append(await attempt(udp(local_addr=("127.0.0.1", port))))  # bound twice
+    await closing(transport)
+    return out
+
+
+@refused
+async def datagrams_over_ipv6() -> Any:
+    return await attempt(udp(local_addr=("::1", 0)))
 
 
 # ---- the two runs of every case ----------------------------------------------------------

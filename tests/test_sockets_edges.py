@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import errno
 import gc
+import socket
+import struct
 from asyncio import sslproto
 from typing import Any
 
@@ -156,6 +158,10 @@ def test_after_a_reset_reads_raise_it_again_and_drain_raises_while_write_is_igno
     async def resetting(node: Any) -> None:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.readexactly(1)
+            linger_0 = struct.pack("ii", 1, 0)  # without it, Linux closes with a FIN
+            writer.get_extra_info("socket").setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, linger_0
+            )
             writer.transport.abort()
 
         node.server = await asyncio.start_server(handle, None, 7)
