@@ -1821,13 +1821,19 @@ async def _open(stack: Stack, ep: Endpoint, protocol_factory: Any) -> tuple[Any,
 def unix_path(path: Any) -> str:
     """An AF_UNIX address as the stack keys it: str, abstract names with
     their leading NUL."""
-    if isinstance(path, (bytes, bytearray)):
-        return bytes(path).decode("utf-8", "surrogateescape")
-    if isinstance(path, str):
-        return path
     import os
 
-    return os.fsdecode(os.fspath(path))
+    if not isinstance(path, (bytes, bytearray, str)):
+        path = os.fspath(path)
+    raw = os.fsencode(path) if isinstance(path, str) else bytes(path)
+    if len(raw) > UNIX_PATH_MAX:
+        raise OSError("AF_UNIX path too long")  # the socket module's check, no errno
+    if isinstance(path, (bytes, bytearray)):
+        return bytes(path).decode("utf-8", "surrogateescape")
+    return str(path)
+
+
+UNIX_PATH_MAX = 108  # sizeof(sockaddr_un.sun_path) on Linux
 
 
 async def create_unix_connection(stack: Stack, protocol_factory: Any, path: Any) -> tuple[Any, Any]:
@@ -1836,6 +1842,8 @@ async def create_unix_connection(stack: Stack, protocol_factory: Any, path: Any)
     nobody bound, ECONNREFUSED for one nobody listens on."""
     token = stack.caller(f"create_unix_connection({path!r})")
     where = unix_path(path)
+    if not where:
+        raise OSError(errno.EINVAL, "Invalid argument")  # Linux: no name to connect to
     node = token >> _core.NODE_TOKEN_SHIFT
     if stack.find_listener(node, UNIX, where) is None:
         if where.startswith("\0") or (node, where) in stack.unix_stale:

@@ -823,8 +823,9 @@ def test_a_nodes_socket_socket_is_simulated_and_the_sock_methods_talk_over_it() 
         while len(got) < 15000:
             n = await loop.sock_recv_into(s, buf)
             got += buf[:n]
+        peer = s.getpeername()  # before close(): then it is EBADF, as Linux
         s.close()
-        return bytes(got), s.fileno(), isinstance(s, socket.socket), s.getpeername()
+        return bytes(got), s.fileno(), isinstance(s, socket.socket), peer
 
     got, fileno, is_socket, peer = run_nodes(raw_upper_server, client(talk))["result"]
     assert got == b"HELLO" * 3000 and fileno == -1 and is_socket and peer == ("10.0.0.1", 7)

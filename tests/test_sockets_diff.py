@@ -611,6 +611,201 @@ async def datagrams_over_ipv6() -> Any:
     return await attempt(udp(local_addr=("::1", 0)))
 
 
+# ---- low-level sockets: loop.sock_*, add_reader --------------------------------------------
+
+
+async def connected_pair() -> tuple[socket.socket, socket.socket, socket.socket]:
+    """A listening socket, and the two ends of a connection it took."""
+    loop = asyncio.get_running_loop()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    client = socket.socket()
+    client.setblocking(False)
+    await loop.sock_connect(client, listener.getsockname())
+    server, _ = await loop.sock_accept(listener)
+    return listener, client, server
+
+
+def close_all(*socks: socket.socket) -> None:
+    for sock in socks:
+        sock.close()
+
+
+@case
+async def sock_methods_with_wrong_argument_types() -> Any:
+    loop = asyncio.get_running_loop()
+    listener, client, server = await connected_pair()
+    calls: list[Callable[[], Awaitable[Any]]] = [
+        lambda: loop.sock_recv(client, "10"),  # type: ignore[arg-type]
+        lambda: loop.sock_recv(client, -1),
+        lambda: loop.sock_recv(client, 3.5),  # type: ignore[arg-type]
+        lambda: loop.sock_recv(client, None),  # type: ignore[arg-type]
+        lambda: loop.sock_recv(client, 0),
+        lambda: loop.sock_recv_into(client, b"immutable"),
+        lambda: loop.sock_recv_into(client, "x"),  # type: ignore[arg-type]
+        lambda: loop.sock_recv_into(client, bytearray()),
+        lambda: loop.sock_sendall(client, "str"),  # type: ignore[arg-type]
+        lambda: loop.sock_sendall(client, 5),  # type: ignore[arg-type]
+        lambda: loop.sock_sendall(client, None),  # type: ignore[arg-type]
+        lambda: loop.sock_sendall(client, b""),
+        lambda: loop.sock_sendall(client, memoryview(b"ab")),
+    ]
+    out = [await attempt(asyncio.wait_for(call(), 1)) for call in calls]
+    out.append(await loop.sock_recv(server, 10))
+    close_all(listener, client, server)
+    return out
+
+
+@case
+async def sock_connect_to_odd_addresses() -> Any:
+    loop = asyncio.get_running_loop()
+    port = await closed_port()
+    out = []
+    for addr in (
+        "127.0.0.1",
+        ("127.0.0.1",),
+        ("127.0.0.1", str(port)),
+        ("127.0.0.1", 70000),
+        ("127.0.0.1", -1),
+        None,
+        ("127.0.0.1", port, 2),
+        (b"127.0.0.1", port),
+        ("::1", port),
+        ("127.0.0.1", 3.5),
+    ):
+        sock = socket.socket()
+        sock.setblocking(False)
+        out.append(await attempt(asyncio.wait_for(loop.sock_connect(sock, addr), 1)))
+        sock.close()
+    return out
+
+
+@case
+async def a_closed_socket_is_ebadf_and_an_invalid_fd_for_add_reader() -> Any:
+    loop = asyncio.get_running_loop()
+    listener, client, server = await connected_pair()
+    client.close()
+    where = listener.getsockname()
+    coros = (
+        loop.sock_recv(client, 10),
+        loop.sock_sendall(client, b"x"),
+        loop.sock_connect(client, where),
+        loop.sock_accept(client),
+        loop.sock_recv_into(client, bytearray(3)),
+    )
+    out = [await attempt(c) for c in coros]
+    calls: tuple[Callable[[], Any], ...] = (
+        lambda: loop.add_reader(client, lambda: None),
+        lambda: loop.add_writer(client, lambda: None),
+        lambda: loop.remove_reader(client),
+        lambda: loop.remove_writer(client),
+        client.fileno,
+        client.getsockname,
+        client.getpeername,
+        lambda: client.send(b"x"),
+        lambda: client.recv(1),
+        client.close,
+        lambda: client.shutdown(socket.SHUT_RDWR),
+        lambda: client.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1),
+        lambda: client.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR),
+        lambda: client.bind(("127.0.0.1", 0)),
+        client.listen,
+    )
+    out += [await attempt(call) for call in calls]
+    close_all(listener, server)
+    return out
+
+
+@case
+async def writing_to_a_peer_that_closed_is_a_broken_pipe_and_reads_end() -> Any:
+    loop = asyncio.get_running_loop()
+    listener, client, server = await connected_pair()
+    server.close()
+    out: list[Any] = [await loop.sock_recv(client, 10)]
+    await loop.sock_sendall(client, b"x")  # the peer's kernel answers with a RST
+    await asyncio.sleep(0.01)
+    out += [await attempt(loop.sock_sendall(client, b"y")) for _ in range(2)]
+    out += [await attempt(loop.sock_recv(client, 10)) for _ in range(2)]
+    close_all(listener, client)
+    return out
+
+
+async def raw_reset(how: str) -> Any:
+    loop = asyncio.get_running_loop()
+    listener, client, server = await connected_pair()
+    if how == "linger":
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    else:
+        await loop.sock_sendall(client, b"never read")
+        await asyncio.sleep(0.01)
+    server.close()
+    await asyncio.sleep(0.01)
+    out = [await attempt(loop.sock_recv(client, 10)) for _ in range(2)]
+    out += [await attempt(loop.sock_sendall(client, b"x")) for _ in range(2)]
+    close_all(listener, client)
+    return out
+
+
+@case
+async def a_socket_closed_with_so_linger_0_resets_its_peer() -> Any:
+    return await raw_reset("linger")
+
+
+@case
+async def a_socket_closed_with_unread_bytes_resets_its_peer() -> Any:
+    return await raw_reset("unread")
+
+
+@case
+async def socket_objects_with_bad_arguments() -> Any:
+    out = []
+    for args in (
+        (socket.AF_INET, 99),
+        (99, socket.SOCK_STREAM),
+        (socket.AF_INET, socket.SOCK_STREAM, 99),
+        (socket.AF_INET, socket.SOCK_DGRAM, 6),
+        (socket.AF_UNIX, socket.SOCK_STREAM, 5),
+        ("x",),
+    ):
+        out.append(await attempt(lambda args=args: socket.socket(*args).close()))
+    for addr in (
+        ("127.0.0.1", -1),
+        ("127.0.0.1", 65536),
+        ("127.0.0.1", "80"),
+        "127.0.0.1",
+        ("::1", 0),
+        ("10.255.255.1", 0),
+        ("", 0),
+        (b"127.0.0.1", 0),
+        ("127.0.0.1", 0, 0),
+    ):
+        sock = socket.socket()
+        out.append(await attempt(functools.partial(sock.bind, addr)))
+        sock.close()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    out.append(await attempt(lambda: sock.bind(("127.0.0.1", 0))))  # bound already
+    for backlog in (-1, 0, 2**31, "1"):
+        out.append(await attempt(functools.partial(sock.listen, backlog)))
+    sock.close()
+    pairs = ((socket.AF_INET,), (socket.AF_UNIX, socket.SOCK_STREAM, 99))
+    out += [await attempt(lambda args=args: socket.socketpair(*args)) for args in pairs]
+    return out
+
+
+@case
+async def unix_connections_to_odd_paths(tmp: str = "/nonexistent-askew-dir") -> Any:
+    paths = (123, None, "", "x" * 200, b"/nonexistent-askew-dir/a.sock", tmp + "/a.sock")
+    return [await attempt(asyncio.open_unix_connection(p)) for p in paths]
+
+
+@refused
+async def a_datagram_socketpair() -> Any:
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+
+
 # ---- the two runs of every case ----------------------------------------------------------
 
 
