@@ -17,15 +17,20 @@ stock twin: they run in a world and check what Linux would do.
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
+import gc
 import socket
 import struct
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pytest
+from conftest import run_sim
 from test_sockets_wrap import wrapped
 
+import askew
+from askew import _rawsock, _sockets, _udp
 from askew.errors import NondeterminismError
 
 Case = Callable[[], Coroutine[Any, Any, Any]]
@@ -817,6 +822,15 @@ def test_askew_answers_as_stock_asyncio_on_linux(name: str) -> None:
     again = wrapped(main)[0]  # a second run in the same process: nothing leaked
     assert first == expected
     assert again == expected
+    assert live_sockets() == []
+
+
+def live_sockets() -> list[Any]:
+    """askew's socket objects still alive once the runs are over (a closed
+    loop lets go of its stack, endpoints, listeners and sockets)."""
+    gc.collect()
+    kinds = (_sockets.Stack, _sockets.Endpoint, _sockets.Server, _udp.DatagramEndpoint)
+    return [o for o in gc.get_objects() if isinstance(o, (*kinds, _rawsock.RawSocket))]
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
@@ -824,3 +838,129 @@ def test_askew_refuses_what_it_does_not_simulate_by_name(name: str) -> None:
     on_stock(REFUSED[name])  # stock answers (an error or not): askew must not guess
     with pytest.raises(NondeterminismError):
         wrapped(REFUSED[name])
+
+
+# ---- no stock twin: crashes and partitions, checked against Linux ---------------------------
+
+
+def in_world(server: Callable[..., Any], client: Callable[..., Any]) -> Any:
+    """Node 0 runs server, node 1 client(node, world); the client's result."""
+    seen: dict[str, Any] = {}
+
+    async def body(world: askew.World) -> None:
+        world.spawn(server)
+
+        async def run_client(node: Any) -> None:
+            seen["result"] = await client(node, world)
+
+        world.spawn(run_client)
+        await asyncio.sleep(3600)
+
+    run_sim(body)
+    return seen["result"]
+
+
+async def echo_on_7(node: Any) -> None:
+    node.server = await asyncio.start_server(echo, None, 7)
+    await asyncio.sleep(1e9)
+
+
+def test_connecting_to_a_crashed_node_times_out_after_the_syn_retries() -> None:
+    async def client(node: Any, world: askew.World) -> Any:
+        world.faults.crash(0)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        got = await attempt(asyncio.open_connection("node-0", 7))
+        return got, loop.time() - start
+
+    got, took = in_world(echo_on_7, client)
+    # Linux: tcp_syn_retries 6, 1+2+...+64 s, then ETIMEDOUT.
+    assert got == ("TimeoutError", errno.ETIMEDOUT) and 127 <= took < 127 * 1.13
+
+
+def test_a_peer_that_crashed_and_restarted_resets_the_next_write_and_every_read() -> None:
+    async def client(node: Any, world: askew.World) -> Any:
+        reader, writer = await asyncio.open_connection("node-0", 7)
+        writer.write(b"a")
+        out: list[Any] = [await reader.readexactly(1)]
+        world.faults.crash(0)
+        writer.write(b"b")  # into the void: retransmitted until the node is back
+        await asyncio.sleep(1)
+        world.faults.restart(0)  # a fresh kernel knows no such connection
+        out += [await attempt(reader.read(10)) for _ in range(2)]
+        writer.write(b"c")  # asyncio ignores writes once the connection is lost
+        out += [await attempt(writer.drain()), writer.is_closing()]
+        writer.close()
+        out.append(await attempt(writer.wait_closed()))
+        return out
+
+    reset = ("ConnectionResetError", errno.ECONNRESET)
+    assert in_world(echo_on_7, client) == [b"a", reset, reset, reset, True, reset]
+
+
+def test_a_partition_stalls_a_connection_until_the_users_timeout_and_it_flows_after() -> None:
+    async def client(node: Any, world: askew.World) -> Any:
+        reader, writer = await asyncio.open_connection("node-0", 7)
+        world.partition({0}, {1}).__enter__()
+        writer.write(b"ping")
+        out: list[Any] = [await attempt(asyncio.wait_for(reader.readexactly(4), 5))]
+        world.net.heal()
+        out.append(await attempt(asyncio.wait_for(reader.readexactly(4), 5)))
+        writer.close()
+        return out
+
+    assert in_world(echo_on_7, client) == [("TimeoutError", None), b"ping"]
+
+
+def test_a_datagram_to_a_crashed_node_is_lost_without_an_error() -> None:
+    async def receiver(node: Any) -> None:
+        loop = asyncio.get_running_loop()
+        node.udp = await loop.create_datagram_endpoint(Datagrams, local_addr=("0.0.0.0", 9))
+        await asyncio.sleep(1e9)
+
+    async def client(node: Any, world: askew.World) -> Any:
+        connected, proto = await udp(remote_addr=("node-0", 9))
+        world.faults.crash(0)  # a crashed host sends no ICMP back
+        connected.sendto(b"x")
+        await asyncio.sleep(5)
+        connected.sendto(b"y")
+        await asyncio.sleep(5)
+        return proto.seen
+
+    assert in_world(receiver, client) == []
+
+
+# ---- scale ------------------------------------------------------------------------------------
+
+
+async def ten_thousand_at_once() -> Any:
+    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def one(i: int) -> bool:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"%d" % i)
+        got = await reader.readexactly(len(b"%d" % i))
+        writer.close()
+        await writer.wait_closed()
+        return got == b"%d" % i
+
+    ok = await asyncio.gather(*(one(i) for i in range(10_000)))
+    server.close()
+    await server.wait_closed()
+    await asyncio.sleep(1)
+    stack = _sockets.active(asyncio.get_running_loop())
+    assert stack is not None
+    held = {token: ports for token, ports in stack.used.items() if ports}
+    return all(ok), stack.stats["tcp_connects"], stack.stats["tcp_accepts"], held
+
+
+def test_ten_thousand_connections_at_once_finish_repeat_and_leave_nothing_behind() -> None:
+    # All at once: the accept queue (backlog 100) fills, and SYNs beyond it
+    # are dropped and retransmitted, as Linux does. ~2.5 s of wall time
+    # each (bench/ has the speed; tests do not time).
+    first, loop = wrapped(ten_thousand_at_once)
+    again, loop_again = wrapped(ten_thousand_at_once)
+    assert first == again == (True, 10_000, 10_000, {})
+    assert loop.trace_hash == loop_again.trace_hash
+    assert live_sockets() == []
