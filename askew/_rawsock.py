@@ -647,7 +647,7 @@ def _connect_locally(sock: RawSocket, address: Any) -> bool:
 def _stream_ep(sock: RawSocket) -> Any:
     """A connected stream socket's endpoint, or the error a send raises."""
     if sock._ep is None:
-        raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")  # Linux: a send never connected
     if sock._err is not None:
         err, sock._err = sock._err, None  # reported once, as Linux's sock_error()
         raise err

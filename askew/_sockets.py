@@ -137,22 +137,6 @@ def _no_name() -> socket.gaierror:
     return _gaierror(socket.EAI_NONAME, "Name or service not known")
 
 
-def _port_of(port: Any) -> int:
-    """A bind or connect address's port, checked as the socket module
-    checks it (an int in 0-65535)."""
-    if port is None:
-        return 0
-    if isinstance(port, (bytes, str)):
-        if not port:
-            return 0
-        return _service(port, socket.SOCK_STREAM, 0, 0)[0][2]
-    if isinstance(port, bool) or not isinstance(port, int):
-        raise TypeError(f"'{type(port).__name__}' object cannot be interpreted as an integer")
-    if not 0 <= port <= 65535:
-        raise OverflowError("bind(): port must be 0-65535.")
-    return port
-
-
 # The services a simulated host knows by name: the common ones of Debian's
 # /etc/services (netbase), fixed so every host answers alike. Each name
 # (aliases too): its port and the protocols it is listed for.
@@ -354,10 +338,12 @@ class Names:
             _c_int(v, n)
             for v, n in ((family, "family"), (type, "type"), (proto, "proto"), (flags, "flags"))
         )
-        if isinstance(host, bytes):
-            host = host.decode("idna")
-        elif host is not None and not isinstance(host, str):
+        if isinstance(host, str):
+            host = host.encode("idna")  # the socket module's: UnicodeError for a bad label
+        elif host is not None and not isinstance(host, bytes):
             raise TypeError("getaddrinfo() argument 1 must be string or None")
+        if host is not None:  # glibc reads a C string: up to a NUL
+            host = host.split(b"\0", 1)[0].decode("ascii", "surrogateescape")
         if host is None and port is None:
             raise _no_name()
         if flags & ~_AI_KNOWN or (flags & socket.AI_CANONNAME and host is None):
@@ -439,8 +425,11 @@ class Names:
 
 
 def _is_numeric(host: str) -> bool:
+    """A plain dotted quad (no leading zeros, which inet_aton reads as octal)."""
     parts = host.split(".")
-    return len(parts) == 4 and all(p.isdigit() and int(p) <= 255 for p in parts)
+    return len(parts) == 4 and all(
+        p.isdigit() and int(p) <= 255 and (p == "0" or p[0] != "0") for p in parts
+    )
 
 
 def _numeric_v4(host: str) -> str | None:
@@ -1747,19 +1736,37 @@ async def create_connection(
     if host is None and port is None:
         raise ValueError("host and port was not specified and no sock specified")
     infos = resolve(stack, host, port, family, socket.SOCK_STREAM)
+    locals_ = None
+    if local_addr is not None:
+        if not isinstance(local_addr, (tuple, list)) or len(local_addr) != 2:
+            raise TypeError(f"local_addr must be a (host, port) pair, not {local_addr!r}")
+        locals_ = resolve(stack, local_addr[0], local_addr[1], family, socket.SOCK_STREAM)
     # As asyncio: each address in turn; the first that connects wins.
     errors: list[OSError] = []
     for info in infos:
         _check_port(info[4][1], "connect")
         try:
+            local = None
+            if locals_ is not None:  # bound first, to an address of the same family
+                local = _local_of(locals_, info[0])
             return await _connect_inet(
-                stack, token, protocol_factory, info[4][0], info[4][1], local_addr, call
+                stack, token, protocol_factory, info[4][0], info[4][1], local, call
             )
         except OSError as exc:
             errors.append(exc)
     if len(errors) == 1 or all(str(e) == str(errors[0]) for e in errors):
         raise errors[0]
     raise OSError(f"Multiple exceptions: {', '.join(str(e) for e in errors)}")
+
+
+def _local_of(infos: list[tuple[Any, ...]], family: int) -> tuple[str, int]:
+    """The local address create_connection binds to for a remote address
+    of `family`: the first of that family (asyncio's _connect_sock)."""
+    for info in infos:
+        if info[0] == family:
+            _check_port(info[4][1], "bind")
+            return info[4][0], info[4][1]
+    raise OSError(f"no matching local address with family={family!r} found")
 
 
 async def _connect_inet(
@@ -1778,15 +1785,14 @@ async def _connect_inet(
             # No host has that address: the SYN goes nowhere.
             raise OSError(errno.ENETUNREACH, f"Connect call failed {_sockaddr((addr, p))!r}")
         dst = found
-    if local_addr is not None:
-        want = local_addr[0] if isinstance(local_addr, tuple) else None
-        if want not in (None, "") and not _own(stack, node, want):
-            raise _bind_error(
-                errno.EADDRNOTAVAIL, tuple(local_addr), "cannot assign requested address"
-            )
     lport = stack.ephemeral(token)
-    if local_addr is not None and local_addr[1]:
-        lport = int(local_addr[1])
+    if local_addr is not None:
+        want, port = local_addr[0], local_addr[1]
+        if want not in (None, "") and not _own(stack, node, want):
+            raise _bind_error(errno.EADDRNOTAVAIL, local_addr, "cannot assign requested address")
+        if port and stack.used.get(token, {}).get(port):
+            raise _bind_error(errno.EADDRINUSE, local_addr, "address already in use")
+        lport = port or lport
     stack.take_port(token, lport)
     ctx = contextvars.copy_context()
     ep = Endpoint(stack, token, ctx, (_local_addr(stack, node, addr), lport), (addr, p), dst)

@@ -122,6 +122,7 @@ async def getaddrinfo_of_odd_hosts() -> Any:
         "2130706433",
     )
     hosts += ("::1", "::ffff:127.0.0.1", "localhost", b"localhost", "LOCALHOST", 1.5)
+    hosts += ("127.0.0.01", "0", "0.0.0.0", "::", "[::1]", "::1%lo", "127.0.0.1\x00x", "a" * 300)
     return [await gai(h, 80, type=socket.SOCK_STREAM) for h in hosts]
 
 
@@ -440,6 +441,62 @@ async def serve_forever_twice_and_wait_closed_before_close() -> Any:
         out.append("cancelled")
     await waiting
     return [*out, server.is_serving()]
+
+
+class Recorder(asyncio.Protocol):
+    """A plain Protocol noting its callbacks."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+        self.lost = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: Any) -> None:
+        self.seen.append("made")
+
+    def data_received(self, data: bytes) -> None:
+        self.seen.append(("data", len(data)))
+
+    def eof_received(self) -> None:
+        self.seen.append("eof")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.seen.append(("lost", None if exc is None else outcome(exc)))
+        self.lost.set_result(None)
+
+
+@case
+async def a_protocol_sees_made_data_eof_lost_and_the_transport_checks_its_limits() -> Any:
+    loop = asyncio.get_running_loop()
+    server, port = await listening()
+    transport, proto = await loop.create_connection(Recorder, "127.0.0.1", port)
+    out: list[Any] = [await attempt(lambda: transport.set_write_buffer_limits(10, 20))]
+    out += [await attempt(lambda: transport.set_write_buffer_limits(-1))]
+    out += [transport.get_write_buffer_limits()]
+    transport.write(b"x" * 100_000)
+    transport.write_eof()
+    out += [transport.can_write_eof(), transport.is_closing()]
+    await proto.lost  # the echo's EOF: eof_received returns None, so the transport closes
+    data = sum(e[1] for e in proto.seen if isinstance(e, tuple) and e[0] == "data")
+    out += [proto.seen[0], proto.seen[-2:], data]
+    out += [transport.get_extra_info("peername") == ("127.0.0.1", port)]
+    out += [transport.get_extra_info("no such key", 5), transport.is_closing()]
+    out += [await attempt(transport.pause_reading), await attempt(transport.resume_reading)]
+    server.close()
+    return out
+
+
+@case
+async def create_connection_with_odd_local_addresses() -> Any:
+    server, port = await listening()
+    other, taken = await listening()
+    out = []
+    for local in (("127.0.0.1", taken), ("127.0.0.1", -1), "127.0.0.1", ("10.255.255.1", 0)):
+        out.append(await attempt(talk_to("127.0.0.1", port, local_addr=local)))
+    out.append(await attempt(talk_to("127.0.0.1", port, local_addr=("127.0.0.1", 0))))
+    out.append(await attempt(talk_to("127.0.0.1", port, local_addr=("::1", 0))))
+    server.close()
+    other.close()
+    return out
 
 
 # ---- UDP ---------------------------------------------------------------------------------
@@ -804,6 +861,44 @@ async def socket_objects_with_bad_arguments() -> Any:
 async def unix_connections_to_odd_paths(tmp: str = "/nonexistent-askew-dir") -> Any:
     paths = (123, None, "", "x" * 200, b"/nonexistent-askew-dir/a.sock", tmp + "/a.sock")
     return [await attempt(asyncio.open_unix_connection(p)) for p in paths]
+
+
+@case
+async def unconnected_and_unbound_sockets() -> Any:
+    loop = asyncio.get_running_loop()
+    sock = socket.socket()
+    sock.setblocking(False)
+    out = [await attempt(asyncio.wait_for(loop.sock_recv(sock, 10), 1))]
+    out += [await attempt(asyncio.wait_for(loop.sock_sendall(sock, b"x"), 1))]
+    out += [await attempt(asyncio.wait_for(loop.sock_accept(sock), 1))]
+    out += [await attempt(functools.partial(sock.send, b"x")), await attempt(sock.getpeername)]
+    out += [await attempt(functools.partial(sock.recv, 1))]
+    sock.bind(("127.0.0.1", 0))
+    out += [await attempt(asyncio.wait_for(loop.sock_accept(sock), 1))]
+    sock.close()
+    dgram = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dgram.setblocking(False)
+    out += [await attempt(functools.partial(dgram.send, b"x")), await attempt(dgram.getpeername)]
+    out += [await attempt(asyncio.wait_for(loop.sock_sendall(dgram, b"x"), 1))]
+    out += [await attempt(functools.partial(dgram.recv, 1))]
+    dgram.close()
+    return out
+
+
+def test_a_socket_closed_while_a_loop_method_waits_on_it_fails_at_once() -> None:
+    """asyncio's selector never wakes a sock_recv or sock_accept whose socket
+    is closed under it (it hangs); askew raises EBADF (docs/sockets.md)."""
+
+    async def main() -> Any:
+        loop = asyncio.get_running_loop()
+        listener, client, server = await connected_pair()
+        waits = [loop.create_task(loop.sock_recv(client, 10))]
+        waits.append(loop.create_task(loop.sock_accept(listener)))
+        await asyncio.sleep(0.01)
+        close_all(client, listener, server)
+        return [await attempt(asyncio.wait_for(w, 1)) for w in waits]
+
+    assert wrapped(main)[0] == [("OSError", errno.EBADF)] * 2
 
 
 @refused
