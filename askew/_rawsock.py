@@ -319,9 +319,12 @@ class RawSocket(_sockets.SimSocket):
         self._check_open()
         if self.family == socket.AF_UNIX:
             path = _sockets.unix_path(address)
+            if self._bound:
+                raise OSError(errno.EINVAL, "Invalid argument")  # bound already
             if self._stack.find_listener(self._node, _sockets.UNIX, path) is not None:
                 raise OSError(errno.EADDRINUSE, "Address already in use")
             self._local = (_sockets.UNIX, path)
+            self._bound = True
             return
         host, port = _sockets_addr(self._stack, address, True, self.family, "bind")
         if self._bound or self._server is not None or self._ep is not None:
@@ -828,6 +831,8 @@ async def sock_recvfrom(sock: RawSocket, bufsize: int) -> tuple[bytes, Any]:
 
 async def sock_recvfrom_into(sock: RawSocket, buf: Any, nbytes: int = 0) -> tuple[int, Any]:
     view = _writable(buf, "recvfrom_into")
+    if _size(nbytes, "recvfrom_into") > len(view):
+        raise ValueError("nbytes is greater than the length of the buffer")
     data, addr = await sock_recvfrom(sock, nbytes or len(view))
     view[: len(data)] = data
     return len(data), addr

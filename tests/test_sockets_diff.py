@@ -901,6 +901,43 @@ def test_a_socket_closed_while_a_loop_method_waits_on_it_fails_at_once() -> None
     assert wrapped(main)[0] == [("OSError", errno.EBADF)] * 2
 
 
+@case
+async def datagram_sockets_with_bad_sizes_buffers_and_addresses() -> Any:
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setblocking(False)
+    sock.bind(("127.0.0.1", 0))
+    here = sock.getsockname()
+    calls: list[Callable[[], Awaitable[Any]]] = [
+        lambda: loop.sock_sendto(sock, b"x", here),
+        lambda: loop.sock_recvfrom(sock, -1),
+        lambda: loop.sock_recvfrom(sock, "x"),  # type: ignore[arg-type]
+        lambda: loop.sock_recvfrom_into(sock, bytearray(2), 5),
+        lambda: loop.sock_recvfrom_into(sock, bytearray(2), -1),
+        lambda: loop.sock_recvfrom_into(sock, b"xx"),
+        lambda: loop.sock_sendto(sock, "s", here),  # type: ignore[arg-type]
+        lambda: loop.sock_sendto(sock, b"x", ("127.0.0.1", 0)),
+        lambda: loop.sock_sendto(sock, b"x" * 70_000, here),
+        lambda: loop.sock_sendto(sock, b"x", "bad"),
+        lambda: loop.sock_recvfrom(sock, 0),  # takes the datagram, cut to nothing
+    ]
+    out = []
+    for call in calls:
+        got = await attempt(asyncio.wait_for(call(), 1))
+        out.append(got[0] if isinstance(got, tuple) and isinstance(got[1], tuple) else got)
+    sock.close()
+    return out
+
+
+@case
+async def a_unix_socket_bound_twice_is_einval() -> Any:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind("\0askew-battery-a")  # abstract: nothing on the file system
+    got = await attempt(functools.partial(sock.bind, "\0askew-battery-b"))
+    sock.close()
+    return got
+
+
 @refused
 async def a_datagram_socketpair() -> Any:
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
