@@ -183,10 +183,10 @@ def _service_text(port: Any) -> str | None:
     """The service string socket.getaddrinfo hands glibc for `port`."""
     if port is None:
         return None
-    if isinstance(port, bool) or isinstance(port, int):
-        if not -(2**63) <= port < 2**63:
-            raise OverflowError("Python int too large to convert to C long")
-        return str(int(port))
+    if type(port) is int:  # exactly: a bool or an int subclass is neither int nor str
+        if sys.version_info < (3, 12) and not -(2**63) <= port < 2**63:
+            raise OverflowError("Python int too large to convert to C long")  # 3.12 takes str()
+        return str(port)
     if isinstance(port, str):
         return port
     if isinstance(port, bytes):

@@ -20,6 +20,7 @@ import collections
 import contextvars
 import errno
 import socket
+import sys
 from asyncio.log import logger as _asyncio_logger
 from socket import EAI_ADDRFAMILY, gaierror
 from typing import Any
@@ -200,6 +201,9 @@ class Udp:
         ep.received(seg.data, seg.src_addr)
 
 
+_SENDS_EMPTY = sys.version_info >= (3, 13)  # asyncio 3.13 sends b"" as a datagram
+
+
 class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
     """A bound UDP socket and asyncio's datagram transport in one."""
 
@@ -282,8 +286,8 @@ class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
             raise TypeError(
                 f"data argument must be a bytes-like object, not {type(data).__name__!r}"
             )
-        if not data:
-            return  # asyncio 3.11 sends nothing for an empty datagram
+        if not data and not _SENDS_EMPTY:
+            return  # asyncio before 3.13 sends nothing for an empty datagram
         if self.remote is not None:
             if addr not in (None, self.remote):
                 raise ValueError(f"Invalid address: must be None or {self.remote}")

@@ -22,6 +22,7 @@ import functools
 import gc
 import socket
 import struct
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -94,7 +95,7 @@ async def gni(sockaddr: Any, flags: int = 0) -> Any:
     return await attempt(loop.getnameinfo(sockaddr, flags))
 
 
-BAD_PORTS = (-1, 65536, "http", "www", "abc", 3.5, None, b"80", " 80", "-1", "", 2**40, 2**70)
+BAD_PORTS = (-1, 65536, "http", "www", "abc", 3.5, None, b"80", " 80", "-1", "", 2**40, 2**70, True)
 
 
 @case
@@ -289,6 +290,12 @@ async def connecting_to_a_closed_port_is_refused() -> Any:
     ]
 
 
+# 3.12's selector transport has a writelines() of its own that neither
+# checks for a closed transport (AttributeError) nor lets a close() after
+# it finish (3.12.1's wait_closed() hangs): compared on 3.11 only.
+OLD_WRITELINES = sys.version_info < (3, 12)
+
+
 @case
 async def writes_of_every_type_and_empty_bytes() -> Any:
     server, port = await listening()
@@ -296,10 +303,11 @@ async def writes_of_every_type_and_empty_bytes() -> Any:
     out: list[Any] = []
     for data in ("str", 1, None, memoryview(b"mv"), bytearray(b"ba"), b"", [b"x"], b"!"):
         out.append(await attempt(lambda data=data: writer.write(data)))
-    out.append(await attempt(lambda: writer.writelines([b"a", bytearray(b"b"), b""])))
-    out.append(await attempt(lambda: writer.writelines([b"a", "b"])))
+    if OLD_WRITELINES:
+        out.append(await attempt(lambda: writer.writelines([b"a", bytearray(b"b"), b""])))
+        out.append(await attempt(lambda: writer.writelines([b"a", "b"])))
     await writer.drain()
-    out.append(await reader.readexactly(6))
+    out.append(await reader.readexactly(7 if OLD_WRITELINES else 5))
     writer.close()
     await writer.wait_closed()
     server.close()
@@ -315,7 +323,8 @@ async def misuse_after(how: str) -> Any:
         out.append(await attempt(lambda: writer.write(b"x")))
     out.append(await attempt(writer.drain()))
     out.append(await attempt(writer.write_eof))
-    out.append(await attempt(lambda: writer.writelines([b"a"])))
+    if OLD_WRITELINES:
+        out.append(await attempt(lambda: writer.writelines([b"a"])))
     out.append(writer.is_closing())
     if how == "write_eof":
         out.append(await reader.read())
