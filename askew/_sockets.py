@@ -167,6 +167,7 @@ _TYPEPROTO = (
 _AI_KNOWN = 0x7FF  # every AI_* flag glibc knows (AI_PASSIVE ... AI_NUMERICSERV)
 _NI_KNOWN = 0xFF  # every NI_* flag glibc knows
 _KINDS = frozenset(int(k) for k in socket.SocketKind)
+_PLAIN = (str, bytes, int, type(None), socket.AddressFamily, socket.SocketKind)
 
 
 def _c_int(value: Any, what: str) -> int:
@@ -267,6 +268,9 @@ class Names:
     def __init__(self, world: Any) -> None:
         self._world = world
         self.one_host = bool(getattr(world, "one_host", False))
+        # Answers already given: a name, once it resolves, resolves alike
+        # for the rest of the run (names are never taken back).
+        self._answers: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
 
     def host_to_addr(self, host: str) -> str:
         """The IPv4 address `host` names, or gaierror(EAI_NONAME); in wrap
@@ -332,6 +336,17 @@ class Names:
 
     def getaddrinfo(
         self, host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
+    ) -> list[tuple[Any, ...]]:
+        key = (host, port, family, type, proto, flags)
+        if all(v.__class__ in _PLAIN for v in key):  # not a bool: it would hit 1's entry
+            known = self._answers.get(key)
+            if known is None:
+                known = self._answers[key] = self._getaddrinfo(*key)
+            return list(known)
+        return self._getaddrinfo(*key)
+
+    def _getaddrinfo(
+        self, host: Any, port: Any, family: int, type: int, proto: int, flags: int
     ) -> list[tuple[Any, ...]]:
         # In the socket module's order: its argument checks, then glibc's.
         family, type, proto, flags = (
