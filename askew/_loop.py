@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import random
 import socket
 import sys
@@ -74,6 +75,27 @@ _SERVE_IGNORED = frozenset(
     | {"sock", "ssl_handshake_timeout", "ssl_shutdown_timeout", "cleanup_socket"}
 )
 _DATAGRAM_IGNORED = frozenset({"proto", "flags", "allow_broadcast", "sock"})
+
+
+# Each socket method's keywords on this Python (asyncio's signature): any
+# other is asyncio's TypeError, not an option askew has yet to build.
+_KEYWORDS = {
+    name: frozenset(inspect.signature(getattr(asyncio.BaseEventLoop, name)).parameters)
+    for name in (
+        "create_connection",
+        "create_server",
+        "create_unix_connection",
+        "create_unix_server",
+        "create_datagram_endpoint",
+        "connect_accepted_socket",
+    )
+}
+
+
+def _check_keywords(method: str, kwargs: dict[str, Any]) -> None:
+    for name in kwargs:
+        if name not in _KEYWORDS[method]:
+            raise TypeError(f"{method}() got an unexpected keyword argument {name!r}")
 
 
 def _simulated(sock: Any, call: str) -> None:
@@ -630,6 +652,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def create_connection(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
+        _check_keywords("create_connection", kwargs)
         call = f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)"
         tls = _tls.take_options(kwargs, host, server_side=False)  # TLS: askew/_tls.py
         clash = _BOTH_HOST if host is not None or port is not None else None
@@ -647,6 +670,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def create_server(
         self, protocol_factory: Any, host: Any = None, port: Any = None, **kwargs: Any
     ) -> Any:
+        _check_keywords("create_server", kwargs)
         call = f"create_server({host!r}, {port!r}) (and asyncio.start_server)"
         tls = _tls.take_options(kwargs, host, server_side=True)  # TLS: askew/_tls.py
         backlog = kwargs.get("backlog", _sockets.BACKLOG_DEFAULT)
@@ -672,6 +696,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def create_unix_connection(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any
     ) -> Any:
+        _check_keywords("create_unix_connection", kwargs)
         call = f"create_unix_connection({path!r}) (and asyncio.open_unix_connection)"
         tls = _tls.take_unix_options(kwargs, server_side=False)
         sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, _BOTH_PATH if path is not None else None)
@@ -689,6 +714,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def create_unix_server(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any
     ) -> Any:
+        _check_keywords("create_unix_server", kwargs)
         call = f"create_unix_server({path!r}) (and asyncio.start_unix_server)"
         tls = _tls.take_unix_options(kwargs, server_side=True)
         backlog = kwargs.get("backlog", _sockets.BACKLOG_DEFAULT)
@@ -713,6 +739,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
     async def create_datagram_endpoint(
         self, protocol_factory: Any, local_addr: Any = None, remote_addr: Any = None, **kwargs: Any
     ) -> Any:
+        _check_keywords("create_datagram_endpoint", kwargs)
         call = f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})"
         addressed = local_addr is not None or remote_addr is not None
         clash = "socket modifier keyword arguments can not be used when sock is specified."
@@ -728,9 +755,11 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             kwargs.get("family", 0),
             kwargs.get("reuse_port"),
             kwargs.get("allow_broadcast"),
+            kwargs.get("proto") or 0,
         )
 
     async def connect_accepted_socket(self, protocol_factory: Any, sock: Any, **kwargs: Any) -> Any:
+        _check_keywords("connect_accepted_socket", kwargs)
         kwargs["sock"] = sock
         given = _sock_arg("connect_accepted_socket()", kwargs, _CONNECT_IGNORED, None)
         return _rawsock.adopt_stream(given, protocol_factory)

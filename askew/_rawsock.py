@@ -118,15 +118,22 @@ class RawSocket(_sockets.SimSocket):
     what the loop's low-level methods need."""
 
     def __init__(
-        self, stack: _sockets.Stack, token: int, kind: int, family: int = socket.AF_INET
+        self,
+        stack: _sockets.Stack,
+        token: int,
+        kind: int,
+        family: int = socket.AF_INET,
+        proto: int = 0,
     ) -> None:
         super().__init__(_UNBOUND[family], None)
         self._stack = stack
         self._token = token
         self._node = token >> _core.NODE_TOKEN_SHIFT
         self.type = socket.SocketKind(kind)
-        self.proto = socket.IPPROTO_TCP if kind == socket.SOCK_STREAM else socket.IPPROTO_UDP
-        self._closed = False
+        self.proto = proto  # as given, as the socket module keeps it
+        self._closed = False  # closed, or handed to a transport or server
+        self._fd_closed = False  # close() was called: the descriptor is gone
+        self._bound = False
         self._ep: Any = None  # the Endpoint or DatagramEndpoint underneath
         self._server: Any = None  # a listening stream socket's Server
         self._accepting: RawSocket | None = None  # the listener an accepted one joins
@@ -147,9 +154,9 @@ class RawSocket(_sockets.SimSocket):
 
     def __repr__(self) -> str:
         kind = "SOCK_STREAM" if self.type == socket.SOCK_STREAM else "SOCK_DGRAM"
-        peer = f", raddr={self.getpeername()!r}" if self._remote else ""
+        peer = f", raddr={_sockets._sockaddr(self._remote)!r}" if self._remote else ""
         state = " [closed]" if self._closed else ""
-        where = f"laddr={self.getsockname()!r}{peer}"
+        where = f"laddr={_sockets._sockaddr(self._local)!r}{peer}"
         return f"<askew.RawSocket{state} family={self.family.name} type={kind} {where}>"
 
     # -- the socket object's own surface --------------------------------------
@@ -170,7 +177,20 @@ class RawSocket(_sockets.SimSocket):
     def getblocking(self) -> bool:
         return self._timeout != 0.0
 
+    def getsockname(self) -> Any:
+        self._check_fd()
+        return super().getsockname()
+
+    def getpeername(self) -> Any:
+        self._check_fd()
+        return super().getpeername()
+
+    def setsockopt(self, level: int, name: int, value: Any, *rest: Any) -> None:
+        self._check_fd()
+        super().setsockopt(level, name, value, *rest)
+
     def getsockopt(self, level: int, name: int, buflen: int = 0) -> Any:
+        self._check_fd()
         if (level, name) == (socket.SOL_SOCKET, socket.SO_ERROR):
             err, self._so_error = self._so_error, 0
             return err
@@ -334,13 +354,19 @@ class RawSocket(_sockets.SimSocket):
         self._check_open()
         if self.family == socket.AF_UNIX:
             path = _sockets.unix_path(address)
+            if self._bound:
+                raise OSError(errno.EINVAL, "Invalid argument")  # bound already
             if self._stack.find_listener(self._node, _sockets.UNIX, path) is not None:
                 raise OSError(errno.EADDRINUSE, "Address already in use")
             self._local = (_sockets.UNIX, path)
+            self._bound = True
             return
-        host, port = _sockets_addr(self._stack, address, True, self.family)
+        host, port = _sockets_addr(self._stack, address, True, self.family, "bind")
+        if self._bound or self._server is not None or self._ep is not None:
+            raise OSError(errno.EINVAL, "Invalid argument")  # bound already
         if not _sockets._own(self._stack, self._node, host):
             raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
+        self._bound = True
         if self.type == socket.SOCK_DGRAM:
             if self._ep is not None:
                 raise OSError(errno.EINVAL, "Invalid argument")
@@ -352,6 +378,7 @@ class RawSocket(_sockets.SimSocket):
 
     def listen(self, backlog: int = _sockets.BACKLOG_DEFAULT) -> None:
         self._check_open()
+        backlog = _sockets._c_int(backlog, "backlog")
         if self.type != socket.SOCK_STREAM:
             raise OSError(errno.EOPNOTSUPP, "Operation not supported")
         if self._server is not None:
@@ -379,11 +406,12 @@ class RawSocket(_sockets.SimSocket):
 
     def close(self) -> None:
         if self._closed:
+            self._fd_closed = True
             return
         if self._io_refs > 0:  # a makefile() file still reads it
             self._close_wanted = True
             return
-        self._closed = True
+        self._closed = self._fd_closed = True
         if self._stack.loop.is_closed():
             # The loop, and with it the host's stack, is gone (a fixture's
             # finalizer closing its socket after the test's loop): closing
@@ -391,7 +419,10 @@ class RawSocket(_sockets.SimSocket):
             self._watch.clear()
             return
         if self._ep is not None:
-            self._ep.close()
+            if self.type == socket.SOCK_STREAM and (self._rx or self._ep.resets(self)):
+                self._ep._send_reset(None)  # as Linux: bytes unread, or SO_LINGER 0
+            else:
+                self._ep.close()
         if self._server is not None:
             self._server.close()
         self._watch.clear()
@@ -401,6 +432,7 @@ class RawSocket(_sockets.SimSocket):
         return -1
 
     def shutdown(self, how: int) -> None:
+        self._check_fd()
         if self._ep is not None and self.type == socket.SOCK_STREAM and how != socket.SHUT_RD:
             self._ep.write_eof()
 
@@ -414,6 +446,12 @@ class RawSocket(_sockets.SimSocket):
 
     def _check_open(self) -> None:
         if self._closed:
+            raise _ebadf()
+
+    def _check_fd(self) -> None:
+        """A closed socket's descriptor is gone (one handed to a transport
+        or a server lives on there, as asyncio's TransportSocket)."""
+        if self._fd_closed:
             raise _ebadf()
 
     def _open_datagram(self, local: tuple[str, int], remote: tuple[str, int] | None) -> None:
@@ -487,29 +525,45 @@ _UNBOUND: dict[int, tuple[str, Any]] = {
 
 
 def _sockets_addr(
-    stack: _sockets.Stack, address: Any, passive: bool, family: int = socket.AF_INET
+    stack: _sockets.Stack,
+    address: Any,
+    passive: bool,
+    family: int = socket.AF_INET,
+    call: str = "connect",
 ) -> tuple[str, int]:
-    v6 = family == socket.AF_INET6
-    if not isinstance(address, tuple) or not (len(address) == 2 or (v6 and 2 <= len(address) <= 4)):
-        if v6:
+    """An AF_INET or AF_INET6 address as the socket module takes it (its
+    TypeError, OverflowError, the lookup's gaierror): (address, port)."""
+    if family == socket.AF_INET6:
+        if not isinstance(address, tuple) or not 2 <= len(address) <= 4:
             raise TypeError(
                 f"AF_INET6 address must be a tuple (host, port[, flowinfo[, scopeid]]), "
-                f"not {address!r}"
+                f"not {type(address).__name__}"
             )
-        raise TypeError(f"AF_INET address must be a pair (host, port), not {address!r}")
-    host, port = address[0], address[1]
-    wildcard = "::" if v6 else "0.0.0.0"
+        host, port = _udp.inet_address(address[:2], call)
+        wildcard = "::"
+    else:
+        host, port = _udp.inet_address(address, call)
+        wildcard = "0.0.0.0"
     if host in ("", wildcard):
-        return wildcard, _sockets._port_of(port)
+        return wildcard, port
     flags = socket.AI_PASSIVE if passive else 0
-    info = stack.names.getaddrinfo(host, port, family, 0, 0, flags)
-    return str(info[0][4][0]), int(info[0][4][1])
+    info = stack.names.getaddrinfo(host, None, family, 0, 0, flags)
+    return str(info[0][4][0]), port
 
 
 # ---- socket.socket() in a world -------------------------------------------------
 
 
-def _make(family: int, kind: int) -> RawSocket | None:
+# The protocols Linux takes for each simulated kind of socket (0: the default).
+_PROTOS: dict[tuple[int, int], tuple[int, ...]] = {
+    (socket.AF_UNIX, socket.SOCK_STREAM): (0, socket.AF_UNIX),
+    (socket.AF_INET, socket.SOCK_STREAM): (0, socket.IPPROTO_TCP),
+    (socket.AF_INET6, socket.SOCK_STREAM): (0, socket.IPPROTO_TCP),
+    (socket.AF_INET, socket.SOCK_DGRAM): (0, socket.IPPROTO_UDP),
+}
+
+
+def _make(family: int, kind: int, proto: int = -1) -> RawSocket | None:
     """A RawSocket when a world's node or a wrapped test asks for a stream
     socket (IPv4, IPv6, AF_UNIX) or an IPv4 datagram one, else None (the
     real class runs, and stays refused)."""
@@ -518,11 +572,13 @@ def _make(family: int, kind: int) -> RawSocket | None:
         return None
     family = socket.AF_INET if family == -1 else family
     kind = socket.SOCK_STREAM if kind == -1 else kind & _TYPE_MASK
-    if kind == socket.SOCK_STREAM and family in _UNBOUND:
-        return RawSocket(stack, stack.caller("socket.socket()"), kind, family)
-    if kind == socket.SOCK_DGRAM and family == socket.AF_INET:
-        return RawSocket(stack, stack.caller("socket.socket()"), kind)
-    return None
+    proto = 0 if proto == -1 else proto
+    protos = _PROTOS.get((family, kind))
+    if protos is None:
+        return None
+    if proto not in protos:
+        raise OSError(errno.EPROTONOSUPPORT, "Protocol not supported")
+    return RawSocket(stack, stack.caller("socket.socket()"), kind, family, proto)
 
 
 class _SocketMeta(type):
@@ -539,7 +595,7 @@ class SocketType(_RealSocket, metaclass=_SocketMeta):
 
     def __new__(cls, family: int = -1, type: int = -1, proto: int = -1, fileno: Any = None) -> Any:
         if fileno is None:
-            made = _make(family, type)
+            made = _make(family, type, proto)
             if made is not None:
                 return made
         elif fileno == -1 and _sockets.current(True) is not None:
@@ -674,9 +730,10 @@ def _connect_locally(sock: RawSocket, address: Any) -> bool:
 def _stream_ep(sock: RawSocket) -> Any:
     """A connected stream socket's endpoint, or the error a send raises."""
     if sock._ep is None:
-        raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")  # Linux: a send never connected
     if sock._err is not None:
-        raise sock._err
+        err, sock._err = sock._err, None  # reported once, as Linux's sock_error()
+        raise err
     if sock._ep.is_closing():
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
     return sock._ep
@@ -696,8 +753,20 @@ def _check(sock: RawSocket) -> None:
         raise _ebadf()
 
 
+def _asyncio_address(sock: RawSocket, address: Any) -> Any:
+    """An IP address as asyncio's sock_connect resolves it before the
+    socket sees it (_ensure_resolved: a numeric host's port through int())."""
+    if sock.family == socket.AF_UNIX or not isinstance(address, tuple):
+        return address
+    if len(address) < 2:
+        raise ValueError(f"not enough values to unpack (expected 2, got {len(address)})")
+    info = _sockets.resolve(sock._stack, address[0], address[1], sock.family, sock.type)
+    return info[0][4]
+
+
 async def sock_connect(sock: RawSocket, address: Any) -> None:
     _check(sock)
+    address = _asyncio_address(sock, address)
     if sock.type == socket.SOCK_DGRAM:
         remote = _sockets_addr(sock._stack, address, False)
         if sock._ep is None:
@@ -706,15 +775,16 @@ async def sock_connect(sock: RawSocket, address: Any) -> None:
         sock._ep.extra["peername"] = remote
         sock._remote = remote
         return
+    stack = sock._stack
+    if sock.family != socket.AF_UNIX:
+        host, port = _sockets_addr(stack, address, False, sock.family)
     if sock._ep is not None:
         raise OSError(errno.EISCONN, "Transport endpoint is already connected")
     if sock._server is not None:
         raise OSError(errno.EINVAL, "Invalid argument")  # a listening socket
-    stack = sock._stack
     if sock.family == socket.AF_UNIX:
         await _sockets.create_unix_connection(stack, lambda: _StreamProtocol(sock), address)
     else:
-        host, port = _sockets_addr(stack, address, False, sock.family)
         local = sock._local if sock._local[1] else None
         await _sockets.create_connection(
             stack, lambda: _StreamProtocol(sock), host, port, local, sock.family
@@ -761,15 +831,38 @@ def _take(sock: RawSocket, n: int) -> bytes:
     return data
 
 
+def _size(n: Any, call: str) -> int:
+    """A receive's size, checked as the socket module checks it."""
+    n = _sockets._c_int(n, "bufsize")
+    if n < 0:
+        raise ValueError(f"negative buffersize in {call}")
+    return int(n)
+
+
+def _writable(buf: Any, call: str) -> memoryview:
+    """A receive's buffer: a writable bytes-like object, as recv_into wants."""
+    view = memoryview(buf)
+    if view.readonly:
+        raise TypeError(f"{call}() argument 1 must be read-write bytes-like object, not bytes")
+    return view.cast("B")
+
+
 async def sock_recv(sock: RawSocket, nbytes: int) -> bytes:
+    nbytes = _size(nbytes, "recv")
     if sock.type == socket.SOCK_DGRAM:
         return (await sock_recvfrom(sock, nbytes))[0]
+    if nbytes == 0:
+        _check(sock)
+        return b""  # Linux answers a zero-length receive at once
     await _stream_ready(sock)
     return _take(sock, nbytes)
 
 
 async def sock_recv_into(sock: RawSocket, buf: Any) -> int:
-    view = memoryview(buf).cast("B")
+    view = _writable(buf, "recv_into")
+    if not len(view):
+        _check(sock)
+        return 0
     data = await sock_recv(sock, len(view))
     view[: len(data)] = data
     return len(data)
@@ -777,10 +870,11 @@ async def sock_recv_into(sock: RawSocket, buf: Any) -> int:
 
 async def sock_sendall(sock: RawSocket, data: Any) -> None:
     _check(sock)
+    data = memoryview(data).tobytes()  # a bytes-like object, or TypeError
     if sock.type == socket.SOCK_DGRAM:
         await sock_sendto(sock, data, _peer_of(sock))
         return
-    _stream_ep(sock).write(bytes(data))
+    _stream_ep(sock).write(data)
     while sock._wpaused and sock._err is None and not sock._closed:
         await sock._wait()  # sendall returns once the kernel took every byte
     _check(sock)
@@ -790,14 +884,15 @@ async def sock_sendto(sock: RawSocket, data: Any, address: Any) -> int:
     _check(sock)
     if sock.type != socket.SOCK_DGRAM:
         raise OSError(errno.EISCONN, "Transport endpoint is already connected")
+    data = memoryview(data).tobytes()  # a bytes-like object, or TypeError
     if sock._ep is None:
         sock._open_datagram(("0.0.0.0", 0), None)
-    data = bytes(data)
     sock._ep._send(data, address)  # OSError as Linux raises it (EMSGSIZE, ...)
     return len(data)
 
 
 async def sock_recvfrom(sock: RawSocket, bufsize: int) -> tuple[bytes, Any]:
+    bufsize = _size(bufsize, "recvfrom")
     _check(sock)
     if sock.type != socket.SOCK_DGRAM:
         data = await sock_recv(sock, bufsize)
@@ -815,20 +910,29 @@ async def sock_recvfrom(sock: RawSocket, bufsize: int) -> tuple[bytes, Any]:
 
 
 async def sock_recvfrom_into(sock: RawSocket, buf: Any, nbytes: int = 0) -> tuple[int, Any]:
-    view = memoryview(buf).cast("B")
+    view = _writable(buf, "recvfrom_into")
+    if _size(nbytes, "recvfrom_into") > len(view):
+        raise ValueError("nbytes is greater than the length of the buffer")
     data, addr = await sock_recvfrom(sock, nbytes or len(view))
     view[: len(data)] = data
     return len(data), addr
 
 
 def watch(sock: RawSocket, which: str, callback: Any, args: tuple[Any, ...]) -> None:
-    _check(sock)
+    _fd_of(sock)
     sock._watch[which] = (callback, args, contextvars.copy_context())
     sock._arm(which)
 
 
 def unwatch(sock: RawSocket, which: str) -> bool:
+    _fd_of(sock)
     return sock._watch.pop(which, None) is not None
+
+
+def _fd_of(sock: RawSocket) -> None:
+    """asyncio's selector loop reads fileno(), -1 once the socket is closed."""
+    if sock._fd_closed:
+        raise ValueError("Invalid file descriptor: -1")
 
 
 # ---- socketpair() and sock= --------------------------------------------------------
@@ -848,6 +952,8 @@ def socketpair(family: Any = None, type: int = socket.SOCK_STREAM, proto: int = 
     family = socket.AF_UNIX if family is None else family
     if family != socket.AF_UNIX:
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")  # as Linux
+    if proto not in (0, socket.AF_UNIX):
+        raise OSError(errno.EPROTONOSUPPORT, "Protocol not supported")
     if type & _TYPE_MASK != socket.SOCK_STREAM:
         from ._loop import _IO_HINT, _refuse
 

@@ -29,10 +29,14 @@ import contextvars
 import errno
 import functools
 import operator
+import re
 import socket
 import struct
 import sys
 import threading
+from asyncio.base_events import (  # type: ignore[attr-defined]
+    _ipaddr_info,  # asyncio's own numeric-host shortcut, unexported
+)
 from asyncio.log import logger as _asyncio_logger
 from collections.abc import Callable
 from typing import Any
@@ -147,28 +151,132 @@ def _gaierror(code: int, text: str) -> socket.gaierror:
     return socket.gaierror(code, text)
 
 
-def _port_of(port: Any) -> int:
-    if port is None:
-        return 0
-    if isinstance(port, bytes):
-        port = port.decode("ascii")
-    if isinstance(port, str):
-        if port.isdigit():
-            return int(port)
-        raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
-    if isinstance(port, bool) or not isinstance(port, int):
-        raise TypeError(f"getaddrinfo() argument 2 must be integer or string, not {port!r}")
-    if not 0 <= port <= 65535:
-        raise OverflowError("getaddrinfo(): port must be 0-65535.")
-    return port
+def _no_name() -> socket.gaierror:
+    return _gaierror(socket.EAI_NONAME, "Name or service not known")
 
 
-# What getaddrinfo answers for type=0, in Linux's order: stream, datagram, raw.
-_SOCK_TYPES = (
-    (socket.SOCK_STREAM, socket.IPPROTO_TCP),
-    (socket.SOCK_DGRAM, socket.IPPROTO_UDP),
-    (socket.SOCK_RAW, 0),
+# The services a simulated host knows by name: the common ones of Debian's
+# /etc/services (netbase), fixed so every host answers alike. Each name
+# (aliases too): its port and the protocols it is listed for.
+_SERVICES: dict[str, tuple[int, tuple[str, ...]]] = {}
+for _line in (
+    "echo 7 tcp udp; discard 9 tcp udp; daytime 13 tcp udp; ftp-data 20 tcp; ftp 21 tcp;"
+    "ssh 22 tcp; telnet 23 tcp; smtp,mail 25 tcp; time 37 tcp udp; domain 53 tcp udp;"
+    "tftp 69 udp; http,www 80 tcp; pop3 110 tcp; ntp 123 udp; imap2,imap 143 tcp;"
+    "snmp 161 tcp udp; ldap 389 tcp udp; https 443 tcp udp; submissions,ssmtp,smtps 465 tcp;"
+    "syslog 514 udp; submission 587 tcp; ldaps 636 tcp udp; rsync 873 tcp; ftps 990 tcp;"
+    "imaps 993 tcp; pop3s 995 tcp; socks 1080 tcp; nfs 2049 tcp udp; mysql 3306 tcp;"
+    "sip 5060 tcp udp; mdns 5353 udp; postgresql,postgres 5432 tcp; amqp 5672 tcp;"
+    "redis 6379 tcp; http-alt,webcache 8080 tcp; git 9418 tcp"
+).split(";"):
+    _names_of, _num, *_protos = _line.split()
+    for _name in _names_of.split(","):
+        _SERVICES[_name] = (int(_num), tuple(_protos))
+
+# glibc's table of socket types and protocols (gaih_inet_typeproto), in its
+# order: (type, protocol, name, answered for type=0, any protocol, no service).
+_TYPEPROTO = (
+    (socket.SOCK_STREAM, socket.IPPROTO_TCP, "tcp", True, False, False),
+    (socket.SOCK_DGRAM, socket.IPPROTO_UDP, "udp", True, False, False),
+    (6, 33, "dccp", False, False, False),  # SOCK_DCCP, IPPROTO_DCCP
+    (socket.SOCK_DGRAM, 136, "udplite", False, False, False),  # IPPROTO_UDPLITE
+    (socket.SOCK_RAW, 0, "raw", True, True, True),
 )
+_AI_KNOWN = 0x7FF  # every AI_* flag glibc knows (AI_PASSIVE ... AI_NUMERICSERV)
+_NI_KNOWN = 0xFF  # every NI_* flag glibc knows
+_KINDS = frozenset(int(k) for k in socket.SocketKind)
+_PLAIN = (str, bytes, int, type(None), socket.AddressFamily, socket.SocketKind)
+
+
+def _c_int(value: Any, what: str) -> int:
+    """An argument the socket module parses as a C int ("i")."""
+    if isinstance(value, float) or not hasattr(value, "__index__"):
+        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer")
+    n = value.__index__()
+    if not -(2**31) <= n < 2**31:
+        raise OverflowError(f"signed integer is {'greater' if n > 0 else 'less'} than maximum")
+    return int(n)
+
+
+def _service_text(port: Any) -> str | None:
+    """The service string socket.getaddrinfo hands glibc for `port`."""
+    if port is None:
+        return None
+    if type(port) is int:  # exactly: a bool or an int subclass is neither int nor str
+        if sys.version_info < (3, 12) and not -(2**63) <= port < 2**63:
+            raise OverflowError("Python int too large to convert to C long")  # 3.12 takes str()
+        return str(port)
+    if isinstance(port, str):
+        return port
+    if isinstance(port, bytes):
+        return port.decode("latin-1")
+    raise OSError("Int or String expected")
+
+
+def _strtoul_int(text: str) -> int | None:
+    """glibc's numeric service: strtoul(text, 10) taken as a C int, or
+    None when text is not all one number (AI_NUMERICSERV refuses it). A
+    negative int is looked up as a name, as glibc does."""
+    m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", text)
+    if m is None:
+        return None
+    n = min(int(m.group(2)), 2**64 - 1)
+    if m.group(1) == "-":
+        n = -n % 2**64
+    n &= 0xFFFFFFFF
+    return n - 2**32 if n >= 2**31 else n
+
+
+def _service(port: Any, socktype: int, proto: int, flags: int) -> list[tuple[int, int, int]]:
+    """(type, protocol, port) for each answer getaddrinfo gives, in glibc's
+    order, or the gaierror glibc returns (gaih_inet's service half)."""
+    text = _service_text(port)
+    num: int | None = 0
+    if text:
+        num = _strtoul_int(text)
+        if num is None and flags & socket.AI_NUMERICSERV:
+            raise _no_name()
+        if num is not None and num < 0:
+            num = None  # glibc looks it up as a name
+    chosen = None
+    if socktype or proto:
+        for row in _TYPEPROTO:
+            if (socktype == 0 or socktype == row[0]) and (proto == 0 or row[4] or proto == row[1]):
+                chosen = row
+                break
+        if chosen is None:
+            if socktype:
+                raise _gaierror(socket.EAI_SOCKTYPE, "ai_socktype not supported")
+            raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+        if text and chosen[5]:
+            raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+    if num is None:  # a service name
+        known = _SERVICES.get(str(text))
+        rows = [chosen] if chosen is not None else [r for r in _TYPEPROTO if not r[5]]
+        out = [
+            (r[0], r[1], known[0])
+            for r in rows
+            if known is not None and r[2] in known[1]
+            if (socktype == 0 or socktype == r[0]) and (proto == 0 or r[4] or proto == r[1])
+        ]
+        if not out:
+            raise _gaierror(socket.EAI_SERVICE, "Servname not supported for ai_socktype")
+        return out
+    p = num & 0xFFFF
+    if chosen is not None:
+        return [(chosen[0], proto if chosen[4] else chosen[1], p)]
+    return [(r[0], r[1], p) for r in _TYPEPROTO if r[3]]
+
+
+def _service_name(port: int, flags: int) -> str:
+    """getnameinfo's service: the name a known port has for its protocol
+    (tcp, or udp with NI_DGRAM), else the number."""
+    if not flags & socket.NI_NUMERICSERV:
+        proto = "udp" if flags & socket.NI_DGRAM else "tcp"
+        for name, (num, protos) in _SERVICES.items():
+            if num == port and proto in protos:
+                return name
+    return str(port)
 
 
 class Names:
@@ -178,21 +286,25 @@ class Names:
     def __init__(self, world: Any) -> None:
         self._world = world
         self.one_host = bool(getattr(world, "one_host", False))
+        # Answers already given: a name, once it resolves, resolves alike
+        # for the rest of the run (names are never taken back).
+        self._answers: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
 
     def host_to_addr(self, host: str) -> str:
         """The IPv4 address `host` names, or gaierror(EAI_NONAME); in wrap
         mode a name of another host is a refusal (a real DNS query)."""
-        if host in ("", "localhost"):
+        if host == "" or _is_localhost(host):
             return "127.0.0.1"
-        if _is_numeric(host):
-            return host
+        numeric = _numeric_v4(host)
+        if numeric is not None:
+            return numeric
         node = self._world._names.get(host.lower().rstrip("."))
         if node is None:
             if self.one_host:
                 from ._loop import _IO_HINT, _refuse
 
                 _refuse(f"getaddrinfo({host!r})", _IO_HINT, "would send a real DNS query")
-            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+            raise _no_name()
         return "127.0.0.1" if self.one_host else address_of(node)
 
     def addr_to_host(self, addr: str) -> str | None:
@@ -211,26 +323,31 @@ class Names:
             raise _gaierror(socket.EAI_FAMILY, "ai_family not supported")
         if host is None:
             passive = bool(flags & socket.AI_PASSIVE)
-            v4, v6 = ("0.0.0.0", "::") if passive else ("127.0.0.1", "::1")
+            if passive:
+                v4, v6, both = "0.0.0.0", "::", ["0.0.0.0", "::"]
+            else:  # glibc sorts ::1 first (RFC 3484's precedence)
+                v4, v6, both = "127.0.0.1", "::1", ["::1", "127.0.0.1"]
             if family == socket.AF_INET:
                 return [v4]
-            return [v6] if family == socket.AF_INET6 else [v4, v6]
+            return [v6] if family == socket.AF_INET6 else both
         if not isinstance(host, str):
             raise TypeError(f"getaddrinfo() argument 1 must be string or None, not {host!r}")
+        if host == "":
+            raise _no_name()  # glibc: an empty name is no name
         if ":" in host:
             try:
                 socket.inet_pton(socket.AF_INET6, host)
             except OSError:
-                raise _gaierror(socket.EAI_NONAME, "Name or service not known") from None
+                raise _no_name() from None
             if family == socket.AF_INET:
                 raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
             return [host]
-        if flags & socket.AI_NUMERICHOST and not _is_numeric(host):
-            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        if flags & socket.AI_NUMERICHOST and _numeric_v4(host) is None:
+            raise _no_name()
         if family == socket.AF_INET6:
-            if host.lower().rstrip(".") == "localhost":
+            if _is_localhost(host):
                 return ["::1"]
-            if not _is_numeric(host):
+            if _numeric_v4(host) is None:
                 self.host_to_addr(host)  # an unknown name fails as one
             raise _gaierror(socket.EAI_ADDRFAMILY, "Address family for hostname not supported")
         return [self.host_to_addr(host)]
@@ -238,33 +355,83 @@ class Names:
     def getaddrinfo(
         self, host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
     ) -> list[tuple[Any, ...]]:
-        if isinstance(host, bytes):
-            host = host.decode("idna")
-        p = _port_of(port)
-        out = []
+        key = (host, port, family, type, proto, flags)
+        if all(v.__class__ in _PLAIN for v in key):  # not a bool: it would hit 1's entry
+            known = self._answers.get(key)
+            if known is None:
+                known = self._answers[key] = self._getaddrinfo(*key)
+            return list(known)
+        return self._getaddrinfo(*key)
+
+    def _getaddrinfo(
+        self, host: Any, port: Any, family: int, type: int, proto: int, flags: int
+    ) -> list[tuple[Any, ...]]:
+        # In the socket module's order: its argument checks, then glibc's.
+        family, type, proto, flags = (
+            _c_int(v, n)
+            for v, n in ((family, "family"), (type, "type"), (proto, "proto"), (flags, "flags"))
+        )
+        if isinstance(host, str):
+            host = host.encode("idna")  # the socket module's: UnicodeError for a bad label
+        elif host is not None and not isinstance(host, bytes):
+            raise TypeError("getaddrinfo() argument 1 must be string or None")
+        if host is not None:  # glibc reads a C string: up to a NUL
+            host = host.split(b"\0", 1)[0].decode("ascii", "surrogateescape")
+        if host is None and port is None:
+            raise _no_name()
+        if flags & ~_AI_KNOWN or (flags & socket.AI_CANONNAME and host is None):
+            raise _gaierror(socket.EAI_BADFLAGS, "Bad value for ai_flags")
+        if family not in (0, socket.AF_INET, socket.AF_INET6):
+            raise _gaierror(socket.EAI_FAMILY, "ai_family not supported")
+        services = _service(port, type, proto, flags)
+        out: list[tuple[Any, ...]] = []
         for addr in self.addresses(host, family, flags):
             fam = socket.AddressFamily(_family(addr))
-            for kind, proto_of in _SOCK_TYPES:
-                if (type in (0, kind)) and (proto in (0, proto_of)):
-                    out.append((fam, socket.SocketKind(kind), proto_of, "", _sockaddr((addr, p))))
-        if not out:
-            raise _gaierror(socket.EAI_SOCKTYPE, "ai_socktype not supported")
+            for kind, proto_of, p in services:
+                kind_of = socket.SocketKind(kind) if kind in _KINDS else kind
+                out.append((fam, kind_of, proto_of, "", _sockaddr((addr, p))))
+        if flags & socket.AI_CANONNAME and out and host is not None:
+            # The first answer carries the canonical name: a number as given.
+            canon = host if _numeric_v4(host) or ":" in host else host.lower().rstrip(".")
+            out[0] = (*out[0][:3], canon, out[0][4])
         return out
 
     def getnameinfo(self, sockaddr: Any, flags: int = 0) -> tuple[str, str]:
-        if not isinstance(sockaddr, tuple) or len(sockaddr) < 2:
+        # The socket module's checks, in its order, then glibc's.
+        flags = _c_int(flags, "flags")
+        if not isinstance(sockaddr, tuple):
             raise TypeError("getnameinfo() argument 1 must be a tuple")
-        addr, port = sockaddr[0], sockaddr[1]
-        if not isinstance(addr, str) or not (_is_numeric(addr) or addr == "::1"):
-            raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+        bad = "getnameinfo(): illegal sockaddr argument"
+        if not 2 <= len(sockaddr) <= 4 or not isinstance(sockaddr[0], str):
+            raise TypeError(bad)
+        addr, port = sockaddr[0], _c_int(sockaddr[1], "port")
+        if len(sockaddr) > 2 and _c_int(sockaddr[2], "flowinfo") > 0xFFFFF:
+            raise OverflowError("getnameinfo(): flowinfo must be 0-1048575.")
+        if ":" in addr:
+            try:
+                socket.inet_pton(socket.AF_INET6, addr)
+            except OSError:
+                raise _no_name() from None
+        else:
+            numeric = _numeric_v4(addr)
+            if numeric is None:
+                raise _no_name()
+            addr = numeric
+            if len(sockaddr) != 2:
+                raise OSError("IPv4 sockaddr must be 2 tuple")
+        port = _service(str(port), socket.SOCK_DGRAM, 0, 0)[0][2]
+        if flags & ~_NI_KNOWN:
+            raise _gaierror(socket.EAI_BADFLAGS, "Bad value for ai_flags")
         name = None if flags & socket.NI_NUMERICHOST else self.addr_to_host(addr)
         if name is None:
             if flags & socket.NI_NAMEREQD:
-                raise _gaierror(socket.EAI_NONAME, "Name or service not known")
+                raise _no_name()
             name = addr
-        return name, str(port)
+        return name, _service_name(port, flags)
 
     def gethostbyname(self, host: str) -> str:
+        if host == "":
+            return "0.0.0.0"  # the socket module's INADDR_ANY
         return self.host_to_addr(host)
 
     def gethostbyname_ex(self, host: str) -> tuple[str, list[str], list[str]]:
@@ -291,8 +458,29 @@ class Names:
 
 
 def _is_numeric(host: str) -> bool:
+    """A plain dotted quad (no leading zeros, which inet_aton reads as octal)."""
     parts = host.split(".")
-    return len(parts) == 4 and all(p.isdigit() and int(p) <= 255 for p in parts)
+    return len(parts) == 4 and all(
+        p.isdigit() and int(p) <= 255 and (p == "0" or p[0] != "0") for p in parts
+    )
+
+
+def _numeric_v4(host: str) -> str | None:
+    """host as a dotted quad if glibc's getaddrinfo reads it as an IPv4
+    number (inet_aton's forms, exactly: 127.1, 0x7f.0.0.1, 2130706433),
+    else None."""
+    if _is_numeric(host):
+        return host
+    if not host or host.strip("0123456789abcdefABCDEFxX."):
+        return None
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def _is_localhost(host: str) -> bool:
+    return host.lower().rstrip(".") == "localhost"
 
 
 # The socket module's functions a world answers; the reverse lookups
@@ -622,15 +810,6 @@ def _in_c(name: str) -> Any:
     return property(operator.attrgetter("_s." + name), set_field)
 
 
-def _linger_zero(sock: Any) -> bool:
-    """SO_LINGER set on with a zero timeout: close() sends a RST."""
-    value = getattr(sock, "_opts", {}).get((socket.SOL_SOCKET, socket.SO_LINGER))
-    if isinstance(value, (bytes, bytearray)) and len(value) >= 8:
-        on, seconds = struct.unpack("ii", bytes(value[:8]))
-        return bool(on) and seconds == 0
-    return False
-
-
 def _ep(a: tuple[str, Any]) -> str:
     if a[0] == UNIX:
         return f"unix:{a[1]}".replace("\0", "@")  # an abstract name as ss(8) shows it
@@ -936,6 +1115,11 @@ class Endpoint(_Owned, asyncio.Transport):
             return
         self.stack.stats["tcp_resets"] += 1
         self.stack.log(_KIND_RESET, self.node, f"reset {_ep(self.local)} <- {_ep(self.remote)}")
+        if self.rx_eof:
+            # After the peer's FIN (CLOSE_WAIT), Linux reports a reset as
+            # EPIPE: the peer had closed, and this end wrote to it.
+            self._lose(BrokenPipeError(errno.EPIPE, "Broken pipe"))
+            return
         self._lose(ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"))
 
     def _lose(self, exc: BaseException | None) -> None:
@@ -1200,6 +1384,9 @@ class Endpoint(_Owned, asyncio.Transport):
     def close(self) -> None:
         if self.closing:
             return
+        if self.resets(self.extra.get("socket")):
+            self._send_reset(None)  # as Linux: bytes unread, or SO_LINGER 0
+            return
         self.closing = True
         self.reading = False
         self.stack.stats["tcp_closes"] += 1
@@ -1216,19 +1403,31 @@ class Endpoint(_Owned, asyncio.Transport):
         self._abort(None)
 
     def _abort(self, exc: BaseException | None) -> None:
-        """abort(), or a fatal protocol error: connection_lost(exc).
-
-        asyncio's transport closes its socket, dropping the write buffer;
-        Linux's close() then resets the connection only if received bytes
-        lie unread or SO_LINGER is set to zero, and otherwise ends it with
-        a FIN: the peer reads what was sent, then EOF (websockets' server
-        aborts a connection whose handshake timed out, and its test reads
-        b"")."""
+        """abort(), or a fatal protocol error: connection_lost(exc). asyncio
+        drops the buffer and closes the socket, which Linux ends with a RST
+        only when received bytes are unread or SO_LINGER is 0; else a FIN."""
         if self.conn_lost:
             return  # closed already: asyncio's _force_close does nothing then
-        if not self.rx and not _linger_zero(self._extra.get("socket")):
+        if not self.resets(self.extra.get("socket")):
             self._force_close(exc)
             return
+        self._send_reset(exc)
+
+    def resets(self, sock: Any) -> bool:
+        """Whether closing now resets the connection rather than ending it:
+        bytes have arrived that nobody read, or the socket object (`sock`)
+        has SO_LINGER on with a zero timeout."""
+        if self.rx:
+            return True
+        opts = getattr(sock, "_opts", None)
+        linger = opts.get((socket.SOL_SOCKET, socket.SO_LINGER)) if opts else None
+        if isinstance(linger, (bytes, bytearray)) and len(linger) == 8:
+            on, seconds = struct.unpack("ii", linger)
+            return bool(on) and seconds == 0
+        return False
+
+    def _send_reset(self, exc: BaseException | None) -> None:
+        """Close with a RST: the peer gets ConnectionResetError."""
         already_lost = self.conn_lost
         self.closing = True
         self.reading = False
@@ -1241,6 +1440,7 @@ class Endpoint(_Owned, asyncio.Transport):
         self.dead = True
         self.state = "closed"
         self.buf.clear()
+        self.rx.clear()  # what nobody read is gone with the socket
         if not already_lost:
             self.conn_lost += 1
             self.loop.call_soon(self._call_connection_lost, exc, context=self.ctx)
@@ -1514,6 +1714,9 @@ class Server(asyncio.AbstractServer):
             self._wakeup()
 
     async def start_serving(self) -> None:
+        if self.listeners is None:
+            # asyncio's Server iterates its closed (None) socket list.
+            raise TypeError("'NoneType' object is not iterable")
         self._start_serving()
         await asyncio.sleep(0)
 
@@ -1709,26 +1912,63 @@ def _bind_error(code: int, where: Any, what: str) -> OSError:
     return OSError(code, f"error while attempting to bind on address {where!r}: {what}")
 
 
+def resolve(
+    stack: Stack, host: Any, port: Any, family: int, kind: int, flags: int = 0, proto: int = 0
+) -> list[tuple[Any, ...]]:
+    """What asyncio's _ensure_resolved gives for (host, port): a numeric
+    host as it is, its port through int() (so 3.5 is 3 and None is 0, as
+    asyncio's _ipaddr_info takes them), anything else looked up."""
+    info = _ipaddr_info(host, port, family, kind, proto)
+    if info is not None:
+        return [info]
+    return stack.names.getaddrinfo(host, port, family, kind, proto, flags)
+
+
+def _check_port(port: int, call: str) -> None:
+    """The socket module's check of a port it is given to bind or connect."""
+    if not 0 <= port <= 65535:
+        raise OverflowError(f"{call}(): port must be 0-65535.")
+
+
 async def create_connection(
     stack: Stack, protocol_factory: Any, host: Any, port: Any, local_addr: Any, family: int = 0
 ) -> tuple[Any, Any]:
     call = f"create_connection({host!r}, {port!r})"
     token = stack.caller(call)
-    if host is None or port is None:
+    if host is None and port is None:
         raise ValueError("host and port was not specified and no sock specified")
-    infos = stack.names.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    infos = resolve(stack, host, port, family, socket.SOCK_STREAM)
+    locals_ = None
+    if local_addr is not None:
+        if not isinstance(local_addr, (tuple, list)) or len(local_addr) != 2:
+            raise TypeError(f"local_addr must be a (host, port) pair, not {local_addr!r}")
+        locals_ = resolve(stack, local_addr[0], local_addr[1], family, socket.SOCK_STREAM)
     # As asyncio: each address in turn; the first that connects wins.
     errors: list[OSError] = []
     for info in infos:
+        _check_port(info[4][1], "connect")
         try:
+            local = None
+            if locals_ is not None:  # bound first, to an address of the same family
+                local = _local_of(locals_, info[0])
             return await _connect_inet(
-                stack, token, protocol_factory, info[4][0], info[4][1], local_addr, call
+                stack, token, protocol_factory, info[4][0], info[4][1], local, call
             )
         except OSError as exc:
             errors.append(exc)
     if len(errors) == 1 or all(str(e) == str(errors[0]) for e in errors):
         raise errors[0]
     raise OSError(f"Multiple exceptions: {', '.join(str(e) for e in errors)}")
+
+
+def _local_of(infos: list[tuple[Any, ...]], family: int) -> tuple[str, int]:
+    """The local address create_connection binds to for a remote address
+    of `family`: the first of that family (asyncio's _connect_sock)."""
+    for info in infos:
+        if info[0] == family:
+            _check_port(info[4][1], "bind")
+            return info[4][0], info[4][1]
+    raise OSError(f"no matching local address with family={family!r} found")
 
 
 async def _connect_inet(
@@ -1747,15 +1987,14 @@ async def _connect_inet(
             # No host has that address: the SYN goes nowhere.
             raise OSError(errno.ENETUNREACH, f"Connect call failed {_sockaddr((addr, p))!r}")
         dst = found
-    if local_addr is not None:
-        want = local_addr[0] if isinstance(local_addr, tuple) else None
-        if want not in (None, "") and not _own(stack, node, want):
-            raise _bind_error(
-                errno.EADDRNOTAVAIL, tuple(local_addr), "cannot assign requested address"
-            )
     lport = stack.ephemeral(token)
-    if local_addr is not None and local_addr[1]:
-        lport = int(local_addr[1])
+    if local_addr is not None:
+        want, port = local_addr[0], local_addr[1]
+        if want not in (None, "") and not _own(stack, node, want):
+            raise _bind_error(errno.EADDRNOTAVAIL, local_addr, "cannot assign requested address")
+        if port and stack.used.get(token, {}).get(port):
+            raise _bind_error(errno.EADDRINUSE, local_addr, "address already in use")
+        lport = port or lport
     stack.take_port(token, lport)
     ctx = contextvars.copy_context()
     ep = Endpoint(stack, token, ctx, (_local_addr(stack, node, addr), lport), (addr, p), dst)
@@ -1795,13 +2034,19 @@ async def _open(stack: Stack, ep: Endpoint, protocol_factory: Any) -> tuple[Any,
 def unix_path(path: Any) -> str:
     """An AF_UNIX address as the stack keys it: str, abstract names with
     their leading NUL."""
-    if isinstance(path, (bytes, bytearray)):
-        return bytes(path).decode("utf-8", "surrogateescape")
-    if isinstance(path, str):
-        return path
     import os
 
-    return os.fsdecode(os.fspath(path))
+    if not isinstance(path, (bytes, bytearray, str)):
+        path = os.fspath(path)
+    raw = os.fsencode(path) if isinstance(path, str) else bytes(path)
+    if len(raw) > UNIX_PATH_MAX:
+        raise OSError("AF_UNIX path too long")  # the socket module's check, no errno
+    if isinstance(path, (bytes, bytearray)):
+        return bytes(path).decode("utf-8", "surrogateescape")
+    return str(path)
+
+
+UNIX_PATH_MAX = 108  # sizeof(sockaddr_un.sun_path) on Linux
 
 
 async def create_unix_connection(stack: Stack, protocol_factory: Any, path: Any) -> tuple[Any, Any]:
@@ -1810,6 +2055,8 @@ async def create_unix_connection(stack: Stack, protocol_factory: Any, path: Any)
     nobody bound, ECONNREFUSED for one nobody listens on."""
     token = stack.caller(f"create_unix_connection({path!r})")
     where = unix_path(path)
+    if not where:
+        raise OSError(errno.EINVAL, "Invalid argument")  # Linux: no name to connect to
     node = token >> _core.NODE_TOKEN_SHIFT
     if stack.find_listener(node, UNIX, where) is None:
         if stack.one_host:
@@ -1834,12 +2081,17 @@ async def create_server(
     token = stack.caller(f"create_server({host!r}, {port!r})")
     node = token >> _core.NODE_TOKEN_SHIFT
     hosts = [host] if isinstance(host, str) or host is None else list(host)
-    p = _port_of(port)
+    p = 0
     addrs: list[str] = []
     for h in hosts:
         # As asyncio: every address the host resolves to (no host: both
         # families' wildcards, IPv4 first, as glibc answers).
-        for a in stack.names.addresses(None if h == "" else h, family, socket.AI_PASSIVE):
+        infos = resolve(
+            stack, None if h == "" else h, port, family, socket.SOCK_STREAM, socket.AI_PASSIVE
+        )
+        for info in infos:
+            a, p = info[4][0], info[4][1]
+            _check_port(p, "bind")
             if not _own(stack, node, a):
                 if stack.one_host:
                     _refuse_remote(stack, f"create_server({host!r}, {port!r})")
@@ -1884,6 +2136,8 @@ async def _listen(
     keeps as _ssl_context (the TLS layer is in protocol_factory)."""
     if isinstance(backlog, bool) or not isinstance(backlog, int):
         raise TypeError(f"backlog must be an int, got {backlog!r}")
+    if not -(2**31) <= backlog < 2**31:
+        raise OverflowError("signed integer is greater than maximum")  # listen()'s C int
     node = token >> _core.NODE_TOKEN_SHIFT
     if p == 0:
         p = stack.ephemeral(token)

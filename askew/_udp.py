@@ -20,7 +20,9 @@ import collections
 import contextvars
 import errno
 import socket
+import sys
 from asyncio.log import logger as _asyncio_logger
+from socket import EAI_ADDRFAMILY, gaierror
 from typing import Any
 
 from . import _core
@@ -40,6 +42,7 @@ from ._sockets import (
     _refuse_remote,
     _Segment,
     address_of,
+    resolve,
 )
 from ._world import _KIND_CLOSE, _KIND_REFUSE
 
@@ -198,6 +201,9 @@ class Udp:
         ep.received(seg.data, seg.src_addr)
 
 
+_SENDS_EMPTY = sys.version_info >= (3, 13)  # asyncio 3.13 sends b"" as a datagram
+
+
 class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
     """A bound UDP socket and asyncio's datagram transport in one."""
 
@@ -280,8 +286,8 @@ class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
             raise TypeError(
                 f"data argument must be a bytes-like object, not {type(data).__name__!r}"
             )
-        if not data:
-            return  # asyncio 3.11 sends nothing for an empty datagram
+        if not data and not _SENDS_EMPTY:
+            return  # asyncio before 3.13 sends nothing for an empty datagram
         if self.remote is not None:
             if addr not in (None, self.remote):
                 raise ValueError(f"Invalid address: must be None or {self.remote}")
@@ -294,30 +300,34 @@ class DatagramEndpoint(_Owned, asyncio.DatagramTransport):
         try:
             self._send(bytes(data), addr)
         except OSError as exc:
+            if self.protocol is None:
+                raise  # closed and lost: no protocol to tell (asyncio's AttributeError)
             self.protocol.error_received(exc)
 
     def _send(self, data: bytes, addr: Any) -> None:
         """socket.sendto's checks, then the wire: OSError as Linux raises it."""
-        if self.closed:
+        if self.closed and self.protocol is None:
+            # asyncio closes the socket when connection_lost runs; until
+            # then a datagram still goes out, as there.
             raise OSError(errno.EBADF, "Bad file descriptor")
-        if not isinstance(addr, tuple) or len(addr) != 2:
-            raise TypeError(f"sendto(): AF_INET address must be a pair (host, port), not {addr!r}")
+        host, port = inet_address(addr, "sendto")
         if self.error is not None:  # Linux reports a pending ICMP error on the next send
             exc, self.error = self.error, None
             raise exc
         if len(data) > DATAGRAM_MAX:
             raise OSError(errno.EMSGSIZE, "Message too long")
-        host, port = addr
-        if not isinstance(port, int) or not 0 <= port <= 65535:
-            raise OverflowError("sendto(): port must be 0-65535.")
         if host == "<broadcast>":
             host = BROADCAST
         if host == BROADCAST and not self.broadcast:
             raise PermissionError(errno.EACCES, "Permission denied")
         a = self.udp.names.get(host)
         if a is None:
+            if ":" in host:  # an IPv6 address for an IPv4 socket: the lookup's error
+                raise gaierror(EAI_ADDRFAMILY, "Address family for hostname not supported")
             a = host if host == BROADCAST else self.stack.names.host_to_addr(host)
             self.udp.names[host] = a  # names never change in a run
+        if port == 0:
+            raise OSError(errno.EINVAL, "Invalid argument")  # Linux: no datagram to port 0
         if not self.alive():
             return  # a dead incarnation's socket sends nothing
         self.udp.send(self, data, a, port)
@@ -368,16 +378,42 @@ def udp_of(stack: Stack) -> Udp:
     return udp
 
 
-def _resolve(stack: Stack, what: Any, passive: bool) -> tuple[str, int]:
+def inet_address(addr: Any, call: str) -> tuple[str, int]:
+    """An AF_INET address as the socket module takes it (its TypeError and
+    OverflowError): a (host, port) pair, the host a str or bytes, the port
+    an int in 0-65535."""
+    if not isinstance(addr, tuple):
+        raise TypeError(f"{call}(): AF_INET address must be tuple, not {type(addr).__name__}")
+    if len(addr) != 2:
+        raise TypeError("AF_INET address must be a pair (host, port)")
+    host, port = addr
+    if isinstance(host, (bytes, bytearray)):
+        host = bytes(host).decode("ascii", "surrogateescape")
+    elif not isinstance(host, str):
+        raise TypeError(f"str, bytes or bytearray expected, not {type(host).__name__}")
+    if isinstance(port, float) or not hasattr(port, "__index__"):
+        raise TypeError(f"'{type(port).__name__}' object cannot be interpreted as an integer")
+    if not 0 <= port.__index__() <= 65535:
+        raise OverflowError(f"{call}(): port must be 0-65535.")
+    return host, int(port.__index__())
+
+
+def _resolve(stack: Stack, what: Any, passive: bool, proto: int) -> tuple[str, int]:
+    """local_addr or remote_addr as asyncio resolves it (_ensure_resolved),
+    then bound or connected (the socket module's checks)."""
     if not isinstance(what, tuple) or len(what) != 2:
-        raise TypeError(f"{what!r}: an AF_INET address must be a pair (host, port)")
+        raise TypeError("2-tuple is expected")  # asyncio's check
     host, port = what
     if host == "<broadcast>":
         return BROADCAST, int(port)
     flags = socket.AI_PASSIVE if passive else 0
-    info = stack.names.getaddrinfo(host, port, 0, socket.SOCK_DGRAM, 0, flags)
-    addr, p = info[0][4]
-    return str(addr), int(p)
+    info = resolve(stack, host, port, 0, socket.SOCK_DGRAM, flags, proto)
+    addr, p = info[0][4][:2]
+    if ":" in addr:
+        from ._loop import _IO_HINT, _refuse
+
+        _refuse(f"create_datagram_endpoint({what!r})", _IO_HINT, "over IPv6 is not simulated yet")
+    return inet_address((addr, p), "bind" if passive else "connect")
 
 
 async def create_datagram_endpoint(
@@ -388,6 +424,7 @@ async def create_datagram_endpoint(
     family: int,
     reuse_port: Any,
     allow_broadcast: Any,
+    proto: int = 0,
 ) -> tuple[DatagramEndpoint, Any]:
     token = stack.caller(f"create_datagram_endpoint({local_addr!r}, {remote_addr!r})")
     node = token >> _core.NODE_TOKEN_SHIFT
@@ -395,16 +432,16 @@ async def create_datagram_endpoint(
         raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
     if reuse_port:
         raise ValueError("reuse_port is not simulated yet")
+    if local_addr is None and remote_addr is None and family == 0:
+        raise ValueError("unexpected address family")  # asyncio's: no address, no family
     udp = udp_of(stack)
     if local_addr is not None:
-        host, port = _resolve(stack, local_addr, True)
+        host, port = _resolve(stack, local_addr, True, proto)
         if not _own(stack, node, host):
             raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
     else:
         host, port = "0.0.0.0", 0
-    remote = _resolve(stack, remote_addr, False) if remote_addr is not None else None
-    if ":" in host or (remote is not None and ":" in remote[0]):
-        raise OSError(errno.EAFNOSUPPORT, "IPv6 datagrams are not simulated yet")
+    remote = _resolve(stack, remote_addr, False, proto) if remote_addr is not None else None
     if remote is not None and stack.one_host and not _is_loopback(remote[0]):
         _refuse_remote(stack, f"create_datagram_endpoint(remote_addr={remote_addr!r})")
     if remote is not None and host == "0.0.0.0":

@@ -45,7 +45,7 @@ def test_aiodns_lookups_are_answered_by_the_world_without_a_thread() -> None:
     run_sim(body)
     assert seen == {
         "nodes": [(socket.AF_INET, socket.SOCK_STREAM, (b"10.0.0.1", 5432))],
-        "name": ("db", "80"),
+        "name": ("db", "http"),  # a known port by its service name, as c-ares answers
         "host": ("db", ["10.0.0.1"]),
         "threads": 0,
     }

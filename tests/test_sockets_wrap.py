@@ -385,7 +385,7 @@ def test_getaddrinfo_answers_ipv6_loopback_as_decided() -> None:
         [("127.0.0.1", 80)],  # AF_UNSPEC: IPv4 only (docs/sockets.md says why)
         [("::1", 80, 0, 0)],
         [("::1", 80, 0, 0)],
-        [("127.0.0.1", 80), ("::1", 80, 0, 0)],
+        [("::1", 80, 0, 0), ("127.0.0.1", 80)],  # glibc sorts ::1 first (RFC 3484)
         [("0.0.0.0", 80), ("::", 80, 0, 0)],
     ]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import sys
 from typing import Any
 
 import pytest
@@ -229,9 +230,12 @@ def test_sendto_after_close_is_ignored_when_connected_and_ebadf_when_not(
         loose.close()
         for _ in range(6):
             connected.sendto(b"x")
-        loose.sendto(b"x", ("node-0", 9))
+        loose.sendto(b"x", ("node-0", 9))  # before connection_lost: sent, as asyncio's
         await asyncio.sleep(1)
-        return p1.errors, [e.errno for e in p2.errors], p1.lost, connected.is_closing()
+        with pytest.raises(OSError) as closed:
+            loose.sendto(b"x", ("node-0", 9))  # the socket is closed now
+        errs2 = [*p2.errors, closed.value]
+        return p1.errors, [e.errno for e in errs2], p1.lost, connected.is_closing()
 
     with caplog.at_level(logging.WARNING, logger="asyncio"):
         errs1, errs2, lost, closing = run_nodes(echo_server, client(talk))["result"]
@@ -269,11 +273,12 @@ def test_bad_arguments_fail_as_asyncio_and_the_socket_module_do() -> None:
         with pytest.raises(ValueError, match="Invalid address"):
             transport.sendto(b"x", ("node-0", 10))
         loose, _ = await endpoint(local_addr=("0.0.0.0", 0))
-        with pytest.raises(TypeError, match="must be a pair"):
+        with pytest.raises(TypeError, match="AF_INET address must be"):
             loose.sendto(b"x")  # no address on an unconnected endpoint
-        transport.sendto(b"")  # an empty datagram: asyncio 3.11 sends nothing
+        transport.sendto(b"")  # an empty datagram: asyncio sends it from 3.13 on
         await asyncio.sleep(1)
-        assert proto.got == [] and proto.errors == []
+        empty = [(b"", ("10.0.0.1", 9))] if sys.version_info >= (3, 13) else []
+        assert proto.got == empty and proto.errors == []
         with pytest.raises(OSError) as caught:
             await endpoint(local_addr=("10.9.9.9", 0))
         assert caught.value.errno == errno.EADDRNOTAVAIL
