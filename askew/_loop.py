@@ -661,9 +661,13 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             return await _given_stream(sock, protocol_factory, tls)
         stack = self._socket_stack(call, kwargs, _CONNECT_IGNORED)
         local, family = kwargs.get("local_addr"), kwargs.get("family", 0)
+        proto, flags = kwargs.get("proto", 0), kwargs.get("flags", 0)
+        all_errors = bool(kwargs.get("all_errors", False))
 
         def connect(factory: Any) -> Any:
-            return _sockets.create_connection(stack, factory, host, port, local, family)
+            return _sockets.create_connection(
+                stack, factory, host, port, local, family, proto, flags, all_errors
+            )
 
         return await _connect(stack, protocol_factory, tls, connect)
 
@@ -682,7 +686,7 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
         stack = self._socket_stack(call, kwargs, _SERVE_IGNORED)
         if tls is not None:
             protocol_factory = _tls.server_factory(stack, protocol_factory, tls)
-        return await _sockets.create_server(
+        server = await _sockets.create_server(
             stack,
             protocol_factory,
             host,
@@ -692,6 +696,10 @@ class SimLoop(_core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
             kwargs.get("family", 0),
             None if tls is None else tls.context,
         )
+        if kwargs.get("keep_alive"):  # 3.13: on the listeners, so every accept inherits it
+            for listening in server.sockets:
+                listening.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        return server
 
     async def create_unix_connection(
         self, protocol_factory: Any, path: Any = None, **kwargs: Any

@@ -1931,18 +1931,28 @@ def _check_port(port: int, call: str) -> None:
 
 
 async def create_connection(
-    stack: Stack, protocol_factory: Any, host: Any, port: Any, local_addr: Any, family: int = 0
+    stack: Stack,
+    protocol_factory: Any,
+    host: Any,
+    port: Any,
+    local_addr: Any,
+    family: int = 0,
+    proto: int = 0,
+    flags: int = 0,
+    all_errors: bool = False,
 ) -> tuple[Any, Any]:
     call = f"create_connection({host!r}, {port!r})"
     token = stack.caller(call)
     if host is None and port is None:
         raise ValueError("host and port was not specified and no sock specified")
-    infos = resolve(stack, host, port, family, socket.SOCK_STREAM)
+    infos = resolve(stack, host, port, family, socket.SOCK_STREAM, flags, proto)
     locals_ = None
     if local_addr is not None:
         if not isinstance(local_addr, (tuple, list)) or len(local_addr) != 2:
             raise TypeError(f"local_addr must be a (host, port) pair, not {local_addr!r}")
-        locals_ = resolve(stack, local_addr[0], local_addr[1], family, socket.SOCK_STREAM)
+        locals_ = resolve(
+            stack, local_addr[0], local_addr[1], family, socket.SOCK_STREAM, flags, proto
+        )
     # As asyncio: each address in turn; the first that connects wins.
     errors: list[OSError] = []
     for info in infos:
@@ -1956,6 +1966,8 @@ async def create_connection(
             )
         except OSError as exc:
             errors.append(exc)
+    if all_errors:  # 3.12's create_connection(all_errors=True)
+        raise ExceptionGroup("create_connection failed", errors)
     if len(errors) == 1 or all(str(e) == str(errors[0]) for e in errors):
         raise errors[0]
     raise OSError(f"Multiple exceptions: {', '.join(str(e) for e in errors)}")

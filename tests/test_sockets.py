@@ -950,3 +950,51 @@ def test_low_level_sockets_give_the_same_trace_across_processes_and_hash_seeds()
     first, second = json_in_hash_seeds(_RAW_SCENARIO, hash_seeds=("0", "4242"))
     assert first == second
     assert first[0] != first[1]
+
+
+def test_create_connection_takes_proto_flags_and_all_errors_as_asyncio() -> None:
+    def lookup_error(**kwargs: Any) -> int:
+        with pytest.raises(socket.gaierror) as real:
+            socket.getaddrinfo("localhost", 7, type=socket.SOCK_STREAM, **kwargs)
+        return int(real.value.errno)
+
+    expected = [
+        lookup_error(proto=socket.IPPROTO_UDP),
+        lookup_error(flags=socket.AI_NUMERICHOST),
+    ]
+
+    async def talk(node: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        got = []
+        for kwargs in ({"proto": socket.IPPROTO_UDP}, {"flags": socket.AI_NUMERICHOST}):
+            with pytest.raises(socket.gaierror) as info:
+                await loop.create_connection(asyncio.Protocol, "localhost", 7, **kwargs)
+            got.append(info.value.errno)
+        transport, _ = await loop.create_connection(
+            asyncio.Protocol, "10.0.0.1", 7, proto=socket.IPPROTO_TCP, flags=socket.AI_NUMERICHOST
+        )
+        transport.close()
+        if sys.version_info >= (3, 12):
+            with pytest.raises(ExceptionGroup) as group:
+                await loop.create_connection(asyncio.Protocol, "10.0.0.1", 8, all_errors=True)
+            assert [type(e) for e in group.value.exceptions] == [ConnectionRefusedError]
+        return got
+
+    assert run_nodes(echo_server, client(talk))["result"] == expected
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="create_server(keep_alive=) is 3.13's")
+def test_create_server_keep_alive_turns_it_on_for_every_accepted_connection() -> None:
+    async def both(node: Any) -> Any:
+        accepted: list[int] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            sock = writer.get_extra_info("socket")
+            accepted.append(sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE))
+
+        await asyncio.start_server(handle, None, 7, keep_alive=True)
+        await asyncio.open_connection("localhost", 7)
+        await asyncio.sleep(0.1)
+        return accepted
+
+    assert run_nodes(client(both))["result"] == [1]
