@@ -654,7 +654,8 @@ class Stack:
             # Data for a live socket; the next bytes in order for a socket
             # still open never come here: ext/stream.c takes them.
             seg.acked = True
-            dst.rx_ns = self.loop._now_ns  # what keep-alive counts idle time from
+            dst._heard()  # and the sender hears the ACK (keep-alive)
+            seg.src._heard()
             dst._receive(seg)
             return
         if kind == RST:
@@ -679,7 +680,8 @@ class Stack:
             if kind != RST:
                 self._reset_back(seg)
             return
-        dst.rx_ns = self.loop._now_ns
+        dst._heard()  # and the sender hears the ACK (keep-alive)
+        seg.src._heard()
         if kind == SYNACK:
             dst._established(seg.src)
         else:
@@ -713,7 +715,7 @@ class Stack:
             # Data unacknowledged since its first loss: TCP_USER_TIMEOUT,
             # if set, ends the wait at since + timeout (Linux clamps the
             # retransmission timer to what is left of it).
-            now = self.loop._now_ns
+            now = self.loop._local_ns(src.node)  # the sender's clock, as its timers
             since = src.unacked.setdefault(seg, now)
             user_timeout = src._option(_TCP_USER_TIMEOUT) * 1_000_000
             if user_timeout and now + rto >= since + user_timeout:
@@ -892,11 +894,16 @@ class SimSocket:
 
     def setsockopt(self, level: int, name: int, value: Any, *rest: Any) -> None:
         key = (level, name)
+        if level == socket.IPPROTO_TCP and self.family == socket.AF_UNIX:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")  # as Linux
         bounds = _TIMER_OPTS.get(key)
         if bounds is not None:
             value = _timer_option(value, bounds, key == _KEEPALIVE)
+        before = self._opts.get(key)
         self._opts[key] = value
-        if bounds is not None and self._owner is not None:
+        if bounds is None or self._owner is None:
+            return
+        if key != _KEEPALIVE or bool(before) != bool(value):  # Linux: on a change only
             self._owner._timers_changed(key)
 
     def getsockopt(self, level: int, name: int, buflen: int = 0) -> Any:
@@ -963,7 +970,7 @@ class Endpoint(_Owned, asyncio.Transport):
         self.drainers: list[asyncio.Future[None]] | None = None  # sendfile's waits
         # keep-alive and TCP_USER_TIMEOUT (tcp(7))
         self.unacked: dict[_Segment, int] = {}  # data lost at least once -> ns since
-        self.rx_ns = self.loop._now_ns
+        self.rx_ns = self.loop._local_ns(self.node)  # its own node's clock (keep-alive)
         self.probes = 0  # keep-alive probes unanswered
         self.ka_timer: asyncio.TimerHandle | None = None
         # receive side
@@ -1030,6 +1037,13 @@ class Endpoint(_Owned, asyncio.Transport):
             return
         what = "timeout" if seg is not None else "keep-alive timeout"
         self.stack.log(_KIND_RESET, self.node, f"{what} {self}")
+        if seg is None and self.peer is not None and not self.dead:
+            # Linux's keep-alive timer resets the connection as it gives up
+            # (a retransmission timeout sends nothing).
+            self.stack.stats["tcp_segments"] += 1
+            self.stack.wire.send_segment(
+                self.token, self.remote_node, _Segment(RST, self, self.peer, 0, b"")
+            )
         self._lose(exc)
 
     # -- keep-alive and the user timeout (tcp(7)) ------------------------------
@@ -1052,13 +1066,13 @@ class Endpoint(_Owned, asyncio.Transport):
         if key not in (_KEEPALIVE, (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)):
             return
         self._timers_stop()
-        if self.state != "open" or self.dead:
-            return
+        if self.state != "open" or self.dead or self.closing or self.local[0] == UNIX:
+            return  # a closed socket, or AF_UNIX (no TCP under it), sends no probe
         if not self._option(socket.SO_KEEPALIVE, socket.SOL_SOCKET):
             return
         idle = self._seconds(socket.TCP_KEEPIDLE, KEEPIDLE_DEFAULT)
         if key != _KEEPALIVE:
-            idle = max(0, idle - (self.loop._now_ns - self.rx_ns))
+            idle = max(0, idle - (self.loop._local_ns(self.node) - self.rx_ns))
         self._keepalive_in(idle)
 
     def _timers_stop(self) -> None:
@@ -1085,8 +1099,9 @@ class Endpoint(_Owned, asyncio.Transport):
         if unacked or self.buf:
             self._keepalive_in(idle)
             return
-        elapsed = self.loop._now_ns - self.rx_ns
+        elapsed = self.loop._local_ns(self.node) - self.rx_ns
         if elapsed < idle:
+            self.probes = 0  # heard since the last probe (C stamps rx_ns alone)
             self._keepalive_in(idle - elapsed)
             return
         user_timeout = self._option(_TCP_USER_TIMEOUT) * 1_000_000
@@ -1102,8 +1117,8 @@ class Endpoint(_Owned, asyncio.Transport):
         self._keepalive_in(self._seconds(socket.TCP_KEEPINTVL, KEEPINTVL_DEFAULT))
 
     def _heard(self) -> None:
-        """The peer answered a keep-alive probe."""
-        self.rx_ns = self.loop._now_ns
+        """A segment or an ACK came from the peer: keep-alive starts over."""
+        self.rx_ns = self.loop._local_ns(self.node)
         self.probes = 0
 
     def _reset(self, by: Any) -> None:
@@ -1468,6 +1483,9 @@ class Endpoint(_Owned, asyncio.Transport):
             self._wake_drainers()
         protocol = self.protocol
         self._timers_stop()  # a closed socket sends no keep-alive
+        sock = self._extra.get("socket")
+        if sock is not None and getattr(sock, "_owner", None) is self:
+            sock._owner = None
         try:
             if protocol is not None:
                 protocol.connection_lost(exc)

@@ -731,8 +731,9 @@ def event_from_entry(entry: tuple[int, int, int, int, int, object]) -> Event:
     t_ns, kind, node, peer, outcome, detail = entry
     name = _KIND_NAMES.get(kind, "event")
     if kind in (_NET_SEND, _NET_DELIVERY) and type(detail).__name__ == "_Segment":
-        # a segment of askew/_sockets.py on the C network; kinds 5 and up are UDP's
-        name = "udp" if getattr(detail, "kind", 0) >= 5 else "tcp"
+        # a segment of askew/_sockets.py on the C network; kinds 5 and 6 are
+        # UDP's (a datagram, a port unreachable), the rest TCP's
+        name = "udp" if getattr(detail, "kind", 0) in (5, 6) else "tcp"
     if kind == _NET_SEND:
         text = f"{node} -> {peer}  {_short_repr(detail)}   {_outcome_name(outcome)}"
     elif kind == _NET_DELIVERY:

@@ -36,6 +36,15 @@ int64_t askew__loop_wall_ns(struct askew_loop_state *self)
     return askew__skew_wall(self, self->node_current, self->sched.now_ns);
 }
 
+int64_t askew__loop_unix_ns(struct askew_loop_state *self)
+{
+    const int64_t ns = askew__loop_wall_ns(self);
+    const int64_t epoch_ns = self->wall_epoch_ns;
+    if (ns < -epoch_ns)
+        return 0;
+    return ns > INT64_MAX - epoch_ns ? INT64_MAX : ns + epoch_ns;
+}
+
 static inline double ns_to_s(int64_t ns)
 {
     return (double)ns / 1e9;
@@ -126,18 +135,11 @@ int askew__clock_read(void *ctx, int realtime, struct timespec *out)
         out->tv_nsec = (long)(cpu_ns % 1000000000);
         return 0;
     }
-    int64_t ns = realtime ? askew__loop_wall_ns(self) : askew__loop_local_ns(self);
-    /* A wall clock stepped back before the Unix epoch reads 1970-01-01; a
-     * monotonic one never reads below 0 (the boot of the simulation). A
-     * wall clock skewed past the end of int64 nanoseconds reads that end:
-     * the run's epoch leaves room for all of virtual time (_configure), a
-     * century's skew on top of it may not. */
-    const int64_t epoch_ns = self->wall_epoch_ns;
-    const int64_t floor_ns = realtime ? -epoch_ns : 0;
-    if (ns < floor_ns)
-        ns = floor_ns;
-    if (realtime)
-        ns = ns > INT64_MAX - epoch_ns ? INT64_MAX : ns + epoch_ns;
+    /* A monotonic clock never reads below 0 (the boot of the simulation);
+     * the wall clock as askew__loop_unix_ns holds it. */
+    int64_t ns = realtime ? askew__loop_unix_ns(self) : askew__loop_local_ns(self);
+    if (ns < 0)
+        ns = 0;
     out->tv_sec = (time_t)(ns / 1000000000);
     out->tv_nsec = (long)(ns % 1000000000);
     return 0;
@@ -1002,6 +1004,22 @@ static PyObject *host_call_soon(void *ctx, PyObject *callback, PyObject *arg,
     return call_soon_impl(ctx, callback, &arg, 1, context);
 }
 
+static int64_t host_local_ns(void *ctx, int64_t node)
+{
+    struct askew_loop_state *self = ctx;
+    return askew__skew_local(self, node, self->sched.now_ns);
+}
+
+/* _local_ns(node): that node's monotonic clock now, in ns (what its
+ * timers count in; the TCP keep-alive reads it). */
+static PyObject *loop_local_ns(struct askew_loop_state *self, PyObject *arg)
+{
+    const long long node = PyLong_AsLongLong(arg);
+    if (node == -1 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLongLong(host_local_ns(self, node));
+}
+
 static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     (void)args;
@@ -1026,6 +1044,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         .new_future = host_new_future,
         .call_later = host_call_later,
         .call_soon = host_call_soon,
+        .local_ns = host_local_ns,
     };
     self->net = askew__network_new(self->state, &host);
     if (self->net == NULL) {
@@ -1244,6 +1263,8 @@ static PyMethodDef loop_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "call_at(when, callback, *args, context=None): run callback at loop time when."},
     {"time", (PyCFunction)loop_time, METH_NOARGS, "Virtual time, seconds."},
+    {"_local_ns", (PyCFunction)loop_local_ns, METH_O,
+     "_local_ns(node): that node's monotonic clock now, ns."},
     {"get_debug", (PyCFunction)loop_get_debug, METH_NOARGS, NULL},
     {"set_debug", (PyCFunction)loop_set_debug, METH_O, NULL},
     {"is_running", (PyCFunction)loop_is_running, METH_NOARGS, NULL},

@@ -30,6 +30,8 @@ struct askew_net_host {
      * a copy of the current one), as call_soon. New reference. */
     PyObject *(*call_soon)(void *ctx, PyObject *callback, PyObject *arg,
                            PyObject *context);
+    /* Node `node`'s monotonic clock now (skew and drift applied), ns. */
+    int64_t (*local_ns)(void *ctx, int64_t node);
 };
 
 struct askew_node_inbox;

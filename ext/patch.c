@@ -38,6 +38,12 @@ static PyObject *virtual_seconds(struct askew_loop_state *loop, long clock)
         return PyFloat_FromDouble((double)askew__loop_cpu_ns(loop) / 1e9);
     if (clock == ASKEW_CLOCK_MONOTONIC)
         return PyFloat_FromDouble((double)askew__loop_local_ns(loop) / 1e9);
+    /* Held at an end as C's CLOCK_REALTIME is (askew__loop_unix_ns); else
+     * the sum of the two, as it always was (the same doubles, so traces
+     * that hash a time.time() keep their values). */
+    const int64_t unix_ns = askew__loop_unix_ns(loop);
+    if (unix_ns == 0 || unix_ns == INT64_MAX)
+        return PyFloat_FromDouble((double)unix_ns / 1e9);
     return PyFloat_FromDouble((double)askew__loop_wall_ns(loop) / 1e9 +
                               (double)loop->wall_epoch_ns / 1e9);
 }
@@ -49,13 +55,7 @@ static PyObject *virtual_ns(struct askew_loop_state *loop, long clock)
         return PyLong_FromLongLong(askew__loop_cpu_ns(loop));
     if (clock == ASKEW_CLOCK_MONOTONIC)
         return PyLong_FromLongLong(askew__loop_local_ns(loop));
-    /* In Python ints: a wall clock skewed near the int64 edge still reads. */
-    PyObject *ns = PyLong_FromLongLong(askew__loop_wall_ns(loop)); // new reference
-    PyObject *epoch = PyLong_FromLongLong(loop->wall_epoch_ns);    // new reference
-    PyObject *sum = ns && epoch ? PyNumber_Add(ns, epoch) : NULL;
-    Py_XDECREF(ns);
-    Py_XDECREF(epoch);
-    return sum;
+    return PyLong_FromLongLong(askew__loop_unix_ns(loop)); /* as C reads it */
 }
 
 /* time.time, time.monotonic, ... and their _ns forms: one function, told

@@ -369,6 +369,7 @@ static PyObject *deliver(PyObject *Py_UNUSED(module), PyObject *arg)
     askew_tcp *s = (askew_tcp *)arg;
     if (!s->reading || s->conn_lost || s->rx_eof || PyList_GET_SIZE(s->rx) == 0)
         return call0(s, S_DELIVER_RX);
+    s->rx_scheduled = 0; /* an error below must not leave the reader unwakeable */
     PyObject *protocol = PyObject_GetAttr(s->ep, s->stack->str[S_PROTOCOL]); // new
     if (protocol == NULL)
         return NULL;
@@ -378,7 +379,6 @@ static PyObject *deliver(PyObject *Py_UNUSED(module), PyObject *arg)
         Py_DECREF(protocol);
         return slow < 0 ? NULL : call0(s, S_DELIVER_RX);
     }
-    s->rx_scheduled = 0;
     const Py_ssize_t n = take(s, protocol);
     Py_DECREF(protocol);
     if (n == -1)
@@ -643,7 +643,13 @@ static int take_segment(PyObject *segment, uint32_t outcome)
     if (alive <= 0)
         return alive;
     seg->acked = 1; /* data for a live socket */
-    s->rx_ns = s->stack->net->host.sched->now_ns;
+    /* Heard from, for keep-alive, each on its own node's clock: this end
+     * by the data, the sender by its (instant) ACK. */
+    const struct askew_net_host *h = &s->stack->net->host;
+    s->rx_ns = h->local_ns(h->ctx, s->token >> ASKEW_NODE_TOKEN_SHIFT);
+    if (s->peer_s != NULL)
+        s->peer_s->rx_ns =
+            h->local_ns(h->ctx, s->peer_s->token >> ASKEW_NODE_TOKEN_SHIFT);
     if (seg->seq != s->rcv_next || PyDict_GET_SIZE(s->ooo) != 0 || s->closing)
         return 0;
     return accept_data(s, seg->data) < 0 ? -1 : 1;

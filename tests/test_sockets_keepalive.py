@@ -284,3 +284,147 @@ def test_keepalive_runs_replay_with_the_same_trace() -> None:
         return seen
 
     assert once() == once()
+
+
+# ---- what a review of the first version found -------------------------------------
+
+
+def test_a_connection_that_only_sends_hears_the_acks_and_is_never_probed() -> None:
+    async def talk(node: Any) -> int:
+        _reader, writer = await asyncio.open_connection("node-0", 9)  # the peer never answers
+        keepalive(writer, idle=5, intvl=1, cnt=1)
+        for _ in range(60):
+            writer.write(b"x")
+            await asyncio.sleep(1)
+        return 0
+
+    async def sink(node: Any) -> None:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while await reader.read(100):
+                pass
+
+        await asyncio.start_server(handle, None, 9)
+        await asyncio.sleep(1e9)
+
+    seen = run_nodes(sink, client(talk))
+    assert seen["stats"]["tcp_probes"] == 0 and seen["stats"]["tcp_timeouts"] == 0
+
+
+def test_setting_keepalive_on_again_does_not_restart_the_idle_time() -> None:
+    async def talk(node: Any) -> float:
+        loop = asyncio.get_running_loop()
+        reader, writer = await asyncio.open_connection("node-0", 7)
+        keepalive(writer, idle=10, intvl=2, cnt=3)
+        start = loop.time()
+        node._askew_world.net.isolate(0)
+
+        async def again() -> None:
+            while True:
+                await asyncio.sleep(5)
+                writer.get_extra_info("socket").setsockopt(
+                    socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1
+                )
+
+        nagging = asyncio.ensure_future(again())
+        with pytest.raises(TimeoutError):
+            await reader.read(1)
+        nagging.cancel()
+        return loop.time() - start
+
+    assert 16 <= run_nodes(echo_server, client(talk))["result"] < 16.01
+
+
+def test_a_closed_connection_sends_no_probe_whatever_is_set_after() -> None:
+    async def talk(node: Any) -> None:
+        _reader, writer = await asyncio.open_connection("node-0", 7)
+        sock = writer.get_extra_info("socket")
+        writer.close()
+        await writer.wait_closed()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(TCP, socket.TCP_KEEPIDLE, 1)
+        await asyncio.sleep(30)
+
+    assert run_nodes(echo_server, client(talk))["stats"]["tcp_probes"] == 0
+
+
+def test_tcp_options_on_an_af_unix_socket_are_eopnotsupp_as_on_linux() -> None:
+    real = socket.socket(socket.AF_UNIX)
+    try:
+        with pytest.raises(OSError) as expected:
+            real.setsockopt(TCP, socket.TCP_KEEPIDLE, 5)
+    finally:
+        real.close()
+
+    async def talk(node: Any) -> Any:
+        await asyncio.start_unix_server(lambda r, w: None, "/tmp/ka")
+        _reader, writer = await asyncio.open_unix_connection("/tmp/ka")
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)  # accepted, no effect
+        with pytest.raises(OSError) as info:
+            sock.setsockopt(TCP, socket.TCP_KEEPIDLE, 5)
+        await asyncio.sleep(3 * 3600)
+        return info.value.errno
+
+    seen = run_nodes(client(talk), until=4 * 3600)
+    assert seen["result"] == expected.value.errno == errno.EOPNOTSUPP
+    assert seen["stats"]["tcp_probes"] == 0
+
+
+def test_giving_up_on_keepalive_resets_the_peer_as_linux_does() -> None:
+    async def body(world: askew.World) -> None:
+        got: dict[str, Any] = {}
+
+        async def serve(node: Any) -> None:
+            async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                try:
+                    await reader.read(1)
+                except OSError as exc:
+                    got["server"] = exc.errno
+
+            await asyncio.start_server(handle, None, 7)
+            await asyncio.sleep(1e9)
+
+        async def talk(node: Any) -> None:
+            reader, node.writer = await asyncio.open_connection("node-0", 7)
+            keepalive(node.writer, idle=5, intvl=1, cnt=2)
+            try:
+                await reader.read(1)
+            except OSError as exc:
+                got["client"] = exc.errno
+
+        world.spawn(serve)
+        world.spawn(talk)
+        await asyncio.sleep(1)
+        cut = world.partition({0}, {1})
+        cut.__enter__()  # the probes at ~5 and ~6 s are lost
+        await asyncio.sleep(5.5)
+        world.net.heal()  # before the give-up at ~7 s: its reset gets through
+        await asyncio.sleep(60)
+        assert got == {"client": errno.ETIMEDOUT, "server": errno.ECONNRESET}
+        assert any("tcp" in str(e) and "keep-alive" in str(e) for e in world.log)
+
+    run_sim(body)
+
+
+@pytest.mark.parametrize("drift", [0.5, -0.5])
+def test_keepalive_counts_in_the_nodes_own_clock_under_drift(drift: float) -> None:
+    async def body(world: askew.World) -> None:
+        out: list[float] = []
+
+        async def talk(node: Any) -> None:
+            loop = asyncio.get_running_loop()
+            reader, writer = await asyncio.open_connection("node-0", 7)
+            keepalive(writer, idle=10, intvl=2, cnt=3)
+            start = loop.time()
+            world.net.isolate(0)
+            with pytest.raises(TimeoutError):
+                await reader.read(1)
+            out.append(loop.time() - start)
+
+        world.spawn(echo_server)
+        handle = world.spawn(talk)
+        world.faults.skew(handle, drift=drift)
+        await asyncio.sleep(600)
+        assert len(out) == 1 and 16 <= out[0] < 16.01  # 16 s of the node's own time
+
+    run_sim(body)

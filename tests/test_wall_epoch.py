@@ -274,6 +274,23 @@ def test_a_skew_applies_on_top_of_the_epoch() -> None:
     assert seen == [pytest.approx(Y2026 + 10 - 30)]
 
 
+def test_a_wall_clock_stepped_before_1970_reads_1970_in_python_as_in_c() -> None:
+    seen: list[Any] = []
+
+    async def node(n: Any) -> None:
+        await asyncio.sleep(10)
+        seen.extend([time.time(), time.time_ns(), datetime.datetime.now(UTC)])
+
+    async def body(world: askew.World) -> None:
+        world.faults.skew(world.spawn(node), offset=-30)  # 20 s before the epoch
+        await asyncio.sleep(20)
+
+    run_sim(body, wall_epoch=0)
+    # Linux's CLOCK_REALTIME is never set before 1970, and askew's C clock
+    # holds it there (askew__loop_unix_ns): Python's clocks agree.
+    assert seen == [0.0, 0, datetime.datetime(1970, 1, 1, tzinfo=UTC)]
+
+
 _C_CLOCKS = """
 import asyncio, ctypes, datetime, json, os, struct, sys, time
 import askew
