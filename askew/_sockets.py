@@ -1061,7 +1061,7 @@ class Endpoint(_Owned, asyncio.Transport):
         """A timer option was set (key), or the connection opened with its
         options set (as SO_KEEPALIVE): as Linux, turning keep-alive on, or
         opening with it on, starts the idle time from now; a new
-        TCP_KEEPIDLE counts from the last segment received; the interval,
+        TCP_KEEPIDLE counts from the last word from the peer; the interval,
         count and user timeout take effect at the timer's next turn."""
         if key not in (_KEEPALIVE, (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)):
             return
@@ -1085,7 +1085,7 @@ class Endpoint(_Owned, asyncio.Transport):
 
     def _keepalive(self) -> None:
         """Linux's keep-alive timer: after the idle time with nothing
-        received, a probe each interval; the count unanswered (or, if set,
+        heard from the peer, a probe each interval; the count unanswered (or, if set,
         TCP_USER_TIMEOUT since the last word from the peer) ends the
         connection with ETIMEDOUT. Data in flight or waiting for the window
         is the retransmission timer's business, not keep-alive's."""
