@@ -1040,11 +1040,15 @@ class Endpoint(_Owned, asyncio.Transport):
         if seg is None and self.peer is not None and not self.dead:
             # Linux's keep-alive timer resets the connection as it gives up
             # (a retransmission timeout sends nothing).
-            self.stack.stats["tcp_segments"] += 1
-            self.stack.wire.send_segment(
-                self.token, self.remote_node, _Segment(RST, self, self.peer, 0, b"")
-            )
+            self._send_rst()
         self._lose(exc)
+
+    def _send_rst(self) -> None:
+        """A RST to the peer, once: nobody retransmits a reset."""
+        self.stack.stats["tcp_segments"] += 1
+        self.stack.wire.send_segment(
+            self.token, self.remote_node, _Segment(RST, self, self.peer, 0, b"")
+        )
 
     # -- keep-alive and the user timeout (tcp(7)) ------------------------------
 
@@ -1447,10 +1451,7 @@ class Endpoint(_Owned, asyncio.Transport):
         self.closing = True
         self.reading = False
         if not self.dead and self.peer is not None and self.state == "open":
-            self.stack.stats["tcp_segments"] += 1
-            self.stack.wire.send_segment(
-                self.token, self.remote_node, _Segment(RST, self, self.peer, 0, b"")
-            )
+            self._send_rst()
         self.stack.log(_KIND_RESET, self.node, f"abort {_ep(self.local)} -> {_ep(self.remote)}")
         self.dead = True
         self.state = "closed"
@@ -1629,9 +1630,7 @@ class Listener(_Owned):
         # Connections the kernel took but nobody accepted are reset.
         for ep in self.pending:
             if not ep.dead and ep.peer is not None:
-                stack.wire.send_segment(
-                    ep.token, ep.remote_node, _Segment(RST, ep, ep.peer, 0, b"")
-                )
+                ep._send_rst()
                 ep.dead = True
         self.pending.clear()
 
