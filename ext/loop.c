@@ -36,13 +36,12 @@ int64_t askew__loop_wall_ns(struct askew_loop_state *self)
     return askew__skew_wall(self, self->node_current, self->sched.now_ns);
 }
 
-int64_t askew__loop_unix_ns(struct askew_loop_state *self)
+int64_t askew__loop_unix_ns(struct askew_loop_state *self, int64_t wall_ns)
 {
-    const int64_t ns = askew__loop_wall_ns(self);
     const int64_t epoch_ns = self->wall_epoch_ns;
-    if (ns < -epoch_ns)
+    if (wall_ns < -epoch_ns)
         return 0;
-    return ns > INT64_MAX - epoch_ns ? INT64_MAX : ns + epoch_ns;
+    return wall_ns > INT64_MAX - epoch_ns ? INT64_MAX : wall_ns + epoch_ns;
 }
 
 static inline double ns_to_s(int64_t ns)
@@ -137,7 +136,8 @@ int askew__clock_read(void *ctx, int realtime, struct timespec *out)
     }
     /* A monotonic clock never reads below 0 (the boot of the simulation);
      * the wall clock as askew__loop_unix_ns holds it. */
-    int64_t ns = realtime ? askew__loop_unix_ns(self) : askew__loop_local_ns(self);
+    int64_t ns = realtime ? askew__loop_unix_ns(self, askew__loop_wall_ns(self))
+                          : askew__loop_local_ns(self);
     if (ns < 0)
         ns = 0;
     out->tv_sec = (time_t)(ns / 1000000000);

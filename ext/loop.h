@@ -95,10 +95,11 @@ int askew__loop_local_when_to_ns(struct askew_loop_state *self, double when,
 int64_t askew__loop_local_ns(struct askew_loop_state *self);
 /* The running node's wall clock, ns after the wall epoch. */
 int64_t askew__loop_wall_ns(struct askew_loop_state *self);
-/* The wall clock in ns since the Unix epoch as Linux's CLOCK_REALTIME reads
- * it: never before 1970 (a clock stepped back before it reads 0) and held
- * at the end of int64 ns (a century's skew on a late epoch). */
-int64_t askew__loop_unix_ns(struct askew_loop_state *self);
+/* The wall clock reading wall_ns (askew__loop_wall_ns) in ns since the
+ * Unix epoch as Linux's CLOCK_REALTIME reads it: never before 1970 (a clock stepped
+ * back before it reads 0) and held at the end of int64 ns (a century's skew on a late
+ * epoch). */
+int64_t askew__loop_unix_ns(struct askew_loop_state *self, int64_t wall_ns);
 
 /* skew.c */
 int askew__skew_init(struct askew_loop_state *self);

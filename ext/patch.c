@@ -41,10 +41,11 @@ static PyObject *virtual_seconds(struct askew_loop_state *loop, long clock)
     /* Held at an end as C's CLOCK_REALTIME is (askew__loop_unix_ns); else
      * the sum of the two, as it always was (the same doubles, so traces
      * that hash a time.time() keep their values). */
-    const int64_t unix_ns = askew__loop_unix_ns(loop);
+    const int64_t wall_ns = askew__loop_wall_ns(loop);
+    const int64_t unix_ns = askew__loop_unix_ns(loop, wall_ns);
     if (unix_ns == 0 || unix_ns == INT64_MAX)
         return PyFloat_FromDouble((double)unix_ns / 1e9);
-    return PyFloat_FromDouble((double)askew__loop_wall_ns(loop) / 1e9 +
+    return PyFloat_FromDouble((double)wall_ns / 1e9 +
                               (double)loop->wall_epoch_ns / 1e9);
 }
 
@@ -55,7 +56,8 @@ static PyObject *virtual_ns(struct askew_loop_state *loop, long clock)
         return PyLong_FromLongLong(askew__loop_cpu_ns(loop));
     if (clock == ASKEW_CLOCK_MONOTONIC)
         return PyLong_FromLongLong(askew__loop_local_ns(loop));
-    return PyLong_FromLongLong(askew__loop_unix_ns(loop)); /* as C reads it */
+    /* as C reads it */
+    return PyLong_FromLongLong(askew__loop_unix_ns(loop, askew__loop_wall_ns(loop)));
 }
 
 /* time.time, time.monotonic, ... and their _ns forms: one function, told
