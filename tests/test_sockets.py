@@ -22,6 +22,19 @@ from askew.errors import NondeterminismError
 LINGER_0 = struct.pack("ii", 1, 0)  # SO_LINGER on, zero seconds: close() resets
 
 
+async def resetting_server(node: Any, port: int = 7) -> None:
+    """Read one byte from each connection, then abort it with SO_LINGER
+    zero: close() resets even with nothing unread (Linux)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readexactly(1)
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_0)
+        writer.transport.abort()
+
+    node.server = await asyncio.start_server(handle, None, port)
+    await asyncio.sleep(1e9)
+
+
 async def echo_server(node: Any, port: int = 7) -> None:
     """Echo every byte back until EOF, then close."""
 
@@ -437,18 +450,6 @@ def test_close_sends_fin_and_the_peer_reads_eof() -> None:
 
 
 def test_abort_with_so_linger_zero_sends_rst_and_the_peer_reading_gets_a_reset() -> None:
-    async def server(node: Any) -> None:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.readexactly(1)
-            # SO_LINGER zero: close() resets even with nothing unread (Linux).
-            writer.get_extra_info("socket").setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, LINGER_0
-            )
-            writer.transport.abort()
-
-        await asyncio.start_server(handle, None, 7)
-        await asyncio.sleep(1e9)
-
     async def talk(node: Any) -> str:
         reader, writer = await asyncio.open_connection("node-0", 7)
         writer.write(b"!")
@@ -458,7 +459,7 @@ def test_abort_with_so_linger_zero_sends_rst_and_the_peer_reading_gets_a_reset()
             await reader.read(10)
         return "reset"
 
-    assert run_nodes(server, client(talk))["result"] == "reset"
+    assert run_nodes(resetting_server, client(talk))["result"] == "reset"
 
 
 def test_write_eof_half_closes_and_the_other_way_stays_open() -> None:

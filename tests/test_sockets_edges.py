@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import gc
-import socket
 from asyncio import sslproto
 from typing import Any
 
 import pytest
 from conftest import run_sim
-from test_sockets import LINGER_0, Recorder, client, echo_server, run_nodes
+from test_sockets import Recorder, client, echo_server, resetting_server, run_nodes
 from test_tls import PORT, client_context, echo_once, silent_server, tls_echo_server
 
 import askew
@@ -154,18 +153,6 @@ def test_closing_twice_is_harmless_on_plain_and_tls_streams() -> None:
 
 
 def test_after_a_reset_reads_raise_it_again_and_drain_raises_while_write_is_ignored() -> None:
-    async def resetting(node: Any) -> None:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.readexactly(1)
-            # SO_LINGER zero: close() resets even with nothing unread (Linux).
-            writer.get_extra_info("socket").setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, LINGER_0
-            )
-            writer.transport.abort()
-
-        node.server = await asyncio.start_server(handle, None, 7)
-        await asyncio.sleep(1e9)
-
     async def talk(node: Any) -> Any:
         reader, writer = await asyncio.open_connection("node-0", 7)
         writer.write(b"x")
@@ -184,7 +171,7 @@ def test_after_a_reset_reads_raise_it_again_and_drain_raises_while_write_is_igno
         await asyncio.sleep(0)
         return errors
 
-    seen = run_nodes(resetting, client(talk))
+    seen = run_nodes(resetting_server, client(talk))
     assert seen["result"] == [errno.ECONNRESET] * 3
 
 
