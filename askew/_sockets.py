@@ -723,10 +723,7 @@ class Stack:
         self.loop.call_later(rto / 1e9, self._retransmit, seg, last, context=src.ctx)
 
     def _retransmit(self, seg: _Segment, give_up: bool) -> None:
-        unacked = getattr(seg.src, "unacked", None)  # a _Kernel has none
-        if unacked:
-            for old in [s for s in unacked if s.acked]:
-                del unacked[old]
+        seg.src._lost_unacked()  # forget the lost data that got through since
         if seg.acked or not seg.src.alive():
             return
         if give_up:
@@ -1097,10 +1094,7 @@ class Endpoint(_Owned, asyncio.Transport):
         if self.state != "open" or self.dead or not self.alive():
             return
         idle = self._seconds(socket.TCP_KEEPIDLE, KEEPIDLE_DEFAULT)
-        unacked = self.unacked
-        for seg in [s for s in unacked if s.acked]:
-            del unacked[seg]
-        if unacked or self.buf:
+        if self._lost_unacked() or self.buf:
             self._keepalive_in(idle)
             return
         elapsed = self.loop._local_ns(self.node) - self.rx_ns
@@ -1119,6 +1113,14 @@ class Endpoint(_Owned, asyncio.Transport):
         self.stack.stats["tcp_probes"] += 1
         self.stack.send(_Segment(PROBE, self, self.peer, self.snd_next, b""), self.remote_node)
         self._keepalive_in(self._seconds(socket.TCP_KEEPINTVL, KEEPINTVL_DEFAULT))
+
+    def _lost_unacked(self) -> int:
+        """How many segments lost at least once are still unacknowledged;
+        the ones acknowledged since are forgotten."""
+        unacked = self.unacked
+        for seg in [s for s in unacked if s.acked]:
+            del unacked[seg]
+        return len(unacked)
 
     def _heard(self) -> None:
         """A segment or an ACK came from the peer: keep-alive starts over."""
