@@ -7,7 +7,9 @@ that means to alter schedules re-records them on purpose:
     ASKEW_RECORD_PINS=1 python -m pytest tests/test_trace_pins.py
 
 and says why in its commit, because every seed users have written down
-then names a different run."""
+then names a different run. The runs cover the world (scheduling, the
+message network and every fault), a bare loop, and the host's resources:
+TCP streams, UDP and a simulated disk across a crash."""
 
 from __future__ import annotations
 
@@ -111,12 +113,102 @@ def _bare_loop(seed: int, strategy: str) -> dict[str, Any]:
         loop.close()
 
 
+async def _kv_server(node: Any) -> None:
+    """A TCP key-value server over asyncio streams, with a write-ahead log
+    on its simulated disk (fsynced every other put)."""
+    log = open("/data/wal", "ab")
+    node.puts = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while line := await reader.readline():
+                log.write(line)
+                log.flush()
+                node.puts += 1
+                if node.puts % 2 == 0:
+                    os.fsync(log.fileno())
+                writer.write(b"ok " + line)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "0.0.0.0", 7000)
+    async with server:
+        await server.serve_forever()
+
+
+async def _kv_client(node: Any, server: int) -> None:
+    node.acked = 0
+    while True:
+        try:
+            reader, writer = await asyncio.open_connection(f"node-{server}", 7000)
+            for i in range(40):
+                writer.write(f"k{i}={os.urandom(4).hex()}\n".encode())
+                await asyncio.wait_for(reader.readline(), timeout=0.5)
+                node.acked += 1
+            writer.close()
+            return
+        except (TimeoutError, OSError):
+            await asyncio.sleep(0.1)
+
+
+async def _udp_peer(node: Any, peers: range) -> None:
+    got: list[bytes] = []
+
+    class Peer(asyncio.DatagramProtocol):
+        def datagram_received(self, data: bytes, addr: Any) -> None:
+            got.append(data)
+
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.create_datagram_endpoint(Peer, local_addr=("0.0.0.0", 9000))
+    for k in range(5):
+        for p in peers:
+            if p != node.id:
+                transport.sendto(f"{node.id}:{k}".encode(), (f"node-{p}", 9000))
+        await asyncio.sleep(0.01)
+    node.got = len(got)
+
+
+async def sockets_and_disk(world: askew.World) -> None:
+    """TCP streams and UDP over a lossy network, a disk, a crash and a
+    restart in the middle of the traffic."""
+    world.net.configure(latency=(0.001, 0.02), loss=0.05, duplicate=0.02)
+    kv = world.spawn(_kv_server, disk="/data")
+    clients = [world.spawn(_kv_client, kv.id) for _ in range(2)]
+    first = len(world.nodes)
+    peers = [world.spawn(_udp_peer, range(first, first + 3)) for _ in range(3)]
+    await world.clock.advance(0.3)
+    world.faults.crash(kv)
+    await world.clock.advance(0.2)
+    world.faults.restart(kv)
+    await world.clock.advance(3)
+    world.log.emit(f"acked {[c.acked for c in clients]} udp {[p.got for p in peers]}")
+    world.log.emit(f"wal {len(world.disk(kv).read('/data/wal'))}")
+
+
+def _record_sockets(seed: int, strategy: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    async def body(world: askew.World) -> None:
+        await sockets_and_disk(world)
+        lines = "\n".join(str(e) for e in world.log)
+        out["hash"] = hex(world.log.hash)
+        out["log"] = hashlib.sha256(lines.encode()).hexdigest()[:16]
+        out["steps_and_time"] = f"{len(world.log)} {world.now:.9f}"
+
+    run_sim(body, seed=seed, strategy=strategy)
+    return out
+
+
 def _current() -> dict[str, Any]:
     pins: dict[str, Any] = {}
     for strategy in STRATEGIES:
         for seed in SEEDS:
             pins[f"world {strategy} {seed}"] = _record(seed, strategy)
             pins[f"loop {strategy} {seed}"] = _bare_loop(seed, strategy)
+            pins[f"sockets {strategy} {seed}"] = _record_sockets(seed, strategy)
     return pins
 
 
