@@ -6,7 +6,7 @@ describes a whole run, and replays it.
 
 The public names are imported on first use (PEP 562), so that a process
 importing only a part of askew (askew-exec's launcher, which must start in
-a few milliseconds, imports askew._cli) does not pay for asyncio and the
+a few milliseconds, imports askew._run.exec) does not pay for asyncio and the
 extension.
 """
 
@@ -21,18 +21,18 @@ if TYPE_CHECKING:
     from typing import Any
 
     from . import check as check
-    from ._buggify import buggify as buggify
-    from ._buggify import coverage as coverage
-    from ._buggify import sometimes as sometimes
-    from ._history import History as History
-    from ._loop import SimLoop as SimLoop
-    from ._loop import new_event_loop as new_event_loop
-    from ._loop import run as run
-    from ._preload import preload_active as preload_active
-    from ._runner import Replay as Replay
-    from ._runner import simulate as simulate
-    from ._world import Message as Message
-    from ._world import World as World
+    from ._explore.buggify import buggify as buggify
+    from ._explore.buggify import coverage as coverage
+    from ._explore.buggify import sometimes as sometimes
+    from ._loop.loop import SimLoop as SimLoop
+    from ._loop.loop import new_event_loop as new_event_loop
+    from ._loop.loop import run as run
+    from ._loop.preload import preload_active as preload_active
+    from ._run.runner import Replay as Replay
+    from ._run.runner import simulate as simulate
+    from ._world.history import History as History
+    from ._world.node import Message as Message
+    from ._world.world import World as World
     from .errors import BudgetExceeded as BudgetExceeded
     from .errors import DeadlockError as DeadlockError
     from .errors import NondeterminismError as NondeterminismError
@@ -42,21 +42,21 @@ if TYPE_CHECKING:
 _LAZY = {
     "BudgetExceeded": ".errors",
     "DeadlockError": ".errors",
-    "History": "._history",
-    "Message": "._world",
+    "History": "._world.history",
+    "Message": "._world.node",
     "NondeterminismError": ".errors",
-    "Replay": "._runner",
-    "SimLoop": "._loop",
+    "Replay": "._run.runner",
+    "SimLoop": "._loop.loop",
     "SimulationFailure": ".errors",
-    "World": "._world",
-    "buggify": "._buggify",
+    "World": "._world.world",
+    "buggify": "._explore.buggify",
     "check": ".check",
-    "coverage": "._buggify",
-    "new_event_loop": "._loop",
-    "preload_active": "._preload",
-    "run": "._loop",
-    "simulate": "._runner",
-    "sometimes": "._buggify",
+    "coverage": "._explore.buggify",
+    "new_event_loop": "._loop.loop",
+    "preload_active": "._loop.preload",
+    "run": "._loop.loop",
+    "simulate": "._run.runner",
+    "sometimes": "._explore.buggify",
 }
 
 __all__ = sorted(_LAZY)
@@ -67,6 +67,10 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is not None:
+        # The loop asks the layer above it for its sockets (askew/_loop/hostio.py):
+        # any public name brings the network along, so that a bare loop
+        # (askew.new_event_loop) serves what a world's does.
+        importlib.import_module("._net.loopio", __name__)
         value = importlib.import_module(module, __name__)
         if module != f".{name}":  # askew.check is a module of its own
             value = getattr(value, name)

@@ -3,7 +3,7 @@
 
 import sys
 
-from ._sweep import main
+from ._run.sweep import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -140,7 +140,7 @@ def _wall_ms(argv: list[str], n: int) -> float:
 def bench_launcher(rounds: int) -> None:
     print("askew-exec start-up (median wall ms)")
     plain = _wall_ms([sys.executable, "-c", "pass"], 3 * rounds)
-    exe = [sys.executable, "-m", "askew._cli", "--", sys.executable, "-c", "pass"]
+    exe = [sys.executable, "-m", "askew._run.exec", "--", sys.executable, "-c", "pass"]
     launched = _wall_ms(exe, 3 * rounds)
     print(
         f"  python -c pass {plain:6.1f} ms   askew-exec -- python -c pass {launched:6.1f} ms   "
@@ -151,7 +151,7 @@ def bench_launcher(rounds: int) -> None:
 def _run_suite(argv: list[str], preload: bool) -> float:
     cmd = argv
     if preload:
-        cmd = [sys.executable, "-m", "askew._cli", "--", *argv]
+        cmd = [sys.executable, "-m", "askew._run.exec", "--", *argv]
     env = _env(False)
     env.setdefault("PYTHONHASHSEED", "0")  # the same hash seed on both sides
     t0 = time.perf_counter()

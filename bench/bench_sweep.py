@@ -4,7 +4,7 @@ The workload is the README quickstart's leader election with nine nodes
 instead of five (CPU-bound: every message is a simulated delivery), its final
 check recorded rather than asserted so every seed runs to the end. The test
 module is written to a temporary directory and swept by
-askew._sweep.run_sweep exactly as `askew sweep TEST_ID --seeds N --workers K`
+askew._run.sweep.run_sweep exactly as `askew sweep TEST_ID --seeds N --workers K`
 runs it: worker start-up (a forkserver, then one interpreter per worker
 importing askew and the test) is inside the timing. Each side sweeps the same
 iterations [0, N) of base seed 1337; N is sized so the one-worker sweep takes
@@ -68,7 +68,7 @@ def workload() -> str:
 def sweep_side(test_id, seeds, workers, cpu, cluster=None):  # type: ignore[no-untyped-def]
     """`askew sweep` on `workers` local processes, or on the Dask cluster whose
     address `cluster()` returns (started on first use, outside the timing)."""
-    from askew import _sweep
+    from askew._run import sweep as _sweep
 
     def factory():  # type: ignore[no-untyped-def]
         address = cluster() if cluster is not None else None

@@ -91,11 +91,11 @@ static const char *kind_hint(uint32_t kind)
 }
 
 /* "symbol+0x1f" from the file's own symbol table (static functions
- * included, which dladdr cannot name), or NULL: askew._preload.symbolize
+ * included, which dladdr cannot name), or NULL: askew._loop.preload.symbolize
  * reads .symtab when the file still has one. */
 static PyObject *symtab_name(const char *path, uintptr_t offset)
 {
-    PyObject *mod = PyImport_ImportModule("askew._preload"); // new reference
+    PyObject *mod = PyImport_ImportModule("askew._loop.preload"); // new reference
     PyObject *name = mod != NULL ? PyObject_CallMethod(mod, "symbolize", "sk", path,
                                                        (unsigned long)offset)
                                  : NULL;

@@ -15,7 +15,7 @@ import pytest
 from test_determinism import scenario, trace_of
 
 import askew
-from askew._monitors import PropertyViolation
+from askew._world.monitors import PropertyViolation
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

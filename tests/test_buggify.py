@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import askew
-from askew._buggify import ACTIVATION
+from askew._explore.buggify import ACTIVATION
 
 SEEDS = 200
 

@@ -313,7 +313,7 @@ def test_a_connect_cancelled_in_the_step_its_handshake_completes_closes_the_conn
 ) -> None:
     # aiohttp's test_request_body_closed_on_cancellation: the server, which
     # accepted, must read EOF, as it does once asyncio closes the socket.
-    from askew import _sockets
+    from askew._net import endpoint as _endpoint
 
     async def main() -> bytes:
         got: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
@@ -325,13 +325,13 @@ def test_a_connect_cancelled_in_the_step_its_handshake_completes_closes_the_conn
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         task = asyncio.create_task(asyncio.open_connection("127.0.0.1", port))
-        established = _sockets.Endpoint._established
+        established = _endpoint.Endpoint._established
 
         def then_cancel(ep: Any, peer: Any) -> None:
             established(ep, peer)
             task.cancel()  # before the connecting task runs on
 
-        monkeypatch.setattr(_sockets.Endpoint, "_established", then_cancel)
+        monkeypatch.setattr(_endpoint.Endpoint, "_established", then_cancel)
         with pytest.raises(asyncio.CancelledError):
             await task
         data = await asyncio.wait_for(got, 1)
@@ -344,7 +344,7 @@ def test_a_connect_cancelled_in_the_step_its_handshake_completes_closes_the_conn
 def test_a_real_socket_refused_at_the_tests_own_simulated_server_names_it() -> None:
     # websockets' legacy test_explicit_socket: the synchronous test body, run
     # between run_until_complete calls, connects a real socket.
-    from askew import _wrap
+    from askew._run import wrap as _wrap
 
     run = _wrap.WrappedRun("tests/test_x.py::test_x", 1)
     with _wrap.installed(run):

@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 import askew
-from askew import _core, _coverage, _runner
+from askew import _core
+from askew._explore import coverage as _coverage
+from askew._run import runner as _runner
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -186,7 +188,7 @@ def test_the_measured_case_is_found_with_feedback_on_and_off(
 def test_askew_sweep_chunks_carry_their_coverage_to_the_summary(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from askew import _sweep
+    from askew._run import sweep as _sweep
 
     test = askew.simulate(seed=1, iterations=20)(_ring)
     edges: list[int] = []

@@ -20,7 +20,9 @@ import pytest
 from conftest import json_in_hash_seeds, run_sim
 
 import askew
-from askew import _core, _disk
+from askew import _core
+from askew._disk import disk as _disk
+from askew._disk import files as _files
 from askew.errors import SimulationFailure
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -477,7 +479,7 @@ def test_the_file_patches_are_restored_after_a_pass_and_a_failure() -> None:
 
     async def fails(world: askew.World) -> None:
         world.spawn(idle, disk=MOUNT)
-        assert builtins.open is _disk._open
+        assert builtins.open is _files._open
         raise AssertionError("on purpose")
 
     with pytest.raises(SimulationFailure):

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """C code on a node's simulated disk: sqlite3 inside a node under askew-exec.
 
-Each test runs a small program in a child through `python -m askew._cli`
+Each test runs a small program in a child through `python -m askew._run.exec`
 (what the askew-exec script calls), as tests/test_exec.py does, with the
 mount at an empty real directory so that a test can prove the real file
 system stays untouched. Without the preload, sqlite3.connect on a mount is
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from askew._preload import LIBRARY_NAME
+from askew._loop.preload import LIBRARY_NAME
 
 REPO = Path(__file__).resolve().parent.parent
 LIB = REPO / "askew" / LIBRARY_NAME
@@ -41,7 +41,7 @@ def _env(**extra: str) -> dict[str, str]:
 def _run(
     args: list[str], *, preload: bool = True, cwd: Path | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "askew._cli", *args] if preload else args
+    cmd = [sys.executable, "-m", "askew._run.exec", *args] if preload else args
     return subprocess.run(
         cmd,
         env=_env(**env),

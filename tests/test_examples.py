@@ -55,7 +55,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _start(target: str, **env: str) -> subprocess.Popen[str]:
     # C code on a simulated disk (the sqlite examples) runs under askew-exec.
-    exec_ = [sys.executable, "-m", "askew._cli"] if "/sqlite_" in target else []
+    exec_ = [sys.executable, "-m", "askew._run.exec"] if "/sqlite_" in target else []
     return subprocess.Popen(
         [*exec_, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target],
         cwd=REPO,

@@ -4,7 +4,7 @@ real programs (bash, coreutils, pytest with xdist workers and a
 pytest-timeout thread) under the preload.
 
 The command line is tested in process; everything that runs a command does
-so in a child, through `python -m askew._cli`, which is what the
+so in a child, through `python -m askew._run.exec`, which is what the
 `askew-exec` script calls.
 """
 
@@ -34,7 +34,7 @@ needs_lib = pytest.mark.skipif(not LIB.is_file(), reason="needs the built preloa
 
 def _cli_importable() -> bool:
     proc = subprocess.run(
-        [sys.executable, "-c", "import askew._cli"], capture_output=True, timeout=TIMEOUT
+        [sys.executable, "-c", "import askew._run.exec"], capture_output=True, timeout=TIMEOUT
     )
     return proc.returncode == 0
 
@@ -51,7 +51,7 @@ def askew_exec(
     else:
         base = env
     return subprocess.run(
-        [sys.executable, "-m", "askew._cli", *args],
+        [sys.executable, "-m", "askew._run.exec", *args],
         env=base,
         cwd=cwd,
         capture_output=True,
@@ -67,7 +67,7 @@ def askew_exec(
 @needs_cli
 class TestCommandLine:
     def test_settings_become_askew_environment_variables(self) -> None:
-        from askew._cli import parse_args
+        from askew._run.exec import parse_args
 
         settings, check, command = parse_args(
             ["--seed", "42", "--iterations=7", "--wrap", "--", "pytest", "-x"]
@@ -77,14 +77,14 @@ class TestCommandLine:
         assert command == ["pytest", "-x"]
 
     def test_askew_exec_accepts_seeds(self) -> None:
-        from askew._cli import parse_args
+        from askew._run.exec import parse_args
 
         settings, _, command = parse_args(["--wrap", "--seeds", "20", "pytest"])
         assert settings == {"ASKEW_WRAP": "1", "ASKEW_SEEDS": "20"}
         assert command == ["pytest"]
 
     def test_wrap_options_become_askew_environment_variables(self) -> None:
-        from askew._cli import parse_args
+        from askew._run.exec import parse_args
 
         settings, _, _ = parse_args(
             ["--wrap", "--strategy", "shuffle", "--cpu=0,2e-5", "--overshoot", " 1e-6 , 1e-4",
@@ -101,7 +101,7 @@ class TestCommandLine:
         }
 
     def test_the_command_starts_at_the_first_non_option(self) -> None:
-        from askew._cli import parse_args
+        from askew._run.exec import parse_args
 
         assert parse_args(["python", "--seed", "3"])[2] == ["python", "--seed", "3"]
 
@@ -130,7 +130,7 @@ class TestCommandLine:
     def test_bad_arguments_are_a_usage_error_naming_the_value(
         self, argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from askew._cli import main
+        from askew._run.exec import main
 
         assert main(argv) == 2
         err = capsys.readouterr().err
@@ -138,7 +138,7 @@ class TestCommandLine:
         assert err.startswith("askew-exec: error: ")
 
     def test_ld_preload_keeps_existing_entries_first(self) -> None:
-        from askew._preload import ld_preload_with
+        from askew._loop.preload import ld_preload_with
 
         assert ld_preload_with(None, "/a/lib.so") == "/a/lib.so"
         assert ld_preload_with("/asan.so", "/a/lib.so") == "/asan.so:/a/lib.so"
@@ -147,14 +147,14 @@ class TestCommandLine:
 
     @pytest.mark.parametrize("bad", ["/tmp/my env/askew/lib.so", "/opt/a:b/lib.so"])
     def test_a_path_ld_preload_cannot_carry_is_refused_by_name(self, bad: str) -> None:
-        from askew._preload import PreloadPathError, check_preload_path
+        from askew._loop.preload import PreloadPathError, check_preload_path
 
         with pytest.raises(PreloadPathError, match=bad.replace("/", ".")):
             check_preload_path(bad)
 
     @needs_lib
     def test_pythonhashseed_is_fixed_unless_the_user_set_it(self) -> None:
-        from askew._cli import child_environ
+        from askew._run.exec import child_environ
 
         assert child_environ({}, base={})["PYTHONHASHSEED"] == "0"
         assert child_environ({}, base={"PYTHONHASHSEED": "123"})["PYTHONHASHSEED"] == "123"
@@ -220,10 +220,11 @@ def test_check_reports_another_preload_that_comes_first(tmp_path: Path) -> None:
 @needs_lib
 def test_a_package_path_with_a_space_is_refused_naming_it(tmp_path: Path) -> None:
     pkg = tmp_path / "with space" / "askew"
-    pkg.mkdir(parents=True)
-    for name in ("_cli.py", "_config.py", "_preload.py", "libaskew-preload.so"):
+    for name in ("_run/exec.py", "_loop/config.py", "_loop/preload.py", "libaskew-preload.so"):
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ASKEW_DIR / name, pkg / name)
-    (pkg / "__init__.py").write_text("")
+    for init in ("__init__.py", "_run/__init__.py", "_loop/__init__.py"):
+        (pkg / init).write_text("")
     env = dict(os.environ, PYTHONPATH=str(pkg.parent))
     proc = askew_exec("true", env=env, cwd=tmp_path)
     assert proc.returncode == 2
@@ -366,10 +367,10 @@ def test_the_launcher_imports_neither_asyncio_nor_the_extension() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from askew._cli import child_environ, parse_args
+        from askew._run.exec import child_environ, parse_args
         settings, check, command = parse_args(["pytest", "-q"])
         env = child_environ(settings, {})
-        heavy = {"asyncio", "askew._core", "askew._config", "subprocess", "typing"}
+        heavy = {"asyncio", "askew._core", "askew._loop.config", "subprocess", "typing"}
         print(sorted(heavy & set(sys.modules)), command, "LD_PRELOAD" in env)
         """
     )

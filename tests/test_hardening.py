@@ -20,7 +20,7 @@ import pytest
 from conftest import run_sim
 
 import askew
-from askew._loop import SimLoop
+from askew._loop.loop import SimLoop
 from askew.errors import NondeterminismError, SimulationFailure
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -211,7 +211,7 @@ def test_a_huge_max_time_means_until_virtual_time_ends() -> None:
 def test_the_max_time_variable_is_bounded_like_the_argument(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from askew._config import env_knobs
+    from askew._loop.config import env_knobs
 
     for text in ("1e-10", "nan"):
         monkeypatch.setenv("ASKEW_MAX_TIME", text)
@@ -528,8 +528,8 @@ def test_a_loop_dropped_with_a_message_in_flight_is_collected() -> None:
 
 
 def test_a_divergence_report_names_the_first_event_of_the_longer_run() -> None:
-    from askew._report import Outcome, divergence
-    from askew._world import Event
+    from askew._report.report import Outcome, divergence
+    from askew._world.log import Event
 
     common = [Event(0.0, "world", None, "a")]
     extra = Event(1.0, "world", None, "only in run 2")

@@ -108,12 +108,14 @@ def test_a_quoted_include_resolves_beside_its_file_first(
 
 
 def test_python_reads_the_contract_from_the_extension_not_from_copies() -> None:
-    from askew import _config, _core, _world
+    from askew import _core
+    from askew._loop import config as _config
+    from askew._loop import kinds
 
     assert _config.STRATEGIES is _core.STRATEGIES
-    assert _world.LOG_KEPT == _core.LOG_KEPT
-    assert _world._OUTCOMES is _core.NET_OUTCOME_NAMES
-    assert _world._KIND_WORLD == _core.LOG_KIND_WORLD_BASE > _core.LOG_KIND_DELIVERY
+    assert kinds.LOG_KEPT == _core.LOG_KEPT
+    assert kinds.OUTCOMES is _core.NET_OUTCOME_NAMES
+    assert kinds.WORLD == _core.LOG_KIND_WORLD_BASE > _core.LOG_KIND_DELIVERY
     loop = _core.Loop()
     for name in _core.STRATEGIES:
         loop._configure(name, 0, 10**9, 0, (0, 0), (0, 0))

@@ -396,7 +396,7 @@ def test_self_test_fails_when_another_preload_shadows_the_clock(tmp_path: Path) 
     code = """
 import json
 try:
-    from askew._preload import preload_status
+    from askew._loop.preload import preload_status
     print(json.dumps(preload_status()))
 except ImportError as e:
     print(json.dumps({"active": None, "self_test": repr(e)}))
@@ -417,7 +417,7 @@ def test_ctypes_loading_the_preload_does_not_activate_it() -> None:
 import ctypes, json
 ctypes.CDLL({str(LIB)!r}, mode=ctypes.RTLD_GLOBAL)
 try:
-    from askew._preload import preload_status
+    from askew._loop.preload import preload_status
     print(json.dumps(preload_status()))
 except ImportError as e:
     print(json.dumps({{"active": None, "self_test": repr(e)}}))
@@ -439,8 +439,8 @@ def test_a_preload_of_another_abi_major_fails_every_run_naming_both_and_its_path
         ["cc", "-shared", "-fPIC", f"-I{HEADER_DIR}", "-o", str(other), str(source)], check=True
     )
     code = """
-import asyncio, json, askew
-status = askew._preload.preload_status()  # outside a run: reported, no error
+import asyncio, json, askew, askew._loop.preload
+status = askew._loop.preload.preload_status()  # outside a run: reported, no error
 async def main():
     await asyncio.sleep(1)
 try:
@@ -459,7 +459,7 @@ print(json.dumps([status, error]))
 
 # ---- with askew's own loop ------------------------------------------------------
 
-_ASKEW_OK = "import askew._core, askew._loop"
+_ASKEW_OK = "import askew._core, askew._loop.loop"
 
 
 def _needs_askew() -> None:
@@ -470,8 +470,8 @@ def _needs_askew() -> None:
 
 def test_askew_core_reports_the_preload_active_only_under_it() -> None:
     _needs_askew()
-    code = "import askew, json; print(json.dumps([askew.preload_active(), "
-    code += "askew._preload.preload_status()]))"
+    code = "import askew, askew._loop.preload, json; print(json.dumps([askew.preload_active(), "
+    code += "askew._loop.preload.preload_status()]))"
     active, status = json.loads(assert_ok(run_python(code)))
     assert active is True and status["found"] and status["path"] == str(LIB)
     inactive, status = json.loads(assert_ok(run_python(code, preload=False)))
@@ -645,7 +645,7 @@ ATTEMPTS = {
 
 @pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm")
 def test_symbolize_names_static_functions_from_the_symbol_table() -> None:
-    from askew._preload import symbolize
+    from askew._loop.preload import symbolize
 
     lib = str(LIB)
     out = subprocess.run(["nm", lib], capture_output=True, text=True, check=True).stdout

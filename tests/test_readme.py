@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import askew
-from askew._config import DEFAULT_CPU, DEFAULT_OVERSHOOT
+from askew._loop.config import DEFAULT_CPU, DEFAULT_OVERSHOOT
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

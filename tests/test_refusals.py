@@ -337,7 +337,7 @@ def test_under_askew_exec_a_preload_refusal_does_not_stop_the_next_run_at_once(
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run(
         [
-            *(sys.executable, "-m", "askew._cli", "--"),
+            *(sys.executable, "-m", "askew._run.exec", "--"),
             *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
             *("--rootdir", str(tmp_path), "test_inner.py"),
         ],

@@ -20,7 +20,7 @@ import pytest
 from conftest import run_pytest, run_sim
 
 import askew
-from askew._world import FAULTS_KEPT, LOG_KEPT
+from askew._world.log import FAULTS_KEPT, LOG_KEPT
 from askew.errors import BudgetExceeded, DeadlockError, NondeterminismError, SimulationFailure
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -535,7 +535,7 @@ def test_askew_seed_and_the_seed_option_read_hex_alike(tmp_path: Path) -> None:
     by_option = run_pytest(tmp_path, failing, "--askew-seed", "0x10")
     for proc in (by_env, by_option):
         assert proc.returncode == 1 and "(seed=16, iteration=0," in proc.stdout, proc.stdout
-    from askew._cli import parse_args  # askew-exec --seed: the same parser
+    from askew._run.exec import parse_args  # askew-exec --seed: the same parser
 
     assert parse_args(["--seed", "0x10", "true"])[0] == {"ASKEW_SEED": "16"}
 

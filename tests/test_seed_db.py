@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import run_pytest
 
-from askew._seeddb import PASSES_TO_FORGET, SeedDB, locate
+from askew._run.seeddb import PASSES_TO_FORGET, SeedDB, locate
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import json_in_hash_seeds, run_sim
 
 import askew
-from askew._world import _node_var
+from askew._loop.nodes import node_var as _node_var
 from askew.errors import NondeterminismError
 
 LINGER_0 = struct.pack("ii", 1, 0)  # SO_LINGER on, zero seconds: close() resets
@@ -142,7 +142,8 @@ def test_every_node_has_an_address_and_a_hostname_that_resolve() -> None:
 
 
 def test_addresses_count_on_past_254_nodes() -> None:
-    from askew._sockets import _node_of_address, address_of
+    from askew._net.addr import address_of
+    from askew._net.addr import node_of_address as _node_of_address
 
     assert address_of(0) == "10.0.0.1"
     assert address_of(254) == "10.0.0.255"
@@ -910,7 +911,7 @@ def test_a_real_socket_stays_refused_by_the_low_level_methods() -> None:
 def test_socket_socket_from_the_test_body_is_still_a_real_socket_and_refused() -> None:
     async def body(world: askew.World) -> None:
         with socket.socket() as s:  # the preload, when loaded, refuses this already
-            assert not isinstance(s, askew._rawsock.RawSocket)
+            assert not isinstance(s, askew._net.rawsock.RawSocket)
             s.connect(("127.0.0.1", 9))
 
     with pytest.raises(NondeterminismError, match="connect"):

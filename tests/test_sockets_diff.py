@@ -31,7 +31,12 @@ from conftest import run_sim
 from test_sockets_wrap import wrapped
 
 import askew
-from askew import _rawsock, _sockets, _udp
+from askew._net import endpoint as _endpoint
+from askew._net import host as _host
+from askew._net import rawsock as _rawsock
+from askew._net import server as _server
+from askew._net import stack as _stack
+from askew._net import udp as _udp
 from askew.errors import NondeterminismError
 
 Case = Callable[[], Coroutine[Any, Any, Any]]
@@ -970,7 +975,7 @@ def live_sockets() -> list[Any]:
     """askew's socket objects still alive once the runs are over (a closed
     loop lets go of its stack, endpoints, listeners and sockets)."""
     gc.collect()
-    kinds = (_sockets.Stack, _sockets.Endpoint, _sockets.Server, _udp.DatagramEndpoint)
+    kinds = (_stack.Stack, _endpoint.Endpoint, _server.Server, _udp.DatagramEndpoint)
     return [o for o in gc.get_objects() if isinstance(o, (*kinds, _rawsock.RawSocket))]
 
 
@@ -1090,7 +1095,7 @@ async def ten_thousand_at_once() -> Any:
     server.close()
     await server.wait_closed()
     await asyncio.sleep(1)
-    stack = _sockets.active(asyncio.get_running_loop())
+    stack = _host.active(asyncio.get_running_loop())
     assert stack is not None
     held = {token: ports for token, ports in stack.used.items() if ports}
     return all(ok), stack.stats["tcp_connects"], stack.stats["tcp_accepts"], held

@@ -20,7 +20,9 @@ from test_sockets import Recorder, client, echo_server, resetting_server, run_no
 from test_tls import PORT, client_context, echo_once, silent_server, tls_echo_server
 
 import askew
-from askew import _sockets
+from askew._net import host as _host
+from askew._net import server as _server
+from askew._net import tcp as _tcp
 
 # ---- nothing leaks across runs ---------------------------------------------------------
 
@@ -68,8 +70,8 @@ def test_a_second_run_starts_clean_ports_listeners_endpoints_and_counters() -> N
     # Every iteration binds the same ports, counts from zero and picks the
     # same first ephemeral port, although the one before left it all open.
     assert len(seen) == 3 and seen[0] == seen[1] == seen[2]
-    assert seen[0]["port"] == _sockets.EPHEMERAL_LO and seen[0]["tls"] == 2
-    assert _sockets._world is None  # the last run let go of its world
+    assert seen[0]["port"] == _tcp.EPHEMERAL_LO and seen[0]["tls"] == 2
+    assert _host._world is None  # the last run let go of its world
 
 
 def test_a_run_after_one_that_failed_mid_handshake_starts_clean() -> None:
@@ -91,7 +93,7 @@ def test_a_run_after_one_that_failed_mid_handshake_starts_clean() -> None:
         return got, info["socket"].getsockname()[1]
 
     seen = run_nodes(tls_echo_server, client(talk))
-    assert seen["result"] == (b"fresh", _sockets.EPHEMERAL_LO)
+    assert seen["result"] == (b"fresh", _tcp.EPHEMERAL_LO)
     assert seen["stats"]["tcp_connects"] == 1 and seen["stats"]["tls_handshakes"] == 2
 
 
@@ -262,9 +264,9 @@ def test_close_clients_and_abort_clients_end_every_accepted_connection(how: str)
 
 
 def test_close_clients_is_there_exactly_when_asyncio_has_it() -> None:
-    assert hasattr(_sockets.Server, "close_clients") == hasattr(
+    assert hasattr(_server.Server, "close_clients") == hasattr(
         asyncio.base_events.Server, "close_clients"
     )
-    assert hasattr(_sockets.Server, "abort_clients") == hasattr(
+    assert hasattr(_server.Server, "abort_clients") == hasattr(
         asyncio.base_events.Server, "abort_clients"
     )

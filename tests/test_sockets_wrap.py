@@ -15,8 +15,8 @@ import pytest
 from conftest import json_in_hash_seeds, run_sim
 
 import askew
-from askew import _wrap
-from askew._world import event_from_entry
+from askew._run import wrap as _wrap
+from askew._world.log import event_from_entry
 from askew.errors import NondeterminismError
 
 Main = Callable[[], Coroutine[Any, Any, Any]]

@@ -16,8 +16,8 @@ from conftest import json_in_hash_seeds
 from test_determinism import scenario, trace_of
 
 import askew
-from askew import _swarm
-from askew._config import parse_flag, wrap_config
+from askew._explore import swarm as _swarm
+from askew._loop.config import parse_flag, wrap_config
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -104,7 +104,7 @@ _CHILD = textwrap.dedent(
     import json, sys
     sys.path.insert(0, sys.argv[1])
     import test_determinism as t
-    from askew import _swarm
+    from askew._explore import swarm as _swarm
     print(json.dumps([t.trace_of(4321, swarm=True), _swarm.draw(4321).describe()]))
     """
 )

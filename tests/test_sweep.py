@@ -30,8 +30,8 @@ import pytest
 from conftest import run_pytest
 
 import askew
-from askew import _sweep
-from askew._runner import iteration_seed, run_iterations
+from askew._run import sweep as _sweep
+from askew._run.runner import iteration_seed, run_iterations
 from askew.errors import SimulationFailure
 
 # The README quickstart with a second failure line behind a buggify point,
@@ -248,8 +248,8 @@ def test_the_askew_console_script_is_the_sweep_command() -> None:
         scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
     else:  # make test-installed: the wheel's metadata
         scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
-    assert scripts["askew"] == "askew._sweep:main"
-    assert scripts["askew-exec"] == "askew._cli:main"
+    assert scripts["askew"] == "askew._run.sweep:main"
+    assert scripts["askew-exec"] == "askew._run.exec:main"
 
 
 def test_the_base_seed_is_askew_seed_else_the_decorators(

@@ -20,7 +20,7 @@ import pytest
 from conftest import run_pytest
 
 import askew
-from askew import _timeline
+from askew._report import timeline as _timeline
 
 RECEIVED: list[int] = []
 

@@ -508,15 +508,15 @@ _SCENARIO = """
 import asyncio, hashlib, json, sys
 sys.path.insert(0, sys.argv[1])
 import askew
-from askew import _sockets
+from askew._net import endpoint as _endpoint
 from test_tls import client_context, echo_once, tls_echo_server
 
 wire = hashlib.sha256()
-write = _sockets.Endpoint.write
+write = _endpoint.Endpoint.write
 def recording(self, data):
     wire.update(bytes(data))
     return write(self, data)
-_sockets.Endpoint.write = recording
+_endpoint.Endpoint.write = recording
 
 async def talk(node):
     for i in range(3):

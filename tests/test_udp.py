@@ -79,7 +79,7 @@ def test_a_datagram_goes_there_and_back_with_both_addresses() -> None:
     got, sockname, peername, kind = run_nodes(echo_server, client(talk))["result"]
     assert got == [(b"ping", ("10.0.0.1", 9))]
     assert sockname == ("10.0.0.2", 32768) and peername == ("10.0.0.1", 9)
-    assert kind == askew._udp.socket.SOCK_DGRAM
+    assert kind == askew._net.udp.socket.SOCK_DGRAM
 
 
 def test_an_unconnected_endpoint_sends_to_any_address_and_loopback_reaches_itself() -> None:
@@ -282,7 +282,7 @@ def test_bad_arguments_fail_as_asyncio_and_the_socket_module_do() -> None:
         with pytest.raises(OSError) as caught:
             await endpoint(local_addr=("10.9.9.9", 0))
         assert caught.value.errno == errno.EADDRNOTAVAIL
-        with pytest.raises(askew._udp.socket.gaierror):
+        with pytest.raises(askew._net.udp.socket.gaierror):
             await endpoint(remote_addr=("no-such-host", 9))
 
     run_nodes(echo_server, client(talk))

@@ -25,9 +25,10 @@ from conftest import run_pytest, run_sim
 from test_disk_preload import _run
 
 import askew
-from askew import _core, _wrap
-from askew._cli import parse_args
-from askew._config import RunConfig, check_wall_epoch, parse_wall_epoch
+from askew import _core
+from askew._loop.config import RunConfig, check_wall_epoch, parse_wall_epoch
+from askew._run import wrap as _wrap
+from askew._run.exec import parse_args
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -425,7 +426,8 @@ def test_a_certificate_issued_after_2020_fails_by_default_and_passes_with_the_ep
 
 
 def test_the_certificate_note_finds_the_error_among_the_causes() -> None:
-    from askew._report import _certificate_note, wrapped_replay
+    from askew._report.report import _certificate_note
+    from askew._run.wrap import wrapped_replay
 
     err = ssl.SSLCertVerificationError(1, "certificate verify failed")
     err.verify_message = "certificate has expired"

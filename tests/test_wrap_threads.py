@@ -11,8 +11,8 @@ from pathlib import Path
 
 from conftest import run_pytest
 
-from askew import _wrap
-from askew._loop import SimLoop
+from askew._loop.loop import SimLoop
+from askew._run import wrap as _wrap
 
 HELPER_THREAD_SUITE = """
 import asyncio

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from unittest import mock
 
-from askew._config import DEFAULT_CPU, DEFAULT_OVERSHOOT
+from askew._loop.config import DEFAULT_CPU, DEFAULT_OVERSHOOT
 
 from .conftest import ASKEW, ASKEW_FIFO, askew_only, on_loops
 

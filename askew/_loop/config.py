@@ -1,0 +1,683 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Settings: validation of every knob, and the ASKEW_* environment, in one place.
+
+Bad input is a ValueError or TypeError at the call that names the value and
+what would be right.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .. import _core
+
+SEED_LIMIT = 2**64
+STRATEGIES: tuple[str, ...] = _core.STRATEGIES  # the engine's, by number (ext/loop.c)
+# The strategies whose every schedule stock asyncio could produce on some
+# machine (DESIGN §2, "Faithful schedules"); the others hunt harder but may
+# not, and their failure reports say so.
+FAITHFUL_STRATEGIES = ("faithful", "fifo", "pct")
+EXECUTORS = ("refuse", "inline")
+DEFAULT_MAX_STEPS = 10_000_000
+# Seeded virtual CPU time per callback and timer overshoot under "faithful",
+# seconds, uniform in [lo, hi] (docs/design.md says why these numbers).
+DEFAULT_CPU = (0.0, 20e-6)
+DEFAULT_OVERSHOOT = (0.0, 100e-6)
+# The largest span one knob may take: far beyond any real callback or timer
+# lateness, far below where nanoseconds overflow.
+MAX_SPAN_S = 3600.0
+DEFAULT_MAX_TIME = 365 * 24 * 3600.0  # one virtual year
+# The engine counts steps in a uint64: a budget that does not fit would wrap.
+STEPS_LIMIT = 2**64
+# The longest span of virtual seconds any knob may take: 2**62 ns, about 146
+# years, so that a deadline (now + span) stays inside int64 nanoseconds.
+SECONDS_LIMIT = 2**62 / 1e9
+# A clock skew of a century either way is past any step NTP could make, and
+# keeps epoch + offset + drift far inside int64 nanoseconds.
+OFFSET_LIMIT = 100 * 365.25 * 24 * 3600.0
+# The wall clock a run starts at (docs/design.md, "The wall epoch"): the
+# extension's default, 2020-01-01T00:00:00Z, and the latest it takes, which
+# leaves room for all of virtual time in int64 nanoseconds (2116-02-20).
+UNIX_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+DEFAULT_WALL_EPOCH = UNIX_EPOCH + datetime.timedelta(seconds=_core.WALL_EPOCH)
+WALL_EPOCH_MAX_NS: int = _core.WALL_EPOCH_MAX_NS
+# PCT (docs/exploration.md): the bug depth d it aims at, and k, its estimate
+# of a run's steps, over which the d - 1 priority change points are spread.
+DEFAULT_PCT_DEPTH = 3
+DEFAULT_PCT_STEPS = 1000
+PCT_DEPTH_MAX = 64  # ASKEW_PCT_DEPTH_MAX in ext/engine/engine.h
+GC_EVERY_STEPS = 10_007  # a fixed count, so collections fall on the same steps
+
+
+def check_seed(seed: object, what: str = "seed") -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"{what} must be an int in [0, 2**64), not {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"{what} must be in [0, 2**64), got {seed!r}")
+    return seed
+
+
+def check_positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be a positive int, not {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be >= 1, got {value!r}")
+    return value
+
+
+def check_iterations(iterations: object, what: str = "iterations") -> int:
+    return check_positive_int(iterations, what)
+
+
+def check_strategy(strategy: object) -> str:
+    if strategy not in STRATEGIES:
+        raise ValueError(
+            f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}"
+        )
+    assert isinstance(strategy, str)
+    return strategy
+
+
+def check_pct_depth(depth: object, what: str = "pct_depth") -> int:
+    check_positive_int(depth, what)
+    assert isinstance(depth, int)
+    if depth > PCT_DEPTH_MAX:
+        raise ValueError(f"{what} must be at most {PCT_DEPTH_MAX}, got {depth!r}")
+    return depth
+
+
+def check_pct_steps(steps: object, what: str = "pct_steps") -> int:
+    check_positive_int(steps, what)
+    assert isinstance(steps, int)
+    if steps >= STEPS_LIMIT:
+        raise ValueError(f"{what} must be < 2**64, got {steps!r}")
+    return steps
+
+
+def check_flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__} {value!r}")
+    return value
+
+
+def check_name(name: object, what: str) -> str:
+    """A buggify point's or a monitor's name: a non-empty str."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: the name must be a str, got {type(name).__name__} {name!r}")
+    if not name:
+        raise ValueError(f"{what}: the name must not be empty")
+    return name
+
+
+PPM = 1_000_000
+
+
+def check_ppm(p: object, what: str) -> int:
+    """A probability in [0, 1] as the engine takes it: parts per million."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise ValueError(f"{what} must be a probability in [0, 1], got {p!r}")
+    return round(float(p) * PPM)
+
+
+def check_executor(executor: object) -> str:
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be 'refuse' or 'inline', got {executor!r}")
+    assert isinstance(executor, str)
+    return executor
+
+
+def check_max_steps(max_steps: object, what: str = "max_steps") -> int:
+    steps = check_positive_int(max_steps, what)
+    if steps >= STEPS_LIMIT:
+        raise ValueError(
+            f"{what} must be < 2**64 (the engine counts steps in 64 bits), got {steps}"
+        )
+    return steps
+
+
+def _finite_seconds(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__} {value!r}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int too large for a float
+        seconds = math.inf
+    if math.isnan(seconds) or math.isinf(seconds):
+        raise ValueError(f"{what} must be a finite number of seconds, got {value!r}")
+    return seconds
+
+
+def check_seconds(value: object, what: str, *, allow_zero: bool = True) -> float:
+    seconds = _finite_seconds(value, what)
+    if seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ValueError(f"{what} must be {'>=' if allow_zero else '>'} 0 seconds, got {value!r}")
+    if seconds > SECONDS_LIMIT:
+        raise ValueError(
+            f"{what} must be at most {SECONDS_LIMIT:.4g} seconds (2**62 ns, ~146 years: "
+            f"virtual time is int64 nanoseconds), got {value!r}"
+        )
+    return seconds
+
+
+def check_max_time(value: object, what: str = "max_time") -> float:
+    """A time budget: finite, at least 1 ns. Any larger value is allowed and
+    means "until virtual time ends" (2**62 ns; see RunConfig.max_time_ns)."""
+    seconds = _finite_seconds(value, what)
+    if seconds <= 0:
+        raise ValueError(f"{what} must be > 0 seconds, got {value!r}")
+    # 0 ns would mean "no budget" to the engine: a tiny budget must not
+    # silently become an unbounded one.
+    if seconds < 1.0 and round(seconds * 1e9) < 1:
+        raise ValueError(f"{what} must be at least 1e-09 seconds (one nanosecond), got {value!r}")
+    return seconds
+
+
+def check_offset(value: object, what: str = "offset") -> float:
+    """A clock-skew offset in seconds, either sign, within OFFSET_LIMIT."""
+    seconds = _finite_seconds(value, what)
+    if abs(seconds) > OFFSET_LIMIT:
+        raise ValueError(
+            f"{what} must be within +/-{OFFSET_LIMIT:.4g} seconds (a century) so the "
+            f"skewed clock stays in range, got {value!r}"
+        )
+    return seconds
+
+
+WallEpoch = datetime.datetime | datetime.date | float | str
+
+
+def wall_epoch_text(epoch: datetime.datetime) -> str:
+    """An epoch as ISO-8601 UTC text, as it is written back (2026-01-01T00:00:00Z)."""
+    return epoch.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _iso_epoch(text: str, what: str) -> datetime.datetime:
+    """An ISO-8601 date (midnight UTC) or a datetime with a UTC offset or Z."""
+    try:
+        day = datetime.date.fromisoformat(text)
+    except ValueError:
+        pass
+    else:
+        return datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{what} must be Unix seconds or an ISO-8601 date or datetime "
+            f"(2026-01-01, 2026-01-01T00:00:00Z), got {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"{what} must name its time zone: {text!r} has none (add Z for UTC: {text}Z)"
+        )
+    return moment
+
+
+def check_wall_epoch(value: object, what: str = "wall_epoch") -> datetime.datetime:
+    """The date a run's wall clock starts at, as an aware UTC datetime:
+    from Unix seconds (int or float), ISO-8601 text, a date (midnight UTC)
+    or an aware datetime. From 1970-01-01 on, and early enough that the
+    epoch plus all of virtual time fits int64 nanoseconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime.date)):
+        raise TypeError(
+            f"{what} must be Unix seconds, an ISO-8601 string or a timezone-aware "
+            f"datetime, not {type(value).__name__} {value!r}"
+        )
+    if isinstance(value, (int, float)):
+        seconds = _finite_seconds(value, what)
+        if not 0 <= seconds <= WALL_EPOCH_MAX_NS / 1e9:
+            raise ValueError(_epoch_range(what, value))
+        epoch = UNIX_EPOCH + datetime.timedelta(seconds=value)
+    elif isinstance(value, str):
+        epoch = _iso_epoch(value.strip(), what)
+    elif isinstance(value, datetime.datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(
+                f"{what} must be a timezone-aware datetime (tzinfo=datetime.UTC), "
+                f"got the naive {value!r}"
+            )
+        epoch = value
+    else:  # a date: its midnight, UTC
+        epoch = datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC)
+    try:
+        epoch = epoch.astimezone(datetime.UTC)
+    except OverflowError:  # an offset that takes it past year 1 or 9999
+        raise ValueError(_epoch_range(what, value)) from None
+    if not 0 <= epoch_ns(epoch) <= WALL_EPOCH_MAX_NS:
+        raise ValueError(_epoch_range(what, value))
+    return epoch
+
+
+def epoch_ns(epoch: datetime.datetime) -> int:
+    """An aware datetime as Unix nanoseconds, exactly."""
+    return (epoch - UNIX_EPOCH) // datetime.timedelta(microseconds=1) * 1000
+
+
+def _epoch_range(what: str, value: object) -> str:
+    latest = UNIX_EPOCH + datetime.timedelta(microseconds=WALL_EPOCH_MAX_NS // 1000)
+    return (
+        f"{what} must be from 1970-01-01T00:00:00Z to {wall_epoch_text(latest)} (the epoch "
+        f"plus 2**62 ns of virtual time must fit int64 nanoseconds), got {value!r}"
+    )
+
+
+def check_span(value: object, what: str) -> tuple[float, float]:
+    """A (lo, hi) pair of seconds with 0 <= lo <= hi <= MAX_SPAN_S."""
+    if (
+        not isinstance(value, (tuple, list))
+        or len(value) != 2
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
+    ):
+        raise TypeError(f"{what} must be a pair (lo, hi) of seconds, not {value!r}")
+    lo, hi = (float(v) for v in value)
+    if not (0.0 <= lo <= hi <= MAX_SPAN_S):  # also false for NaN
+        raise ValueError(
+            f"{what} must satisfy 0 <= lo <= hi <= {MAX_SPAN_S:g} seconds, got {value!r}"
+        )
+    return lo, hi
+
+
+def span_ns(span: tuple[float, float]) -> tuple[int, int]:
+    return round(span[0] * 1e9), round(span[1] * 1e9)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How each run of a simulation is set up; validated on construction."""
+
+    strategy: str = "faithful"
+    cpu: tuple[float, float] = DEFAULT_CPU
+    overshoot: tuple[float, float] = DEFAULT_OVERSHOOT
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_time: float = DEFAULT_MAX_TIME
+    executor: str = "refuse"
+    pct_depth: int = DEFAULT_PCT_DEPTH
+    pct_steps: int = DEFAULT_PCT_STEPS
+    swarm: bool = False
+    # Any form check_wall_epoch takes; kept as an aware UTC datetime.
+    wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH
+    # Set by askew._swarm on the config of one swarm run: its report line.
+    swarm_note: str | None = None
+
+    def __post_init__(self) -> None:
+        check_strategy(self.strategy)
+        # Normalised to float pairs, so a list or ints compare and print alike.
+        object.__setattr__(self, "cpu", check_span(self.cpu, "cpu"))
+        object.__setattr__(self, "overshoot", check_span(self.overshoot, "overshoot"))
+        check_max_steps(self.max_steps)
+        check_max_time(self.max_time)
+        check_executor(self.executor)
+        check_pct_depth(self.pct_depth)
+        check_pct_steps(self.pct_steps)
+        check_flag(self.swarm, "swarm")
+        object.__setattr__(self, "wall_epoch", check_wall_epoch(self.wall_epoch))
+
+    @property
+    def faithful(self) -> bool:
+        """Whether every schedule of this strategy is one asyncio could produce."""
+        return self.strategy in FAITHFUL_STRATEGIES
+
+    @property
+    def wall_epoch_utc(self) -> datetime.datetime:
+        """What the run's wall clocks read at virtual time 0."""
+        assert isinstance(self.wall_epoch, datetime.datetime)  # by __post_init__
+        return self.wall_epoch
+
+    @property
+    def wall_epoch_ns(self) -> int:
+        return epoch_ns(self.wall_epoch_utc)
+
+    @property
+    def max_time_ns(self) -> int:
+        # >= 1 by check_max_time; a budget past the end of virtual time is that end.
+        if self.max_time >= SECONDS_LIMIT:
+            return 2**62
+        return round(self.max_time * 1e9)
+
+
+def _int_text(text: str) -> int | None:
+    """An integer as a user writes one: decimal (leading zeros too), or
+    0x/0o/0b with a prefix, underscores allowed; None if it is not one."""
+    for base in (10, 0):
+        try:
+            return int(text.strip(), base)
+        except ValueError:
+            pass
+    return None
+
+
+def parse_seed(text: str, what: str) -> int:
+    """A seed written as text: ASKEW_SEED, --askew-seed and askew-exec --seed
+    all come here, so 0x10 means 16 in each and -1 is refused by each."""
+    value = _int_text(text)
+    if value is None:
+        raise ValueError(
+            f"{what} must be an integer in [0, 2**64) (decimal or 0x...), got {text!r}"
+        )
+    if not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"{what} must be in [0, 2**64), got {text.strip()!r}")
+    return value
+
+
+def env_seed() -> int | None:
+    """ASKEW_SEED, validated, or None."""
+    raw = os.environ.get("ASKEW_SEED", "")
+    return parse_seed(raw, "ASKEW_SEED") if raw.strip() else None
+
+
+def env_iterations() -> int | None:
+    """ASKEW_ITERATIONS, validated, or None."""
+    raw = os.environ.get("ASKEW_ITERATIONS", "")
+    return parse_positive_int(raw, "ASKEW_ITERATIONS") if raw.strip() else None
+
+
+TRACE_DEFAULT = 12  # recent events a failure report shows
+
+
+def parse_trace(text: str, what: str) -> int | None:
+    """How much of the trace a failure report shows: N events, or "all"
+    (None: every event the log keeps)."""
+    if text.strip().lower() == "all":
+        return None
+    value = _int_text(text)
+    if value is None or value < 0:
+        raise ValueError(f"{what} must be 'all' or a number of events >= 0, got {text!r}")
+    return value
+
+
+def env_trace() -> int | None:
+    """ASKEW_TRACE: the recent events a report shows (None: all of them)."""
+    raw = os.environ.get("ASKEW_TRACE", "")
+    return parse_trace(raw, "ASKEW_TRACE") if raw.strip() else TRACE_DEFAULT
+
+
+def env_views(test: str, seed: int) -> tuple[str | None, str | None]:
+    """Where a failing run's views go: its HTML timeline in the folder
+    ASKEW_TIMELINE names (a file per test and seed), its Chrome trace JSON
+    to the file ASKEW_TRACE_JSON names; None for one not asked for."""
+    folder = os.environ.get("ASKEW_TIMELINE", "").strip()
+    trace_json = os.environ.get("ASKEW_TRACE_JSON", "").strip() or None
+    timeline = None
+    if folder:
+        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in test)
+        timeline = os.path.join(folder, f"{name}-{seed}.html")
+    return timeline, trace_json
+
+
+def env_flag(name: str) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{name} must be 0 or 1, got {os.environ[name]!r}")
+
+
+# ---- wrap mode's knobs as text ------------------------------------------------------
+#
+# askew-exec's flags (--strategy ...), the plugin's options (--askew-strategy ...)
+# and the ASKEW_* variables that carry them to a child all go through the
+# parsers below, so one value means the same thing, and is refused with the
+# same words, wherever it is written. `what` names where the text came from.
+
+
+def parse_positive_int(text: str, what: str) -> int:
+    value = _int_text(text)
+    if value is None:
+        raise ValueError(f"{what} must be a positive integer, got {text!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be >= 1, got {text!r}")
+    return value
+
+
+def parse_max_steps(text: str, what: str) -> int:
+    return check_max_steps(parse_positive_int(text, what), what)
+
+
+def parse_seconds(text: str, what: str) -> float:
+    try:
+        seconds = float(text.strip())
+    except ValueError:
+        seconds = math.nan
+    if not (0.0 < seconds < math.inf):  # also false for NaN
+        raise ValueError(f"{what} must be a number of seconds > 0, got {text!r}")
+    return check_max_time(seconds, what)
+
+
+def parse_span(text: str, what: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        lo, hi = (float(p.strip()) for p in parts)
+    except ValueError:  # not two numbers
+        lo = hi = math.nan
+    if not (0.0 <= lo <= hi <= MAX_SPAN_S):  # also false for NaN
+        raise ValueError(
+            f"{what} must be LO,HI in seconds with 0 <= LO <= HI <= {MAX_SPAN_S:g} "
+            f"(say 0,20e-6), got {text!r}"
+        )
+    return lo, hi
+
+
+def parse_strategy(text: str, what: str) -> str:
+    if text.strip() not in STRATEGIES:
+        raise ValueError(f"{what} must be one of {', '.join(STRATEGIES)}, got {text!r}")
+    return text.strip()
+
+
+def parse_pct_depth(text: str, what: str) -> int:
+    return check_pct_depth(parse_positive_int(text, what), what)
+
+
+def parse_pct_steps(text: str, what: str) -> int:
+    return check_pct_steps(parse_positive_int(text, what), what)
+
+
+def parse_flag(text: str, what: str) -> bool:
+    word = text.strip().lower()
+    if word in ("0", "false", "no", "off"):
+        return False
+    if word in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{what} must be 0 or 1, got {text!r}")
+
+
+def parse_executor(text: str, what: str) -> str:
+    if text.strip() not in EXECUTORS:
+        raise ValueError(f"{what} must be one of {', '.join(EXECUTORS)}, got {text!r}")
+    return text.strip()
+
+
+def parse_wall_epoch(text: str, what: str) -> datetime.datetime:
+    """An epoch written as text: Unix seconds or ISO-8601."""
+    word = text.strip()
+    number: float | None = _int_text(word)
+    if number is None:
+        try:
+            number = float(word)
+        except ValueError:
+            number = None
+    return check_wall_epoch(word if number is None else number, what)
+
+
+# RunConfig's field -> the ASKEW_* variable that carries it and its parser.
+KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
+    "strategy": ("ASKEW_STRATEGY", parse_strategy),
+    "cpu": ("ASKEW_CPU", parse_span),
+    "overshoot": ("ASKEW_OVERSHOOT", parse_span),
+    "max_steps": ("ASKEW_MAX_STEPS", parse_max_steps),
+    "max_time": ("ASKEW_MAX_TIME", parse_seconds),
+    "executor": ("ASKEW_EXECUTOR", parse_executor),
+    "pct_depth": ("ASKEW_PCT_DEPTH", parse_pct_depth),
+    "pct_steps": ("ASKEW_PCT_STEPS", parse_pct_steps),
+    "swarm": ("ASKEW_SWARM", parse_flag),
+    "wall_epoch": ("ASKEW_WALL_EPOCH", parse_wall_epoch),
+}
+# Wrap mode runs executor work inline unless told otherwise (docs/wrapping.md
+# says why); @askew.simulate and new_event_loop keep RunConfig's "refuse".
+WRAP_EXECUTOR = "inline"
+
+
+def env_seeds() -> int | None:
+    """ASKEW_SEEDS (base seeds per wrapped test), validated, or None."""
+    raw = os.environ.get("ASKEW_SEEDS", "")
+    return parse_positive_int(raw, "ASKEW_SEEDS") if raw.strip() else None
+
+
+def env_knobs() -> dict[str, object]:
+    """The RunConfig fields set by ASKEW_* variables, parsed; unset ones are absent."""
+    values: dict[str, object] = {}
+    for field_name, (variable, parse) in KNOBS.items():
+        raw = os.environ.get(variable, "")
+        if raw.strip():
+            values[field_name] = parse(raw, variable)
+    return values
+
+
+def wrap_config(options: dict[str, object]) -> RunConfig:
+    """A wrapped test's RunConfig: `options` (already parsed) over the ASKEW_*
+    variables over wrap mode's defaults."""
+    values = {"executor": WRAP_EXECUTOR, **env_knobs(), **options}
+    if values.get("swarm"):
+        # Swarm sets the world's network per seed; a wrapped test has no world.
+        raise ValueError(
+            "swarm applies to @askew.simulate tests, not to wrapped ones (they have no "
+            "world whose network it could configure): drop --askew-swarm / ASKEW_SWARM"
+        )
+    return RunConfig(**values)  # type: ignore[arg-type]
+
+
+def strategy_note(config: RunConfig) -> str | None:
+    """What a failure report says of a strategy that can leave asyncio's orders."""
+    if config.faithful:
+        return None
+    return (
+        f"strategy {config.strategy!r} can run callbacks in an order asyncio cannot "
+        "produce; if this fails only under it, the order may be impossible, not a bug "
+        "(sweep the test under the faithful strategy to tell)"
+    )
+
+
+def swarm_note(config: RunConfig) -> str | None:
+    """What a failure report says of the swarm configuration it ran under."""
+    if config.swarm_note is None:
+        return None
+    return f"{config.swarm_note}; the seed decides it: replay with swarm on"
+
+
+def env_knob_assignments() -> list[str]:
+    """The ASKEW_* knob variables set in this environment, as VAR=value words
+    for a replay command (they override the decorator, so replay needs them)."""
+    return [f"{KNOBS[name][0]}={knob_text(value)}" for name, value in env_knobs().items()]
+
+
+def knob_text(value: object) -> str:
+    """A parsed knob as its ASKEW_* variable or option spells it (a span as LO,HI)."""
+    if isinstance(value, tuple):
+        return ",".join(map(repr, value))
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, datetime.datetime):
+        return wall_epoch_text(value)
+    return str(value)
+
+
+# Every ASKEW_* variable askew reads (the package, the preload, askew-exec)
+# and the developer's build and test switches: any other ASKEW_* name in the
+# environment is likely a typo, and the plugin warns naming the closest.
+ENV_VARIABLES = frozenset(
+    {
+        "ASKEW_SEED",
+        "ASKEW_ITERATIONS",
+        "ASKEW_SEEDS",
+        "ASKEW_WRAP",
+        "ASKEW_TRACE",
+        "ASKEW_TIMELINE",
+        "ASKEW_TRACE_JSON",
+        "ASKEW_CHECK_DETERMINISM",
+        "ASKEW_DEBUG",
+        "ASKEW_PRELOAD_UNRESOLVED",
+        "ASKEW_SUPPRESS",
+        "ASKEW_SHRINK",
+        "ASKEW_SHRINK_SECONDS",
+        "ASKEW_DB",
+        "ASKEW_COVERAGE",  # shrink3: askew/_coverage.py
+        *(variable for variable, _parse in KNOBS.values()),
+        # the Makefile's and the test suite's own
+        "ASKEW_ASAN",
+        "ASKEW_SANITIZE",
+        "ASKEW_DEBUG_BUILD",
+        "ASKEW_FUZZ_PROGRAMS",
+        "ASKEW_RECORD_PINS",
+        "ASKEW_TEST_INSTALLED",
+    }
+)
+
+
+def unknown_env_variables() -> list[str]:
+    """One warning per ASKEW_* variable in the environment that askew does
+    not read, naming the closest one it does."""
+    import difflib
+
+    warnings = []
+    for name in sorted(os.environ):
+        if not name.startswith("ASKEW_") or name in ENV_VARIABLES:
+            continue
+        # Compared without the common prefix, which would make any two close.
+        names = {known[6:]: known for known in ENV_VARIABLES}
+        close = difflib.get_close_matches(name[6:], sorted(names), n=1, cutoff=0.6)
+        hint = f"did you mean {names[close[0]]}?" if close else "askew ignores it"
+        warnings.append(f"askew does not read the environment variable {name}: {hint}")
+    return warnings
+
+
+# ---- shrinking and fault analysis (askew/_shrink.py) ----
+
+SHRINK_SECONDS_DEFAULT = 10.0  # the wall-time budget of one failure's analysis
+
+
+# The network's own faults a suppression can name, by the send's id:
+# "drop:17" (the loss draw dropped message 17), "dup:17" (it was duplicated).
+MESSAGE_FAULTS = ("drop", "dup")  # index = the engine's ASKEW_NET_FAULT_* kind
+# And "nodes:3": World.node_count gives at most 3 (the shrinker's fewer nodes).
+NODES_KEY = "nodes"
+
+
+def parse_suppress(text: str, what: str) -> frozenset[int | str]:
+    """The faults a run skips, written as text: fault-call indices and
+    message faults, "3,7,drop:17,dup:20" (empty: none)."""
+    out: set[int | str] = set()
+    for word in text.replace(" ", "").split(","):
+        if not word:
+            continue
+        kind, colon, rest = word.partition(":")
+        index = _int_text(rest if colon else word)
+        known = (*MESSAGE_FAULTS, NODES_KEY)
+        if index is None or index < 0 or (colon and (kind not in known or index < 1)):
+            raise ValueError(
+                f"{what} must be fault indices, message faults (drop:N, dup:N) and a "
+                f"node count (nodes:N) separated by commas, got {text!r}"
+            )
+        out.add(f"{kind}:{index}" if colon else index)
+    return frozenset(out)
+
+
+def env_suppress() -> frozenset[int | str]:
+    """ASKEW_SUPPRESS: the fault calls a replayed run skips (askew/_shrink.py)."""
+    return parse_suppress(os.environ.get("ASKEW_SUPPRESS", ""), "ASKEW_SUPPRESS")
+
+
+def env_shrink() -> float:
+    """The wall-time budget in seconds for analysing a failure (0: none).
+
+    On by default under pytest only (PYTEST_CURRENT_TEST set); ASKEW_SHRINK=0
+    turns it off, ASKEW_SHRINK=1 on anywhere; ASKEW_SHRINK_SECONDS sets the
+    budget."""
+    raw = os.environ.get("ASKEW_SHRINK", "").strip()
+    on = parse_flag(raw, "ASKEW_SHRINK") if raw else "PYTEST_CURRENT_TEST" in os.environ
+    seconds = os.environ.get("ASKEW_SHRINK_SECONDS", "").strip()
+    budget = parse_seconds(seconds, "ASKEW_SHRINK_SECONDS") if seconds else SHRINK_SECONDS_DEFAULT
+    return budget if on else 0.0

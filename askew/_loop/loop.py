@@ -1,0 +1,443 @@
+# SPDX-License-Identifier: Apache-2.0
+"""SimLoop: askew's asyncio event loop.
+
+The hot half (call_soon, call_later, call_at, time, create_future,
+create_task, the run loop) is C, in askew._core.Loop. This file adds the
+rest of asyncio.AbstractEventLoop: running and stopping with the stdlib's
+error messages, async generators, the exception handler API and the end of
+a run. Its I/O methods are askew/_loop/hostio.py's (served by the network layer,
+or refused), its threads and executors askew/_loop/executor.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import threading
+import types
+import weakref
+from asyncio import base_events, coroutines, events, futures, tasks
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, NoReturn, TypeVar
+
+from .. import _core
+from ..errors import BudgetExceeded, DeadlockError, NondeterminismError
+from . import hostio
+from .config import GC_EVERY_STEPS, RunConfig, WallEpoch, check_seed, span_ns
+from .executor import ExecutorMethods
+from .frames import describe_wait
+from .hostio import IOMethods
+from .patches import scope
+from .text import safe_repr
+
+_T = TypeVar("_T")
+
+_core._configure_errors(NondeterminismError)
+
+_HAS_EAGER = sys.version_info >= (3, 12)
+_CoroutineType = types.CoroutineType
+
+
+class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
+    """An asyncio event loop with virtual time and a seeded schedule."""
+
+    def __init__(self, seed: int = 0, config: RunConfig | None = None) -> None:
+        self._config = config if config is not None else RunConfig()
+        self._task_factory: Any = None
+        self._exception_handler: Any = None
+        self._current_handle: Any = None
+        self._asyncgens: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        self._asyncgens_shutdown_called = False
+        self._executor_shutdown_called = False
+        self._default_executor: Any = None
+        self._thread_id: int | None = None
+        self._own_scope = False
+        self._random_state: Any = None
+        self._host: Any = None  # the network layer's state on this loop (wrap mode's host)
+        self.slow_callback_duration = 0.1
+        # As asyncio's loops: PYTHONASYNCIODEBUG and -X dev turn debug on.
+        self.set_debug(coroutines._is_debug_mode())  # type: ignore[attr-defined]
+        self._apply_config()
+        self.reset(seed)
+
+    def _apply_config(self, *, budgets: bool = True) -> None:
+        """Hand the config to C; budgets=False lifts the step and time
+        budgets (teardown after a run that spent them)."""
+        cfg = self._config
+        self._configure(
+            cfg.strategy,
+            cfg.max_steps if budgets else 0,
+            cfg.max_time_ns if budgets else 0,
+            GC_EVERY_STEPS,
+            span_ns(cfg.cpu),
+            span_ns(cfg.overshoot),
+            cfg.pct_depth,
+            cfg.pct_steps,
+            cfg.wall_epoch_ns,
+        )
+
+    # A test may replace loop.time on the instance (a mock clock), as it can
+    # on asyncio's loop, whose scheduler then obeys it: so does this one.
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "time":
+            self._set_time_view(value)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        object.__delattr__(self, name)
+        if name == "time":
+            self._set_time_view(None)
+
+    def reset(self, seed: int) -> None:
+        """Start a new run on this loop: clock at zero, streams from `seed`."""
+        check_seed(seed)
+        hostio.host_io.reset(self)  # what the host served goes with the network's reset
+        self._dropping_run = True  # the old run's async generators go with it
+        try:
+            self._reset(seed)
+        finally:
+            self._dropping_run = False
+        self._random_state = None
+
+    @property
+    def seed(self) -> int:
+        return int(self._seed)
+
+    @property
+    def steps(self) -> int:
+        """Callbacks run so far in this run."""
+        return int(self._steps)
+
+    @property
+    def trace_hash(self) -> int:
+        """The running hash of every decision and event of this run."""
+        return int(self._trace_hash)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.is_closed() else "running" if self.is_running() else "idle"
+        return f"<SimLoop {state} seed={self.seed} t={self.time():.6f}s steps={self.steps}>"
+
+    # ---- running --------------------------------------------------------
+
+    def _check_closed(self) -> None:
+        if self.is_closed():
+            raise RuntimeError("Event loop is closed")
+
+    def _check_running(self) -> None:
+        if self.is_running():
+            raise RuntimeError("This event loop is already running")
+        if events._get_running_loop() is not None:
+            raise RuntimeError("Cannot run the event loop while another loop is running")
+
+    def run_forever(self) -> None:
+        self._check_closed()
+        self._check_running()
+        old_hooks = sys.get_asyncgen_hooks()
+        self._thread_id = threading.get_ident()
+        sys.set_asyncgen_hooks(
+            firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook
+        )
+        self._open_scope()
+        try:
+            self._enter()  # first: a failed enter leaves no running loop set
+            events._set_running_loop(self)
+            try:
+                status = self._run()
+            finally:
+                self._leave()
+                events._set_running_loop(None)
+            if status != _core.RUN_STOPPED:
+                self._run_cannot_go_on(status)
+        finally:
+            self._close_scope()
+            self._thread_id = None
+            sys.set_asyncgen_hooks(*old_hooks)
+
+    def _open_scope(self) -> None:
+        # A bare loop (askew.new_event_loop) opens the determinism scope for
+        # each run and keeps its own `random` state between them; under the
+        # runner the scope is already open and the runner seeds `random`.
+        self._own_scope = not scope.open
+        if self._own_scope:
+            scope.enter(self._config.wall_epoch_ns)
+            if self._random_state is None:
+                scope.reseed(self.seed)
+            else:
+                random.setstate(self._random_state)
+
+    def _close_scope(self) -> None:
+        if self._own_scope:
+            self._random_state = random.getstate()
+            self._own_scope = False
+            scope.exit()
+
+    def _run_cannot_go_on(self, status: int) -> NoReturn:
+        if status == _core.RUN_IDLE:
+            raise DeadlockError(self._deadlock_report())
+        if status == _core.RUN_TIME_BUDGET:
+            raise BudgetExceeded(
+                f"virtual time budget exceeded: the next timer lies past "
+                f"max_time={self._config.max_time:g}s (seed={self.seed}, t={self.time():.6f}s, "
+                f"steps={self.steps}); a loop that only sleeps forever, or raise max_time"
+            )
+        raise BudgetExceeded(
+            f"step budget exceeded: {self.steps} callbacks ran "
+            f"(max_steps={self._config.max_steps}, seed={self.seed}, t={self.time():.6f}s); "
+            "likely a livelock: tasks keep waking each other without time passing"
+        )
+
+    def _deadlock_report(self) -> str:
+        pending = sorted(
+            (t for t in tasks.all_tasks(self) if not t.done()),
+            key=lambda t: getattr(t, "_askew_seq", 0),
+        )
+        lines = [
+            f"deadlock: nothing is ready and no timer is pending, but the run is not done "
+            f"(seed={self.seed}, t={self.time():.6f}s, steps={self.steps})"
+        ]
+        if not pending:
+            lines.append("  no task is pending: something waits on a future nobody will set")
+        for task in pending:
+            lines.append(f"  {task.get_name()} waits at {describe_wait(task)}")
+        return "\n".join(lines)
+
+    def run_until_complete(self, future: Awaitable[_T]) -> _T:
+        __tracebackhide__ = True  # pytest: the failure is the awaited code's
+        self._check_closed()
+        self._check_running()
+        new_task = not futures.isfuture(future)
+        fut: asyncio.Future[_T]
+        if new_task and type(future) is _CoroutineType:
+            fut = self.create_task(future)  # ensure_future's result, minus its checks
+        else:
+            fut = tasks.ensure_future(future, loop=self)
+        if new_task:
+            fut._log_destroy_pending = False  # type: ignore[attr-defined]
+        # asyncio's done callback stops whichever run is going when it runs.
+        # When a run ends in an error raised between steps (a refusal raised
+        # at the end of the step that finished `fut`, a KeyboardInterrupt),
+        # the callback is already queued: it would stop the next run at once,
+        # and Runner.close() would never finalize async generators. This one
+        # stops only the run that armed it.
+        armed = True
+
+        def stop_this_run(_: Any) -> None:
+            if armed:
+                self.stop()
+
+        fut.add_done_callback(stop_this_run)
+        try:
+            self.run_forever()
+        except BaseException:
+            if new_task and fut.done() and not fut.cancelled():
+                fut.exception()  # mark it retrieved: the caller sees the error
+            raise
+        finally:
+            armed = False
+            fut.remove_done_callback(stop_this_run)
+        if not fut.done():
+            raise RuntimeError("Event loop stopped before Future completed.")
+        return fut.result()
+
+    def close(self) -> None:
+        if self.is_running():
+            raise RuntimeError("Cannot close a running event loop")
+        if self.is_closed():
+            return
+        hostio.host_io.reset(self)
+        self._mark_closed()
+        self._default_executor = None
+        # issue 14: the last run's log holds its payloads, and through them
+        # (a TCP segment holds its endpoint) the run's streams and state. Let
+        # go of them now, so their finalizers run in the test that made them
+        # rather than in whichever later test frees this loop (a failed
+        # test's traceback keeps it) or collects them: "loop is closed",
+        # "Event loop is closed" landing on an innocent test.
+        self._log_keep(_core.LOG_KEPT)
+
+    # ---- tasks ----------------------------------------------------------
+
+    def set_task_factory(self, factory: Any) -> None:
+        if factory is not None and not callable(factory):
+            raise TypeError("task factory must be a callable or None")
+        self._task_factory = factory
+        self._set_task_factory_raw(factory)
+
+    def get_task_factory(self) -> Any:
+        return self._task_factory
+
+    def _create_task_slow(
+        self, coro: Any, *, name: str | None = None, context: Any = None, **kwargs: Any
+    ) -> asyncio.Task[Any]:
+        self._check_closed()
+        factory = self._task_factory
+        if _HAS_EAGER and factory is getattr(asyncio, "eager_task_factory", None):
+            factory = None
+            kwargs["eager_start"] = True
+        if factory is None:
+            # Numbered, named and owned in C, as create_task's fast path.
+            made: asyncio.Task[Any] = self._make_task(
+                coro, context, dict(loop=self, name=name, context=context, **kwargs)
+            )
+            return made
+        if context is not None:
+            kwargs["context"] = context
+        seq = self._next_task_seq()
+        task: asyncio.Task[Any] = factory(self, coro, **kwargs)
+        task.set_name(f"Task-{seq}" if name is None else name)
+        return task
+
+    @staticmethod
+    def _check_callback_debug(callback: Any, method: str) -> None:
+        if asyncio.iscoroutinefunction(callback):
+            raise TypeError(f"coroutines cannot be used with {method}()")
+
+    def _callback_error(self, handle: Any, exc: BaseException) -> None:
+        self.call_exception_handler(
+            # safe_repr: a callback whose __repr__ raises must not replace
+            # the exception it raised.
+            {
+                "message": f"Exception in callback {safe_repr(handle)}",
+                "exception": exc,
+                "handle": handle,
+            }
+        )
+
+    # The stdlib's exception handler API works unchanged on this loop.
+    get_exception_handler: Any = base_events.BaseEventLoop.get_exception_handler
+    set_exception_handler: Any = base_events.BaseEventLoop.set_exception_handler
+    default_exception_handler: Any = base_events.BaseEventLoop.default_exception_handler
+    call_exception_handler: Any = base_events.BaseEventLoop.call_exception_handler
+
+    # ---- async generators, shutdown ---------------------------------------
+
+    def _asyncgen_firstiter_hook(self, agen: Any) -> None:
+        if self._asyncgens_shutdown_called:
+            import warnings
+
+            warnings.warn(
+                f"asynchronous generator {agen!r} was scheduled after "
+                f"loop.shutdown_asyncgens() call",
+                ResourceWarning,
+                source=self,
+                stacklevel=2,
+            )
+        self._asyncgens[agen] = None
+
+    _dropping_run = False
+
+    def _asyncgen_finalizer_hook(self, agen: Any) -> None:
+        self._asyncgens.pop(agen, None)
+        # A generator dropped with its run (reset) is dropped like the run's
+        # tasks: an aclose() task made now would be dropped unawaited.
+        if not self.is_closed() and not self._dropping_run:
+            self.call_soon_threadsafe(self.create_task, agen.aclose())
+
+    async def shutdown_asyncgens(self) -> None:
+        """Close the async generators still open, in first-iteration order."""
+        self._asyncgens_shutdown_called = True
+        if not len(self._asyncgens):
+            return
+        closing = list(self._asyncgens)
+        self._asyncgens.clear()
+        results = await tasks.gather(*[ag.aclose() for ag in closing], return_exceptions=True)
+        for result, agen in zip(results, closing, strict=True):
+            if isinstance(result, Exception):
+                self.call_exception_handler(
+                    {
+                        "message": f"an error occurred during closing of "
+                        f"asynchronous generator {agen!r}",
+                        "exception": result,
+                        "asyncgen": agen,
+                    }
+                )
+
+    def _timer_handle_cancelled(self, handle: Any) -> None:
+        """Called by asyncio.TimerHandle.cancel; askew's own handles need nothing."""
+
+    def _cancel_pending(
+        self, waits_for: Callable[[asyncio.Task[Any]], bool]
+    ) -> tuple[BaseException | None, BaseException | None]:
+        """Cancel the run's pending tasks, in creation order, and run until
+        those `waits_for` accepts have finished (World._end_run calls it).
+        Returns what stopped that run early, if anything, and the first
+        error a cancelled task finished with."""
+        # The main task is done by now: with no other task made, none is pending.
+        if self._tasks_made <= 1 or self.is_closed():
+            return None, None
+        pending = sorted(
+            (t for t in asyncio.all_tasks(self) if not t.done()),
+            key=lambda t: getattr(t, "_askew_seq", 0),
+        )
+        if not pending:
+            return None, None
+        for task in pending:
+            task.cancel()
+        live = [t for t in pending if waits_for(t)]
+
+        async def settle() -> None:
+            for _ in range(1000):
+                if all(t.done() for t in live):
+                    return
+                await asyncio.sleep(0)
+
+        stopped: BaseException | None = None
+        # A run that failed on its step or time budget has spent it: lift both
+        # while the cancelled tasks finish (settle() is bounded on its own).
+        self._apply_config(budgets=False)
+        try:
+            self.run_until_complete(settle())
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            stopped = exc
+        finally:
+            self._apply_config()
+        raised: BaseException | None = None
+        for task in pending:  # every error is retrieved, so none is logged later
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raised = raised or task.exception()
+        return stopped, raised
+
+    def _end_run(self) -> None:
+        """Drop what is left of the run once its world has ended: ready
+        callbacks, timers and messages (askew._runner calls it last)."""
+        self._clear()
+
+
+def new_event_loop(
+    seed: int = 0,
+    *,
+    strategy: str = "faithful",
+    cpu: tuple[float, float] | None = None,
+    overshoot: tuple[float, float] | None = None,
+    max_steps: int | None = None,
+    max_time: float | None = None,
+    executor: str = "refuse",
+    pct_depth: int | None = None,
+    pct_steps: int | None = None,
+    wall_epoch: WallEpoch | None = None,
+) -> SimLoop:
+    """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
+    loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
+    The keywords are simulate()'s; None keeps a knob's default."""
+    kwargs: dict[str, Any] = {"strategy": strategy, "executor": executor}
+    for name, value in (
+        ("cpu", cpu),
+        ("overshoot", overshoot),
+        ("max_steps", max_steps),
+        ("max_time", max_time),
+        ("pct_depth", pct_depth),
+        ("pct_steps", pct_steps),
+        ("wall_epoch", wall_epoch),
+    ):
+        if value is not None:
+            kwargs[name] = value
+    return SimLoop(check_seed(seed), RunConfig(**kwargs))
+
+
+def run(main: Coroutine[Any, Any, _T], *, seed: int = 0, **kwargs: Any) -> _T:
+    """asyncio.run() on a SimLoop."""
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(seed, **kwargs)) as runner:
+        return runner.run(main)

@@ -1,0 +1,878 @@
+# SPDX-License-Identifier: Apache-2.0
+"""askew's pytest plugin (entry point pytest11).
+
+--askew-seed and --askew-iterations mirror ASKEW_SEED and ASKEW_ITERATIONS
+for @askew.simulate tests, which need nothing else: a simulated test is an
+ordinary sync function. --askew-wrap (or ASKEW_WRAP=1, which
+`askew-exec --wrap` sets) runs unmodified asyncio tests on seeded SimLoops:
+this file decides per test and per phase when askew._wrap's patches are in
+place (never outside a test's setup, call or teardown), runs a test that
+made a SimLoop under --askew-seeds N base seeds, and ends every wrapped
+failure with the command that replays it. Every option and ASKEW_* value is
+parsed by askew._config; a bad one is a usage error naming it, and an
+ASKEW_* name askew does not read is warned about. SimulatedReports adds a
+simulated test's sweep to -v, keeps its failing seed for --lf, and ends an
+askew failure's traceback at the user's line.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import os
+import time
+import types
+from collections.abc import Callable, Generator
+from typing import Any
+
+import _pytest
+import pluggy
+import pytest
+
+from .._loop.config import (
+    KNOBS,
+    RunConfig,
+    check_seed,
+    env_flag,
+    env_iterations,
+    env_knobs,
+    env_seed,
+    env_seeds,
+    env_shrink,
+    env_trace,
+    knob_text,
+    parse_positive_int,
+    parse_seed,
+    parse_trace,
+    unknown_env_variables,
+    wrap_config,
+)
+from .._loop.frames import PACKAGE_DIR
+from .._loop.patches import NameSwap
+from .._report import report as _report
+from ..errors import SimulationFailure
+from . import runner as _runner
+from . import seeddb as _seeddb
+from . import wrap as _wrap
+from .wrap import WrappedRun, wrapped_replay
+
+_PLUGIN_NAME = "askew-wrap"
+# The host's clock, taken before any simulation can make `time` virtual:
+# the progress line reads it between a sweep's runs.
+_monotonic = time.monotonic
+
+# The plugin option of each RunConfig knob: --askew-strategy, --askew-max-steps, ...
+_KNOB_OPTIONS = {name: "--askew-" + name.replace("_", "-") for name in KNOBS}
+_KNOB_HELP = {
+    "strategy": ("S", "faithful (default), fifo, interleave, shuffle or pct"),
+    "cpu": ("LO,HI", "virtual CPU seconds each callback costs, uniform in [LO, HI]"),
+    "overshoot": ("LO,HI", "seconds a timer fires after its deadline, uniform in [LO, HI]"),
+    "max_steps": ("N", "callbacks per loop run before BudgetExceeded"),
+    "max_time": ("SECONDS", "virtual seconds per loop run before BudgetExceeded"),
+    "executor": ("E", "inline (the wrap default: executor work runs at a loop step) or refuse"),
+    "pct_depth": ("D", "the bug depth PCT aims at (default 3)"),
+    "pct_steps": ("K", "PCT's estimate of a run's steps (default 1000)"),
+    "swarm": ("0|1", "a seeded random subset of fault knobs per seed"),
+    "wall_epoch": ("DATE", "what the wall clock reads at t=0: 2026-01-01 or Unix seconds"),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("askew", "askew deterministic simulation")
+    group.addoption(
+        "--askew-seed",
+        default=None,
+        metavar="SEED",
+        help="base seed for @askew.simulate tests and for --askew-wrap, 0 <= SEED < 2**64, "
+        "decimal or 0x... (as ASKEW_SEED)",
+    )
+    group.addoption(
+        "--askew-iterations",
+        default=None,
+        metavar="N",
+        help="iterations per @askew.simulate test (as ASKEW_ITERATIONS); with --askew-wrap "
+        "also the seeds per wrapped test unless --askew-seeds is given",
+    )
+    group.addoption(
+        "--askew-trace",
+        default=None,
+        metavar="N|all",
+        help="recent events a failure report shows: N (default 12) or all the log keeps "
+        "(as ASKEW_TRACE)",
+    )
+    _add_view_options(group)
+    group.addoption(
+        "--askew-wrap",
+        action="store_true",
+        default=False,
+        help="run every asyncio event loop a test creates on a seeded askew SimLoop "
+        "(also on when ASKEW_WRAP=1)",
+    )
+    group.addoption(
+        "--askew-seeds",
+        default=None,
+        metavar="N",
+        help="with --askew-wrap: run every test that makes a SimLoop under N base seeds "
+        "and report each failing seed with its replay command (as ASKEW_SEEDS)",
+    )
+    _add_shrink_options(group)
+    for name, option in _KNOB_OPTIONS.items():
+        metavar, text = _KNOB_HELP[name]
+        group.addoption(
+            option,
+            default=None,
+            metavar=metavar,
+            help=f"with --askew-wrap: {text} (as {KNOBS[name][0]})",
+        )
+
+
+def _add_shrink_options(group: Any) -> None:
+    """Fault analysis and shrinking after a failure, and the seed database."""
+    group.addoption(
+        "--askew-shrink",
+        default=None,
+        metavar="0|1",
+        help="after a failure, re-run its seed without each fault and shrink its fault set "
+        "(default 1 under pytest; as ASKEW_SHRINK)",
+    )
+    group.addoption(
+        "--askew-shrink-seconds",
+        default=None,
+        metavar="SECONDS",
+        help="wall-time budget of that analysis per failure (default 10; as ASKEW_SHRINK_SECONDS)",
+    )
+    group.addoption(
+        "--askew-db",
+        default=None,
+        metavar="PATH|off",
+        help="where failing seeds are remembered and tried first next time "
+        "(default .askew/ in the rootdir; as ASKEW_DB)",
+    )
+
+
+def _configure_shrink(config: pytest.Config) -> None:
+    for option, variable in (
+        ("askew_shrink", "ASKEW_SHRINK"),
+        ("askew_shrink_seconds", "ASKEW_SHRINK_SECONDS"),
+        ("askew_db", "ASKEW_DB"),
+    ):
+        text = config.getoption(option, None)
+        if text is not None:
+            os.environ[variable] = str(text)
+    env_shrink()  # a bad value is one usage error now, not one per failure
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        _configure(config)
+    except (ValueError, TypeError) as exc:
+        # A bad option or ASKEW_* value is the user's to fix, not a crash.
+        raise pytest.UsageError(f"askew: {exc}") from None
+
+
+def _configure(config: pytest.Config) -> None:
+    progress = SweepProgress(config, _runner.observer)
+    config.pluginmanager.register(progress, _PLUGIN_NAME + "-progress")
+    _runner.observer = progress
+    _configure_shrink(config)  # first: the report plugin reads ASKEW_DB
+    _configure_report(config)
+    _configure_views(config)
+    seed = config.getoption("askew_seed", None)
+    iterations = config.getoption("askew_iterations", None)
+    if seed is not None:
+        os.environ["ASKEW_SEED"] = str(parse_seed(str(seed), "--askew-seed"))
+    if iterations is not None:
+        os.environ["ASKEW_ITERATIONS"] = str(
+            parse_positive_int(str(iterations), "--askew-iterations")
+        )
+    # A bad ASKEW_* value is one usage error now, not one failure per test.
+    env_seed()
+    env_iterations()
+    given = {name: config.getoption("askew_" + name, None) for name in KNOBS}
+    given = {name: text for name, text in given.items() if text is not None}
+    seeds_text = config.getoption("askew_seeds", None)
+    if not (config.getoption("askew_wrap", False) or env_flag("ASKEW_WRAP")):
+        # Only wrap mode sweeps base seeds; taking them silently would change nothing.
+        if seeds_text is not None or os.environ.get("ASKEW_SEEDS", "").strip():
+            raise pytest.UsageError(
+                "askew: --askew-seeds (ASKEW_SEEDS) applies to wrapped tests: add "
+                "--askew-wrap (or ASKEW_WRAP=1); @askew.simulate tests sweep "
+                "--askew-iterations seeds"
+            )
+        # The knobs reach @askew.simulate tests as ASKEW_* variables, as the
+        # seed does, and override the decorator's arguments.
+        for name, text in given.items():
+            variable, parse = KNOBS[name]
+            os.environ[variable] = knob_text(parse(text, _KNOB_OPTIONS[name]))
+        env_knobs()  # a bad ASKEW_* value is a usage error now, not in every test
+        return
+    options = {name: KNOBS[name][1](text, _KNOB_OPTIONS[name]) for name, text in given.items()}
+    if seeds_text is not None:
+        seeds = parse_positive_int(seeds_text, "--askew-seeds")
+    else:
+        # `askew-exec --wrap --iterations 20` means 20 runs of each test, as it
+        # does for @askew.simulate: for a wrapped test that is 20 base seeds.
+        seeds = env_seeds() or env_iterations() or 1
+    wrap = WrapPlugin(config, seeds, wrap_config(options))
+    config.pluginmanager.register(wrap, _PLUGIN_NAME)
+    if wrap.seeds > 1:
+        config.pluginmanager.register(SeedSweep(wrap), _PLUGIN_NAME + "-seeds")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # A pytest run inside a test (pytester) hands the outer run's observer back.
+    progress = _runner.observer
+    if isinstance(progress, SweepProgress) and progress.config is config:
+        _runner.observer = progress.outer
+
+
+class SweepProgress:
+    """The live line of an @askew.simulate sweep and the per-test summary.
+
+    On a terminal, unless -q, a sweep that runs shows one line after what
+    pytest wrote for its test: seeds done of the total, seeds/s, failures,
+    elapsed and remaining time, redrawn at most every INTERVAL seconds and
+    erased when the sweep ends, so pytest's own line reads as without it.
+    It is drawn with output capture suspended, as pytest's live logging
+    does, and it needs the terminal writer's current line (a private
+    attribute): without it there is no live line. Each sweep's figures go
+    into its test's user_properties ("askew_sweep"), which pytest-xdist
+    carries to the controller, and the terminal summary lists them.
+    """
+
+    INTERVAL = 0.2  # seconds between redraws
+
+    def __init__(self, config: pytest.Config, outer: _runner.SweepObserver | None) -> None:
+        self.config = config
+        self.outer = outer
+        self.item: pytest.Item | None = None
+        self.rows: dict[str, list[str]] = {}  # nodeid -> its sweeps' summary lines
+        self._reset(None, 0, 0)
+
+    def _reset(self, name: str | None, base: int, total: int) -> None:
+        self.name = name
+        self.base = base
+        self.total = total
+        self.done = 0
+        self.failures = 0
+        self.began = _monotonic()
+        self.next_draw = self.began
+        self.drawn = False
+        self.live = False  # whether this sweep draws a live line
+
+    def _writer(self) -> tuple[Any, Any] | None:
+        """(the terminal writer, the capture manager) when a live line is wanted."""
+        if self.config.get_verbosity() < 0:
+            return None
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        tw = getattr(reporter, "_tw", None)
+        if reporter is None or not reporter.isatty() or not hasattr(tw, "_current_line"):
+            return None
+        return tw, self.config.pluginmanager.get_plugin("capturemanager")
+
+    def _draw(self, text: str | None) -> None:
+        """Show `text` after pytest's current line, or erase it (None). The
+        cursor is saved where pytest's line ends (ESC 7) and restored there
+        (ESC 8) before each redraw; the line never wraps."""
+        found = self._writer()
+        if found is None:
+            return
+        tw, capman = found
+        line = tw._current_line
+        if text is None:
+            out = "\x1b8\x1b[K"
+        else:
+            room = tw.fullwidth - tw.width_of_current_line - 2
+            if room < 20:
+                return
+            out = ("\x1b8\x1b[K " if self.drawn else "\x1b7 ") + text[:room]
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                tw.write(out, flush=True)
+        else:
+            tw.write(out, flush=True)
+        tw._current_line = line  # what pytest aligns its percentage by
+        self.drawn = text is not None
+
+    # ---- askew._runner.SweepObserver ------------------------------------------
+
+    def sweep_begins(self, fn: Any, base: int, iterations: int) -> None:
+        self._reset(getattr(fn, "__qualname__", str(fn)), base, iterations)
+        self.live = self._writer() is not None
+
+    def iteration_ends(self, iteration: int, failed: bool) -> None:
+        self.done += 1
+        self.failures += failed
+        if not self.live:
+            return
+        now = _monotonic()
+        if now >= self.next_draw:
+            self.next_draw = now + self.INTERVAL
+            self._draw(self._text(now))
+
+    def _text(self, now: float) -> str:
+        from .sweep import progress_text
+
+        return progress_text(self.done, self.total, self.failures, now - self.began)
+
+    def sweep_ends(self, coverage: Any) -> None:
+        if self.name is None:
+            return
+        if self.drawn:
+            self._draw(self._text(_monotonic()))  # the final count, then away
+            self._draw(None)
+        stopped = f", stopped at the failing iteration {self.done - 1}" if self.failures else ""
+        row = f"{self.done:,} of {self.total:,} seeds from base seed {self.base}{stopped}"
+        if coverage is not None and (coverage.points or coverage.marks):
+            fired = sum(1 for s in coverage.points.values() if s.fired)
+            true = sum(1 for m in coverage.marks.values() if m.runs_true)
+            row += (
+                f"; buggify points reached {len(coverage.points)}, fired {fired}; "
+                f"sometimes marks reached {len(coverage.marks)}, true {true}"
+            )
+        if self.item is not None:
+            self.item.user_properties.append(("askew_sweep", row))
+        self._reset(None, 0, 0)
+
+    # ---- pytest hooks -----------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, Any, Any]:
+        self.item = item
+        try:
+            return (yield)
+        finally:
+            self.item = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        rows = [str(v) for k, v in report.user_properties if k == "askew_sweep"]
+        if rows:
+            self.rows[report.nodeid] = rows
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.rows or self.config.get_verbosity() < 0:
+            return
+        terminalreporter.write_sep("-", "askew sweeps")
+        for nodeid, rows in self.rows.items():
+            for row in rows:
+                terminalreporter.write_line(f"{nodeid}: {row}")
+
+
+# ---- reports: ASKEW_* checks, --askew-trace, -v, --lf ------------------------------
+
+
+def _configure_report(config: pytest.Config) -> None:
+    """The report's settings and the environment's checks, once per session."""
+    _report.pytest_dirs = (str(config.rootpath), str(config.invocation_params.dir))
+    trace = config.getoption("askew_trace", None)
+    if trace is not None:
+        parsed = parse_trace(str(trace), "--askew-trace")
+        os.environ["ASKEW_TRACE"] = "all" if parsed is None else str(parsed)
+    env_trace()
+    for text in unknown_env_variables():
+        config.issue_config_time_warning(pytest.PytestConfigWarning(text), stacklevel=2)
+    if not config.pluginmanager.has_plugin(_PLUGIN_NAME + "-report"):
+        config.pluginmanager.register(SimulatedReports(config), _PLUGIN_NAME + "-report")
+
+
+# ---- views of a failing run: --askew-timeline, --askew-trace-json ------------------
+
+
+def _add_view_options(group: Any) -> None:
+    group.addoption(
+        "--askew-timeline",
+        default=None,
+        metavar="DIR",
+        help="write a failing run's HTML timeline into DIR (as ASKEW_TIMELINE)",
+    )
+    group.addoption(
+        "--askew-trace-json",
+        default=None,
+        metavar="FILE",
+        help="write a failing run's Chrome trace-event JSON to FILE (as ASKEW_TRACE_JSON)",
+    )
+
+
+def _configure_views(config: pytest.Config) -> None:
+    """The options become the variables the runner reads (a failing seed is
+    run once more to draw it: askew/_timeline.py)."""
+    for option, variable in (
+        ("askew_timeline", "ASKEW_TIMELINE"),
+        ("askew_trace_json", "ASKEW_TRACE_JSON"),
+    ):
+        value = config.getoption(option, None)
+        if value is not None:
+            os.environ[variable] = os.path.abspath(str(value))
+
+
+_LF_KEY = "askew/lastfailed"  # pytest's cache: nodeid -> the seed that failed it
+
+
+class SimulatedReports:
+    """What the plugin adds to an @askew.simulate test's pytest report: its
+    base seed and seeds run (shown with -v), and the seed that failed it
+    (kept in pytest's cache, so `pytest --lf` replays that seed first)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        cache = getattr(config, "cache", None)
+        self.cache = cache
+        self.failed: dict[str, int] = dict(cache.get(_LF_KEY, {})) if cache is not None else {}
+        self.replay_first = bool(config.getoption("lf", False)) and cache is not None
+        self.changed = False
+        self.db = _seed_db(config)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        __tracebackhide__ = True
+        simulated = getattr(getattr(item, "obj", None), "_askew_test", None) is not None
+        lf = self.failed.get(item.nodeid) if self.replay_first and simulated else None
+        first = [] if lf is None else [lf]
+        if self.db is not None and simulated:
+            first += [seed for seed in self.db.seeds(item.nodeid) if seed != lf]
+        _runner.sweeps.begin(first)
+        try:
+            return (yield)
+        finally:
+            _runner.sweeps.end()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        if call.excinfo is not None and call.excinfo.errisinstance(SimulationFailure):
+            _trim_to_user_frames(call.excinfo)
+        report = yield
+        if call.when != "call" or getattr(getattr(item, "obj", None), "_askew_test", None) is None:
+            return report
+        ran = _runner.sweeps.last
+        if ran is not None:
+            report.user_properties.append(("askew_sweep_seeds", ran))
+        failure = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(failure, SimulationFailure) and failure.seed is not None:
+            report.user_properties.append(("askew_failed_seed", failure.seed))
+        if _runner.sweeps.passed:
+            report.user_properties.append(("askew_first_passed", list(_runner.sweeps.passed)))
+        return report
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        if report.when != "call" or not report.passed:
+            return None
+        ran: Any = dict(report.user_properties).get("askew_sweep_seeds")
+        if ran is None:
+            return None
+        base, n = ran
+        word = f"PASSED ({n} seed{'s' if n != 1 else ''} from base seed {base})"
+        return "passed", ".", (word, {"green": True})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        if self.db is not None and not hasattr(self.config, "workerinput"):
+            _remember(self.db, report)
+        if self.cache is None:
+            return
+        seed = dict(report.user_properties).get("askew_failed_seed")
+        if seed is not None:
+            self.failed[report.nodeid] = int(seed)  # type: ignore[call-overload]
+            self.changed = True
+        elif report.passed and self.failed.pop(report.nodeid, None) is not None:
+            self.changed = True
+
+    def pytest_sessionfinish(self) -> None:
+        if self.changed and self.cache is not None and not hasattr(self.config, "workerinput"):
+            self.cache.set(_LF_KEY, self.failed)
+
+
+def _seed_db(config: pytest.Config) -> _seeddb.SeedDB | None:
+    """The session's seed database: --askew-db / ASKEW_DB, else .askew/ in
+    the rootdir unless pytest's cache is off (-p no:cacheprovider: a
+    session that keeps nothing across runs keeps no seeds either)."""
+    setting = os.environ.get("ASKEW_DB", "")
+    on = getattr(config, "cache", None) is not None
+    return _seeddb.locate(setting, config.rootpath, on)
+
+
+def _remember(db: _seeddb.SeedDB, report: pytest.TestReport) -> None:
+    """A simulated test's outcome into the seed database (under xdist, once,
+    in the controller, which sees every worker's reports)."""
+    props = dict(report.user_properties)
+    failed: Any = props.get("askew_failed_seed")
+    passed: Any = props.get("askew_first_passed", [])
+    if failed is not None or passed:
+        db.record(report.nodeid, None if failed is None else int(failed), list(passed))
+
+
+_NOT_USER = (
+    PACKAGE_DIR,
+    *(
+        os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep
+        for m in (asyncio, pytest, _pytest, pluggy)
+    ),
+)
+
+
+def _trim_to_user_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """End a failure askew raised (a deadlock, a spent budget, a refusal in
+    a wrapped test) at the user's innermost frame, so pytest's last frame is
+    the line that ran the loop, not asyncio's runner and askew's loop. The
+    exception's own traceback is cut (pytest re-reads the raw chain)."""
+    last_user = None
+    tb: types.TracebackType | None = excinfo.tb
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_NOT_USER):
+            last_user = tb
+        tb = tb.tb_next
+    if last_user is not None and last_user.tb_next is not None:
+        last_user.tb_next = None
+        excinfo.traceback = excinfo.traceback.__class__(excinfo.tb)
+
+
+def _session_base(config: pytest.Config) -> int:
+    # An xdist worker takes the controller's base, so the whole session
+    # shares one seed; otherwise ASKEW_SEED, else a fresh one for this run.
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None and "askew_wrap_base" in workerinput:
+        return check_seed(int(workerinput["askew_wrap_base"]))
+    seed = env_seed()
+    if seed is not None:
+        return seed
+    return int.from_bytes(os.urandom(8), "little")
+
+
+class WrapPlugin:
+    """The hooks of wrap mode, registered only when it is on."""
+
+    def __init__(self, config: pytest.Config, seeds: int, run_config: RunConfig) -> None:
+        self.base = _session_base(config)
+        self.seeds = seeds
+        self.config = run_config
+        self.run: WrappedRun | None = None
+        self.failures: list[tuple[str, int, int]] = []  # (nodeid, base, seed)
+        self.kept: dict[str, int] = {}  # a suite's own loop class -> tests that used it
+        self._ast_cache = _SessionAstCache()
+
+    def _begin(self, item: pytest.Item, base: int) -> WrappedRun:
+        self.run = WrappedRun(item.nodeid, base, self.config)
+        return self.run
+
+    # ---- session ---------------------------------------------------------
+
+    def pytest_report_header(self) -> str:
+        per_test = f", {self.seeds} seeds per test" if self.seeds > 1 else ""
+        knobs = " ".join(_wrap.knob_options(self.config))
+        return (
+            f"askew: wrapping asyncio event loops on SimLoop, base seed {self.base}{per_test}, "
+            f"strategy {self.config.strategy}, executor {self.config.executor}"
+            f"{' (' + knobs + ')' if knobs else ''} "
+            "(test seed = seed_stream(base, crc32(nodeid)))"
+        )
+
+    def pytest_sessionstart(self) -> None:
+        self._ast_cache.install()
+
+    def pytest_unconfigure(self) -> None:
+        self._ast_cache.uninstall()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """pytest-xdist: hand the controller's base seed to each worker."""
+        node.workerinput["askew_wrap_base"] = self.base
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for cls, n in self.kept.items():
+            terminalreporter.write_line(
+                f"askew: {n} test(s) ran on the suite's own loop class {cls}, not wrapped "
+                "(only stock asyncio, uvloop and winloop loops are replaced)"
+            )
+        if not self.failures:
+            return
+        terminalreporter.write_sep("=", "askew: replay wrapped failures")
+        # One line per test: a test swept under --askew-seeds lists all its
+        # failing seeds in its own report ("askew seeds") already.
+        by_test: dict[str, list[tuple[int, int]]] = {}
+        for nodeid, base, seed in dict.fromkeys(self.failures):
+            by_test.setdefault(nodeid, []).append((base, seed))
+        for nodeid, runs in by_test.items():
+            base, seed = runs[0]
+            more = f" ({len(runs)} failing seeds, all in its report)" if len(runs) > 1 else ""
+            terminalreporter.write_line(
+                f"{nodeid} (seed={seed}){more}: {WrappedRun(nodeid, base, self.config).replay}"
+            )
+
+    # ---- one test ---------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, Any, None]:
+        self._begin(item, self.base)
+        try:
+            yield
+        finally:
+            self.run = None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, Any, None]:
+        yield from self._patched()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, None]:
+        yield from self._patched()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, Any, None]:
+        yield from self._patched()
+
+    def _patched(self) -> Generator[None, Any, None]:
+        if self.run is None:
+            yield
+            return
+        with _wrap.installed(self.run):
+            yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        outcome = yield
+        run = self.run
+        report: pytest.TestReport = outcome.get_result()
+        if run is None:
+            return
+        if run.kept and report.when == "call":
+            kept = ", ".join(dict.fromkeys(run.kept))
+            item.user_properties.append(("askew_kept_loop", kept))
+            self.kept[kept] = self.kept.get(kept, 0) + 1
+        if not run.loops:
+            return
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            item.user_properties.append(("askew_seed", run.seed))
+            item.user_properties.append(("askew_virtual_time", f"{run.virtual_time:.6f}"))
+        if report.failed:
+            self.failures.append((item.nodeid, run.base, run.seed))
+            failure = call.excinfo.value if call.excinfo is not None else None
+            report.sections.append(("askew replay", wrapped_replay(run, failure)))
+
+
+class SeedSweep:
+    """--askew-seeds N: one test's whole protocol (setup, call, teardown) under
+    N base seeds, `sweep_base(base, i)`, reported as one test.
+
+    Each run rebuilds function-scoped fixtures, so a loop made by a fixture
+    (pytest-asyncio's runner) gets that run's seed. A run that made no
+    SimLoop ends the sweep: a synchronous test, or one on a loop a wider
+    fixture made for an earlier test, runs the same under every base seed.
+    If any run fails, the reports of the first failing run are logged, the
+    failing one listing every failing seed with its replay command;
+    otherwise the last run's. Subtest reports are held back and only the
+    logged run's are shown, so N runs never show a subtest N times.
+    """
+
+    def __init__(self, wrap: WrapPlugin) -> None:
+        self.wrap = wrap
+        self.nextitem: pytest.Item | None = None
+        self.last = False  # whether the run in progress is the sweep's last
+        self.held: list[Any] = []  # reports logged during the run in progress
+        self.brief = False  # whether this run's reports are never shown
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+        from _pytest.runner import runtestprotocol
+
+        wrap = self.wrap
+        session = item.session
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        counts = _failed_subtest_counts(item.config)
+        counts_before = dict(counts or {})
+        shown: tuple[list[pytest.TestReport], list[Any]] | None = None
+        failing: list[WrappedRun] = []
+        self.nextitem = nextitem
+        # An instance attribute over Session.gethookproxy, deleted below.
+        hookproxy = session.gethookproxy
+        setattr(session, "gethookproxy", lambda path: _Held(self, hookproxy(path)))  # noqa: B010
+        try:
+            for i in range(wrap.seeds):
+                run = wrap._begin(item, _wrap.sweep_base(wrap.base, i))
+                self.last = i == wrap.seeds - 1
+                self.held = []
+                self.brief = bool(failing)
+                # Teardown stops at the item's parent (teardown_exact only
+                # reads its chain), so the next run finds the wider fixtures
+                # it needs; pytest_runtest_teardown below finishes the
+                # teardown once a run turns out to be the last.
+                upto: Any = item.parent
+                reports = runtestprotocol(item, log=False, nextitem=upto)
+                if any(r.failed for r in (*reports, *self.held)):  # a failed subtest too
+                    failing.append(run)
+                if shown is None and (failing or self.last):
+                    shown = (reports, self.held)
+                if self.last:
+                    break
+        finally:
+            delattr(session, "gethookproxy")
+            wrap.run = None
+        assert shown is not None
+        reports, held = shown
+        if failing:
+            summary = [f"{len(failing)} of {wrap.seeds} seeds fail this test:"]
+            summary += [f"  seed={run.seed}: {run.replay}" for run in failing]
+            for report in (*held, *reports):
+                if report.failed:
+                    report.sections.append(("askew seeds", "\n".join(summary)))
+                    break
+        if counts is not None:
+            # Every run added its failed subtests; count the shown run's alone.
+            for key in [k for k, n in counts.items() if n != counts_before.get(k, 0)]:
+                counts[key] = counts_before.get(key, 0) + sum(1 for r in held if r.failed)
+        for report in reports:
+            if report.when == "call":
+                for sub in held:
+                    item.ihook.pytest_runtest_logreport(report=sub)
+                held = []
+            item.ihook.pytest_runtest_logreport(report=report)
+        for sub in held:  # a setup that failed after a subtest
+            item.ihook.pytest_runtest_logreport(report=sub)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> pytest.TestReport | None:
+        if (
+            not self.brief
+            or call.excinfo is None
+            or call.excinfo.errisinstance(pytest.skip.Exception)
+        ):
+            return None
+        # A failure after the first failing run is counted, never shown:
+        # skip formatting its traceback, which can cost far more than the run.
+        return pytest.TestReport(
+            item.nodeid,
+            item.location,
+            {},
+            "failed",
+            call.excinfo.exconly(),
+            call.when,  # type: ignore[arg-type]
+            duration=call.duration,
+            start=call.start,
+            stop=call.stop,
+        )
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        try:
+            return (yield)
+        finally:
+            run = self.wrap.run
+            # A run that made no SimLoop is the last: another base seed
+            # would not change it. Then the teardown pytest would have done
+            # (up to the next item) is done now, inside this phase, so its
+            # errors are this test's teardown errors as usual.
+            session = item.session
+            if run is not None and (not run.loops or session.shouldfail or session.shouldstop):
+                self.last = True
+            if self.last:
+                item.session._setupstate.teardown_exact(self.nextitem)
+
+
+class _Held:
+    """The hooks of one path during a sweep, except that what a test logs
+    itself (subtests do, as each finishes) is held for the end of the sweep."""
+
+    def __init__(self, sweep: SeedSweep, hooks: Any) -> None:
+        self._sweep = sweep
+        self._hooks = hooks
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hooks, name)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self._sweep.held.append(report)
+
+
+def _failed_subtest_counts(config: pytest.Config) -> dict[Any, int] | None:
+    # pytest's subtests fixture counts failed subtests per test in a stash
+    # and fails the test's own report by that count.
+    try:
+        from _pytest.subtests import failed_subtests_key
+    except ImportError:  # pytest < 9 has no built-in subtests
+        return None
+    counts: dict[Any, int] | None = config.stash.get(failed_subtests_key, None)
+    return counts
+
+
+class _SessionAstCache:
+    """Parse each source file once per session while formatting failures.
+
+    pytest re-parses and walks the whole module of every traceback entry
+    for every failure report (its AST cache lives for one report); a
+    wrapped suite that fails hundreds of tests through anyio's or
+    asyncio's large modules spent most of its time there. The cache is
+    keyed by the source text itself, so a changed file is parsed anew, and
+    it is installed only if pytest's function still has the signature it
+    is written against: otherwise failures format as slowly as stock.
+    """
+
+    _MAX_FILES = 64  # an AST of a 3,000-line module is a few MB
+
+    def __init__(self) -> None:
+        self._names = NameSwap()
+        self._asts: dict[str, ast.AST] = {}
+        self.parsed = 0  # sources parsed since install (for the tests)
+
+    def install(self) -> None:
+        try:
+            from _pytest._code import code, source
+        except ImportError:
+            return
+        original = vars(source).get("getstatementrange_ast")
+        if original is None or list(inspect.signature(original).parameters) != [
+            "lineno",
+            "source",
+            "assertion",
+            "astnode",
+        ]:
+            return
+        cached = self._wrap(original)
+        for module in (source, code):
+            if vars(module).get("getstatementrange_ast") is original:
+                self._names.set(module, "getstatementrange_ast", cached)
+
+    def uninstall(self) -> None:
+        self._names.undo()
+        self._asts.clear()
+
+    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        asts = self._asts
+
+        def getstatementrange_ast(
+            lineno: int, source: Any, assertion: bool = False, astnode: ast.AST | None = None
+        ) -> Any:
+            if astnode is None:
+                text = "\n".join(source.lines)  # what pytest parses: str(source)
+                astnode = asts.get(text)
+                if astnode is None:
+                    try:
+                        result = original(lineno, source, assertion)
+                    except SystemError:
+                        # CPython 3.11's "AST constructor recursion depth
+                        # mismatch" on a deep file: show the one line
+                        # rather than end the session in an INTERNALERROR.
+                        return ast.Module(body=[], type_ignores=[]), lineno, lineno + 1
+                    self.parsed += 1
+                    if len(asts) >= self._MAX_FILES:
+                        del asts[next(iter(asts))]
+                    asts[text] = result[0]
+                    return result
+            return original(lineno, source, assertion, astnode)
+
+        return getstatementrange_ast

@@ -1,0 +1,698 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The runner: @askew.simulate, iteration seeds, replay.
+
+`@askew.simulate(seed=S, iterations=N)` turns `async def test(world, ...)`
+into a plain sync function that pytest collects like any other; its other
+parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
+seed derived from (S, i), so the seed a report names replays alone. One
+loop is reset and reused across iterations. A run ends through the
+world's and the loop's own methods (World._end_run, SimLoop._end_run); its
+report is askew._report's. run_iterations runs a range of a test's
+iterations the same way for `askew sweep` (askew._sweep), and the pytest
+plugin follows each sweep through `observer` (its progress line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import inspect
+import io
+import os
+import traceback
+import types
+from collections.abc import Callable, Coroutine, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from .. import _core
+from .._disk import files as _disk_files
+from .._explore import buggify as _buggify
+from .._explore import coverage as _coverage
+from .._explore import shrink as _shrink
+from .._explore import swarm as _swarm
+from .._loop import kinds
+from .._loop.config import (
+    DEFAULT_CPU,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_MAX_TIME,
+    DEFAULT_OVERSHOOT,
+    DEFAULT_PCT_DEPTH,
+    DEFAULT_PCT_STEPS,
+    DEFAULT_WALL_EPOCH,
+    SEED_LIMIT,
+    RunConfig,
+    WallEpoch,
+    check_iterations,
+    check_seed,
+    env_flag,
+    env_iterations,
+    env_knobs,
+    env_seed,
+    env_shrink,
+    env_suppress,
+    env_views,
+    parse_suppress,
+)
+from .._loop.frames import PACKAGE_DIR
+from .._loop.loop import SimLoop
+from .._loop.patches import NameSwap, scope
+from .._report import timeline as _timeline
+from .._report.report import (
+    Outcome,
+    divergence,
+    event_text,
+    interrupted,
+    node_states,
+    own_cause,
+    recent_events,
+    simulation_failure,
+    spinning_tasks,
+)
+from .._world.world import World
+from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
+
+TestFn = Callable[..., Coroutine[Any, Any, Any]]
+F = TypeVar("F", bound=Callable[..., Any])
+_real_urandom = os.urandom
+
+
+@dataclass(frozen=True)
+class _Spec:
+    seed: int | None
+    iterations: int
+    config: RunConfig
+    check_determinism: bool
+
+
+def simulate(
+    seed: int | Callable[..., Any] | None = None,
+    iterations: int = 100,
+    *,
+    strategy: str = "faithful",
+    cpu: tuple[float, float] = DEFAULT_CPU,
+    overshoot: tuple[float, float] = DEFAULT_OVERSHOOT,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_time: float = DEFAULT_MAX_TIME,
+    executor: str = "refuse",
+    pct_depth: int = DEFAULT_PCT_DEPTH,
+    pct_steps: int = DEFAULT_PCT_STEPS,
+    swarm: bool = False,
+    wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH,
+    check_determinism: bool = False,
+) -> Any:
+    """Run `async def test(world, ...)` under `iterations` seeds.
+
+    seed: the base seed (0 <= seed < 2**64); None draws a fresh one per run
+    of the test, printed on failure. ASKEW_SEED and ASKEW_ITERATIONS in the
+    environment override both. strategy: "faithful" (default: only
+    schedules asyncio could produce), "fifo", "pct" (faithful too: PCT's
+    random loop priorities aiming at bugs of depth pct_depth, with change
+    points spread over pct_steps steps), "interleave" or "shuffle".
+    swarm: each seed also switches on a seeded subset of the fault knobs
+    (docs/exploration.md, "Swarm"); the report names it.
+    cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
+    and of timer lateness under "faithful". max_steps / max_time: per-run
+    budgets (callbacks, virtual seconds). executor="inline" runs
+    run_in_executor work at a seeded step instead of refusing it.
+    wall_epoch: the date the wall clocks (time.time, datetime.now, C's
+    CLOCK_REALTIME under askew-exec) read at virtual time 0: Unix seconds,
+    ISO-8601 ("2026-01-01") or an aware datetime; 2020-01-01 by default.
+    check_determinism runs every seed twice.
+    """
+    # Used bare (@askew.simulate) it receives the test itself. Only a function
+    # is taken for that: anything else given as the seed (a class, say) is a
+    # bad seed and is refused as one.
+    if inspect.isroutine(seed):
+        return simulate()(seed)
+    base = None if seed is None else check_seed(seed)
+    check_iterations(iterations)
+    if not isinstance(check_determinism, bool):
+        raise TypeError(f"check_determinism must be a bool, got {check_determinism!r}")
+    spec = _Spec(
+        base,
+        iterations,
+        RunConfig(
+            strategy=strategy,
+            cpu=cpu,
+            overshoot=overshoot,
+            max_steps=max_steps,
+            max_time=max_time,
+            executor=executor,
+            pct_depth=pct_depth,
+            pct_steps=pct_steps,
+            swarm=swarm,
+            wall_epoch=wall_epoch,
+        ),
+        check_determinism,
+    )
+
+    def decorate(fn: F) -> F:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(
+                f"@askew.simulate needs an `async def` test; {getattr(fn, '__qualname__', fn)!r} "
+                "is not a coroutine function"
+            )
+        params = list(inspect.signature(fn).parameters.values())
+        # A test method (pytest's test classes): the world comes after self,
+        # and the instance pytest passes is bound before the world is.
+        method = bool(params) and params[0].name == "self"
+        at = 1 if method else 0
+        if len(params) <= at or params[at].kind not in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.VAR_POSITIONAL,  # async def test(*args) takes it too
+        ):
+            raise TypeError(
+                f"@askew.simulate: {fn.__qualname__} must take the world as its first "
+                "parameter (after self, for a method): async def test(world, ...)"
+            )
+
+        def test(*args: Any, **kwargs: Any) -> None:
+            __tracebackhide__ = True  # pytest shows the user's frames, not askew's
+            target: TestFn = fn
+            if method:
+                if not args:
+                    raise TypeError(f"{fn.__qualname__} is a test method: call it on an instance")
+                target, args = types.MethodType(fn, args[0]), args[1:]
+            if env_seed() is None:
+                # The seeds that failed before (pytest --lf's, then the seed
+                # database's), each alone, before the sweep.
+                for first in sweeps.first:
+                    _sweep(target, spec, args, kwargs, base=first, iterations=1)
+                    sweeps.passed.append(first)
+            _sweep(target, spec, args, kwargs, base=None)
+
+        # Copy the names by hand: functools.wraps would set __wrapped__, and
+        # pytest would then read the async signature, world included.
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(test, attr, getattr(fn, attr, None))
+        test.__dict__.update(getattr(fn, "__dict__", {}))
+        # pytest sees the parameters but the world: its fixtures (a *args
+        # that takes the world stays, and asks pytest for nothing).
+        kept = params[:at] + (
+            params[at:] if params[at].kind is params[at].VAR_POSITIONAL else params[at + 1 :]
+        )
+        signature = inspect.signature(fn).replace(parameters=kept)
+        test.__signature__ = signature  # type: ignore[attr-defined]
+        test._askew_test = fn  # type: ignore[attr-defined]
+        test._askew_spec = spec  # type: ignore[attr-defined]
+        return test  # type: ignore[return-value]
+
+    return decorate
+
+
+class SweepRecord:
+    """What the pytest plugin and a simulated test tell each other of the
+    test's sweep: the seeds to run alone first (pytest --lf's seed that
+    failed last time, then the seed database's, askew/_seeddb.py) and those
+    of them that passed, and the (base seed, seeds run) of its last sweep
+    that passed, for its -v line. Outside pytest all stay empty."""
+
+    def __init__(self) -> None:
+        self.first: list[int] = []
+        self.passed: list[int] = []
+        self.last: tuple[int, int] | None = None
+
+    def begin(self, first: list[int]) -> None:
+        self.first, self.passed, self.last = first, [], None
+
+    def end(self) -> None:
+        self.first = []
+
+
+sweeps = SweepRecord()
+
+
+class Replay:
+    """Replay one seed of a simulated test."""
+
+    @staticmethod
+    def run(
+        test: Callable[..., Any],
+        seed: int,
+        *args: Any,
+        timeline: str | None = None,
+        trace_json: str | None = None,
+        suppress: Iterable[int | str] = (),
+        **kwargs: Any,
+    ) -> None:
+        """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
+        are ignored); raises SimulationFailure as the original did.
+        timeline / trace_json: write the run's HTML timeline / Chrome trace
+        JSON to these paths, whether it passes or fails.
+        suppress: the fault calls (by index, in order of occurrence) and the
+        message faults ("drop:17", "dup:17") the run skips, as a shrunk
+        failure's report names them."""
+        check_seed(seed)
+        skipped = parse_suppress(",".join(map(str, suppress)), "suppress")
+        fn = getattr(test, "_askew_test", None)
+        spec = getattr(test, "_askew_spec", None)
+        if fn is not None and inspect.ismethod(test):  # Replay.run(TestX().test_y, ...)
+            fn = types.MethodType(fn, test.__self__)
+        if fn is None or spec is None:
+            if not inspect.iscoroutinefunction(test):
+                raise TypeError(
+                    f"Replay.run needs a test decorated with @askew.simulate or an async "
+                    f"function taking the world, got {test!r}"
+                )
+            fn, spec = test, _Spec(None, 1, RunConfig(), False)
+        # Neither path given: a failure's views follow ASKEW_TIMELINE / _TRACE_JSON.
+        views = None if timeline is None and trace_json is None else (timeline, trace_json)
+        _sweep(fn, spec, args, kwargs, base=seed, iterations=1, views=views, suppress=skipped)
+
+
+def iteration_seed(base: int, i: int) -> int:
+    """The seed of iteration i of a sweep from `base`: iteration 0 runs the
+    base itself, so the seed a report names replays alone."""
+    return base if i == 0 else int(_core.seed_iteration(base, i))
+
+
+class SweepObserver(Protocol):
+    """What follows a sweep as it runs (the plugin's progress line and
+    summary): told of the sweep's start, each iteration, and its end."""
+
+    def sweep_begins(self, fn: TestFn, base: int, iterations: int) -> None: ...
+
+    def iteration_ends(self, iteration: int, failed: bool) -> None: ...
+
+    def sweep_ends(self, coverage: _buggify.Summary | None) -> None: ...
+
+
+# Set by the pytest plugin; None (the default, and outside pytest) costs
+# one comparison per iteration.
+observer: SweepObserver | None = None
+
+
+@dataclass(frozen=True)
+class IterationOutcome:
+    """One iteration of run_iterations, as plain data: a failure's exception
+    (and the run it holds on to) is not kept, so a long range stays small."""
+
+    iteration: int
+    seed: int
+    headline: str | None = None  # the report's first line; None if the run passed
+    report: str | None = None  # the report a pytest run would show
+    signature: str | None = None  # what groups failures: failure_signature()
+
+
+_NOT_USER = (PACKAGE_DIR, os.path.dirname(os.__file__) + os.sep)
+
+
+def failure_signature(failure: BaseException) -> str:
+    """The exception type of a failure and the innermost line of the user's
+    code its traceback passed through (askew's and the stdlib's frames
+    skipped): `AssertionError at tests/test_x.py:21`."""
+    exc = failure.__cause__ if failure.__cause__ is not None else failure
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        name = os.path.abspath(frame.filename)
+        if not name.startswith(_NOT_USER):
+            return f"{type(exc).__qualname__} at {os.path.relpath(name)}:{frame.lineno}"
+    return type(exc).__qualname__
+
+
+@contextlib.contextmanager
+def _sweeping(
+    fn: TestFn,
+    config: RunConfig,
+    base: int,
+    coverage: list[_buggify.Summary],
+    print_coverage: bool = True,
+) -> Iterator[SimLoop]:
+    """One loop for a sweep's runs, with the collector frozen around them;
+    the sweep's buggify summary is appended to `coverage` at its end."""
+    if _core.virtual.active_loop() is not None:
+        raise RuntimeError(
+            f"{fn.__qualname__}: a simulation cannot run inside another simulation "
+            "(do not call a simulated test from a simulated test)"
+        )
+    loop = SimLoop(base, config)
+    # Garbage made before the sweep must not be finalized inside one of its
+    # runs. Freezing is what ensures it: the collector never scans frozen
+    # objects, so older cycles wait until the sweep ends. Only the young
+    # generations are collected first (a full collection of a large heap
+    # cost most of a one-run sweep); the old one is collected as usual
+    # between sweeps.
+    gc.collect(1)
+    scope.enter(config.wall_epoch_ns)
+    disk_names = NameSwap()
+    gc.freeze()  # what exists now is never scanned by the collections below
+    try:
+        _disk_files.install(disk_names)  # file I/O under a node's mount (askew/_disk/files.py)
+        yield loop
+    finally:
+        disk_names.undo()
+        loop.close()
+        # issue 14: what the loop let go of is collected here, in this test,
+        # while only this test's objects are unfrozen (a cheap collection).
+        gc.collect()
+        gc.unfreeze()
+        scope.exit()
+        with (
+            contextlib.nullcontext()
+            if print_coverage
+            else contextlib.redirect_stderr(io.StringIO())
+        ):
+            coverage.append(_buggify.sweep_ends(fn))
+
+
+def _iteration(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    i: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    check: bool,
+    config: RunConfig,
+    views: tuple[str | None, str | None] | None = None,
+    suppress: frozenset[int | str] = frozenset(),
+    calls: list[tuple[int | str, float, str]] | None = None,
+) -> SimulationFailure | None:
+    """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
+    its report if it failed, and the run's fault calls added to `calls`. A
+    determinism check that finds two traces raises NondeterminismError."""
+    __tracebackhide__ = True
+    run_config, drawn = config, None
+    if config.swarm:  # the seed decides the configuration
+        drawn = _swarm.draw(seed)
+        run_config = _swarm.run_config(config, drawn)
+        loop._config = run_config
+        loop._apply_config()
+    outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
+    if check:
+        again = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
+        if again.trace_hash != outcome.trace_hash:
+            raise NondeterminismError(divergence(fn, seed, i, outcome, again))
+    written = _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
+    if outcome.failure is None:
+        return None
+    if calls is not None:
+        calls.extend(outcome.fault_calls)
+    failure = simulation_failure(
+        fn, seed, i, dataclasses.replace(outcome, views=written), run_config
+    )
+    failure.__cause__ = own_cause(outcome.failure)
+    if suppress:  # its replay names the calls it skipped
+        _set_replay(failure, _suppressed_replay(failure.replay, suppress))
+    return failure
+
+
+def _write_views(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    drawn: _swarm.SwarmDraw | None,
+    outcome: Outcome,
+    views: tuple[str | None, str | None] | None,
+    suppress: frozenset[int | str] = frozenset(),
+) -> list[str]:
+    """The timeline and trace JSON of this run, if asked for (Replay.run's
+    paths, or for a failure ASKEW_TIMELINE / ASKEW_TRACE_JSON): the seed is
+    run once more with a log that keeps all of it. Their paths."""
+    if views is None:
+        if outcome.failure is None:
+            return []
+        views = env_views(fn.__qualname__, seed)
+    if views == (None, None):
+        return []
+    loop._log_keep(_timeline.TIMELINE_KEPT)
+    try:
+        # Await sites are noted in this run only (askew/_timeline.py, Sites).
+        with _timeline.Sites(loop, __file__) as sites:
+            _run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
+        return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views, sites.sites)
+    finally:
+        loop._log_keep(kinds.LOG_KEPT)
+
+
+def _suppressed_replay(replay: str, suppress: Iterable[int | str]) -> str:
+    """`replay` (a report's replay line) with the faults `suppress` skipped."""
+    keys = _shrink.ordered(suppress)
+    if replay.endswith(")"):  # askew.Replay.run(test, seed=S)
+        return f"{replay[:-1]}, suppress=[{','.join(map(repr, keys))}])"
+    return f"ASKEW_SUPPRESS={','.join(map(str, keys))} {replay}"
+
+
+def _set_replay(failure: SimulationFailure, replay: str) -> None:
+    failure.report = failure.report.replace(
+        f"\n  replay: {failure.replay}", f"\n  replay: {replay}"
+    )
+    failure.replay = replay
+
+
+def _analyse_faults(
+    failure: SimulationFailure,
+    calls: list[tuple[int | str, float, str]],
+    budget: float,
+    run: Callable[[frozenset[int | str]], SimulationFailure | None],
+) -> None:
+    """Which of the failing run's fault calls mattered, and a smaller fault
+    set that fails the same way (askew/_shrink.py), `run` re-running its
+    seed with some calls suppressed: the section goes into the report,
+    before the replay line."""
+    signature = failure_signature(failure)
+
+    def rerun(suppress: frozenset[int | str]) -> tuple[str | None, int]:
+        again = run(suppress)
+        if again is None:
+            return None, 0
+        return failure_signature(again), again.steps or 0
+
+    found = _shrink.analyse(rerun, calls, signature, failure.steps or 0, budget)
+    section = found.lines(_suppressed_replay(failure.replay, found.suppressed()))
+    mark = f"\n\n  replay: {failure.replay}"
+    failure.report = failure.report.replace(mark, "\n" + "\n".join(section) + mark)
+
+
+def _sweep(
+    fn: TestFn,
+    spec: _Spec,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    base: int | None,
+    iterations: int | None = None,
+    views: tuple[str | None, str | None] | None = None,
+    suppress: frozenset[int | str] | None = None,
+) -> None:
+    __tracebackhide__ = True
+    # A run with calls suppressed is a shrunk run's replay: not analysed again.
+    if suppress is None:
+        suppress = env_suppress()
+    budget = 0.0 if suppress else env_shrink()
+    if base is None:
+        base = env_seed()
+        if base is None:
+            base = spec.seed
+        if base is None:
+            base = int.from_bytes(_real_urandom(8), "little")
+        iterations = env_iterations() or spec.iterations
+    check = spec.check_determinism or env_flag("ASKEW_CHECK_DETERMINISM")
+    n = iterations or spec.iterations
+    # ASKEW_STRATEGY and the other knob variables (the plugin's options) override
+    # the decorator's arguments, as ASKEW_SEED does.
+    config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
+    watch = observer
+    coverage: list[_buggify.Summary] = []
+    i, seed = 0, base
+    feedback: _coverage.Feedback | None = None  # shrink3: ASKEW_COVERAGE
+    try:
+        with _sweeping(fn, config, base, coverage) as loop:
+            if watch is not None:
+                watch.sweep_begins(fn, base, n)
+            if _coverage.enabled() and n > 1:
+                feedback = _coverage.Feedback(loop, base, config.swarm)
+            for i in range(n):
+                seed = feedback.seed(i) if feedback else iteration_seed(base, i)
+                calls: list[tuple[int | str, float, str]] = []
+                failure = _iteration(
+                    loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls
+                )
+                if feedback is not None:
+                    feedback.observe(seed)
+                if watch is not None:
+                    watch.iteration_ends(i, failure is not None)
+                if failure is not None:
+                    if budget > 0 and calls:  # no faults: nothing to analyse
+                        _analyse_faults(
+                            failure,
+                            calls,
+                            budget,
+                            # Re-runs draw no timeline: (None, None) asks for none.
+                            functools.partial(
+                                _iteration,
+                                loop,
+                                fn,
+                                seed,
+                                i,
+                                args,
+                                kwargs,
+                                False,
+                                config,
+                                (None, None),
+                            ),
+                        )
+                    raise failure from failure.__cause__
+        sweeps.last = (base, n)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: say where the sweep stopped, and stop.
+        exc.args = (interrupted(fn, base, i, n, seed, exc),)
+        raise
+    finally:
+        if feedback is not None:
+            feedback.report()
+        # Also after a failure or Ctrl-C: the progress line must go.
+        if watch is not None:
+            watch.sweep_ends(coverage[0] if coverage else None)
+
+
+def run_iterations(
+    test: Callable[..., Any], base: int, start: int, stop: int, edges: list[int] | None = None
+) -> tuple[list[IterationOutcome], _buggify.Summary]:
+    """Run iterations [start, stop) of the simulated test `test` (a function
+    decorated with @askew.simulate, taking no fixtures) from base seed
+    `base`, through the same code a pytest run takes, without stopping at a
+    failure: each iteration's outcome and the buggify/sometimes coverage of
+    the range. The knob variables (ASKEW_STRATEGY, ...) apply as they do
+    under pytest; ASKEW_SEED and ASKEW_ITERATIONS do not. `askew sweep`'s
+    workers call it on their share of a sweep. With ASKEW_COVERAGE=1 and
+    `edges` given, the union of the runs' coverage maps is appended to it
+    (shrink3: askew/_coverage.py; no steering here)."""
+    fn = getattr(test, "_askew_test", None)
+    spec: _Spec | None = getattr(test, "_askew_spec", None)
+    if fn is None or spec is None:
+        raise TypeError(f"run_iterations needs a test decorated with @askew.simulate, got {test!r}")
+    if inspect.ismethod(test):
+        fn = types.MethodType(fn, test.__self__)
+    check_seed(base, "base")
+    if not 0 <= start <= stop <= SEED_LIMIT:
+        raise ValueError(f"iterations [{start}, {stop}) are not a range within [0, 2**64]")
+    check = spec.check_determinism or env_flag("ASKEW_CHECK_DETERMINISM")
+    config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
+    outcomes: list[IterationOutcome] = []
+    coverage: list[_buggify.Summary] = []
+    with _sweeping(fn, config, base, coverage, print_coverage=False) as loop:
+        feedback = (
+            _coverage.Feedback(loop, base, False)
+            if edges is not None and _coverage.enabled()
+            else None
+        )
+        for i in range(start, stop):
+            seed = iteration_seed(base, i)
+            try:
+                failure = _iteration(loop, fn, seed, i, (), {}, check, config)
+            except NondeterminismError as exc:
+                failure = exc
+            if feedback is not None:
+                feedback.observe(seed)
+            if failure is None:
+                outcomes.append(IterationOutcome(i, seed))
+                continue
+            report = getattr(failure, "report", None) or str(failure)
+            outcome = IterationOutcome(
+                i, seed, report.splitlines()[0], report, failure_signature(failure)
+            )
+            outcomes.append(outcome)
+            del failure  # its traceback holds the run: collect it with the run
+        if feedback is not None and edges is not None:
+            edges.append(feedback.seen)
+    return outcomes, coverage[0]
+
+
+def _run_once(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    want_events: bool = False,
+    swarm: _swarm.SwarmDraw | None = None,
+    suppress: frozenset[int | str] = frozenset(),
+) -> Outcome:
+    __tracebackhide__ = True
+    loop.reset(seed)
+    scope.reseed(seed)
+    world = World(loop, seed, suppress)
+    _buggify.run_begins(world)
+    if swarm is not None:
+        _swarm.configure_world(world, swarm)
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    failure: BaseException | None = None
+    try:
+        loop.run_until_complete(fn(world, *args, **kwargs))
+    except (KeyboardInterrupt, SystemExit):
+        _teardown(loop, world)
+        raise
+    except BaseException as exc:
+        failure = exc
+    if world._failure is not None:
+        failure = world._failure
+    time, steps = world.now, loop.steps
+    nodes: list[str] | None = None
+    spinning: list[str] = []
+    if failure is not None:
+        # A refusal is a SimulationFailure (an AssertionError) but no assert failed.
+        refused = isinstance(failure, NondeterminismError)
+        kind = kinds.ASSERT if isinstance(failure, AssertionError) and not refused else kinds.ERROR
+        world.log._emit(kind, -1, event_text(failure, world._failed_node))
+        # The state at the failure, before teardown cancels and unwinds.
+        nodes = node_states(world)
+        if isinstance(failure, BudgetExceeded):
+            spinning = spinning_tasks(loop)
+    # Formatting the log costs more than a small run: only for a report or a
+    # comparison. The log stays in the loop until its next reset.
+    events = recent_events(loop, want_events) if failure is not None or want_events else None
+    trace_hash = loop.trace_hash
+    faults, faults_dropped = world.log._faults, world.log.faults_dropped
+    fault_calls = world._all_faults()  # shrink3: with the network's message faults
+    teardown_error = _teardown(loop, world)
+    failed_node = world._failed_node
+    if nodes is None and (teardown_error is not None or errors):
+        nodes = node_states(world)  # a failure found at teardown: the state after it
+    # Collect this run's garbage now, while its exception handler is set: the
+    # world is cyclic (nodes point back at it), so an unretrieved task
+    # exception in node state would otherwise surface in a later iteration,
+    # which its seed replayed alone would not reproduce.
+    del world
+    gc.collect()
+    if failure is None:
+        failure = teardown_error
+    if failure is None and errors:
+        failure = _unhandled(errors[0])
+    loop.set_exception_handler(None)
+    if events is None:
+        events = recent_events(loop, False) if failure is not None else []
+    return Outcome(
+        failure,
+        failed_node,
+        time,
+        steps,
+        trace_hash,
+        events,
+        faults=faults,
+        faults_dropped=faults_dropped,
+        fault_calls=fault_calls,
+        nodes=nodes,
+        spinning=spinning,
+    )
+
+
+def _teardown(loop: SimLoop, world: World) -> BaseException | None:
+    """End the run: the world's side first (pending tasks, crashed nodes),
+    then the loop's."""
+    error = world._end_run()
+    loop._end_run()
+    return error
+
+
+def _unhandled(context: dict[str, Any]) -> BaseException:
+    exc = context.get("exception")
+    if isinstance(exc, BaseException):
+        return exc
+    return SimulationFailure(str(context.get("message", "an error reached the exception handler")))

@@ -1,0 +1,670 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`askew sweep`: one simulated test's iterations in many worker processes.
+
+It resolves a pytest node id by importing the test's file (as pytest's
+default "prepend" import mode would, without collecting anything), cuts the
+iterations [0, N) — or one blocked shard of them — into chunks, and runs
+each chunk in a local worker process (or a Dask distributed task, with
+--cluster) through askew._runner.run_iterations, the runner's own code path,
+so every iteration runs the seed and the code a pytest run of the test
+would. Failures stream back as chunks finish and are grouped by signature
+(exception type and the user's line). It never runs an iteration in the
+parent process and never reads the host clock inside one; askew/__main__.py
+calls main().
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import gc
+import importlib
+import inspect
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .._loop.config import SEED_LIMIT, env_seed
+from .._report.report import replay_command
+
+if TYPE_CHECKING:
+    from .._explore.buggify import Summary
+
+USAGE_EXIT = 2
+_CHUNK_MIN, _CHUNK_MAX = 16, 256  # iterations per task: see chunks()
+_CONNECT_TIMEOUT = "5s"  # for a --cluster scheduler to answer
+
+
+class UsageError(Exception):
+    """A bad command line or test id; the message names the bad value."""
+
+
+# ---- the command line -------------------------------------------------------
+
+
+def _int_arg(low: int, high: int | None, rule: str) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high], else an error naming it."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"needs an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _shard_arg(text: str) -> tuple[int, int]:
+    k_text, slash, n_text = text.partition("/")
+    try:
+        k, n = int(k_text, 10), int(n_text, 10)
+    except ValueError:
+        k = n = -1
+    if not slash or k < 0:
+        raise argparse.ArgumentTypeError(f"must be K/N (e.g. 1/4), got {text!r}")
+    if n < 1 or not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"K/N needs N >= 1 and 1 <= K <= N, got {text!r}")
+    return k, n
+
+
+# The options taking a value: how each is parsed, its metavar, its help.
+_VALUES: dict[str, dict[str, Any]] = {
+    "--seeds": {
+        "type": _int_arg(1, SEED_LIMIT, "1 <= N <= 2**64 (the iterations [0, N) are 64-bit)"),
+        "metavar": "N",
+        "help": "run the iterations [0, N) (N <= 2**64)",
+    },
+    "--base": {
+        "type": _int_arg(0, SEED_LIMIT - 1, "0 <= S < 2**64"),
+        "metavar": "S",
+        "help": "base seed (default: ASKEW_SEED, else the test's own seed, else a fresh "
+        "one; printed)",
+    },
+    "--workers": {
+        "type": _int_arg(1, None, ">= 1"),
+        "metavar": "K",
+        "help": "worker processes (default: the number of CPUs)",
+    },
+    "--cluster": {
+        "metavar": "ADDRESS",
+        "help": "run on the Dask distributed scheduler at ADDRESS (tcp://host:8786) instead "
+        "of local processes; needs askew-dst[cluster] and the test at the same path there",
+    },
+    "--shard": {
+        "type": _shard_arg,
+        "metavar": "K/N",
+        "help": "run only the K-th of N contiguous blocks of the iterations (1 <= K <= N)",
+    },
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="askew",
+        description="askew: deterministic simulation testing for asyncio",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sweep = commands.add_parser(
+        "sweep",
+        help="run many iterations of one @askew.simulate test in worker processes",
+        description="Run iterations [0, N) of one @askew.simulate test (iteration i runs "
+        "seed_iteration(base, i), as under pytest) in worker processes, print each "
+        "failure as it is found, and end with the failures grouped by signature. "
+        "Exit status: 0 if no iteration failed, 1 if one did, 2 for a usage error, "
+        "130 after Ctrl-C.",
+    )
+    sweep.add_argument(
+        "test_id", metavar="TEST_ID", help="a pytest node id: path/to/test_x.py::test_name"
+    )
+    sweep.add_argument("--seeds", required=True, **_VALUES["--seeds"])
+    for flag in ("--base", "--workers", "--shard", "--cluster"):
+        sweep.add_argument(flag, default=None, **_VALUES[flag])
+    sweep.add_argument(
+        "--first",
+        action="store_true",
+        help="stop at the first failing iteration (the one a single process stops at)",
+    )
+    return parser
+
+
+@dataclass(frozen=True)
+class Options:
+    test_id: str
+    seeds: int
+    base: int | None
+    workers: int
+    shard: tuple[int, int] | None
+    first: bool
+    cluster: str | None = None
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """The options of `askew sweep ...`; argparse exits 2 on a bad one."""
+    ns = _parser().parse_args(list(argv))
+    workers = ns.workers or _cpus()
+    return Options(ns.test_id, ns.seeds, ns.base, workers, ns.shard, ns.first, ns.cluster)
+
+
+# ---- the test ---------------------------------------------------------------
+
+
+def _import_path(path: Path) -> Any:
+    """Import a test file as pytest's "prepend" mode does: the directory above
+    its topmost package (or its own directory) goes first on sys.path."""
+    root = path.parent
+    names = [path.stem]
+    while (root / "__init__.py").is_file():
+        names.insert(0, root.name)
+        root = root.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return importlib.import_module(".".join(names))
+
+
+def resolve(test_id: str) -> Callable[..., Any]:
+    """The @askew.simulate test a pytest node id names, bound to an instance
+    for a method of a test class; UsageError if there is none."""
+    file, sep, rest = test_id.partition("::")
+    if not sep or not rest:
+        raise UsageError(f"test id {test_id!r} must be path/to/test_x.py::test_name")
+    if "[" in rest:
+        raise UsageError(f"test id {test_id!r}: parametrized tests cannot be swept")
+    path = Path(file).resolve()
+    if not path.is_file() or path.suffix != ".py":
+        raise UsageError(f"test id {test_id!r}: no Python file {file!r}")
+    try:
+        obj = _import_path(path)
+    except Exception as exc:
+        raise UsageError(f"test id {test_id!r}: importing {file} failed: {exc!r}") from exc
+    owner: Any = None
+    for name in rest.split("::"):
+        if inspect.isclass(obj):
+            owner = obj
+        obj = getattr(obj, name, None)
+        if obj is None:
+            raise UsageError(f"test id {test_id!r}: {file} has no {name!r}")
+    spec = getattr(obj, "_askew_spec", None)
+    if spec is None or not callable(obj):
+        raise UsageError(f"test id {test_id!r} is not an @askew.simulate test")
+    if owner is not None:
+        obj = obj.__get__(owner(), owner)
+    fixtures = [p for p in inspect.signature(obj).parameters if p != "self"]
+    if fixtures:
+        raise UsageError(
+            f"test id {test_id!r} takes pytest fixtures ({', '.join(fixtures)}): "
+            "askew sweep runs tests that take only the world"
+        )
+    return obj  # type: ignore[no-any-return]
+
+
+def shard_range(seeds: int, shard: tuple[int, int] | None) -> tuple[int, int]:
+    """The iterations shard K/N runs: the K-th of N contiguous blocks of
+    [0, seeds), sizes differing by at most one."""
+    if shard is None:
+        return 0, seeds
+    k, n = shard
+    return (k - 1) * seeds // n, k * seeds // n
+
+
+def chunks(start: int, stop: int, workers: int) -> Iterator[tuple[int, int]]:
+    """[start, stop) in chunks for the workers: about four per worker so
+    they finish together, at least _CHUNK_MIN iterations (a chunk's set-up,
+    a task's round trip and a loop, is worth a few runs; see _run_chunk for
+    the collection it no longer makes) and at most _CHUNK_MAX
+    (failures stream back as chunks finish, and --first waits for the
+    chunks running)."""
+    size = max(_CHUNK_MIN, min(_CHUNK_MAX, (stop - start) // (workers * 4)))
+    for a in range(start, stop, size):
+        yield a, min(a + size, stop)
+
+
+# ---- one worker -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing iteration, as the parent prints and groups it."""
+
+    iteration: int
+    seed: int
+    signature: str
+    headline: str
+
+
+@dataclass
+class ChunkResult:
+    start: int
+    stop: int
+    failures: list[Failure]
+    coverage: Summary
+    cpu: float  # CPU seconds the worker spent on the chunk
+    edges: int = 0  # shrink3: its runs' interleaving coverage (ASKEW_COVERAGE)
+
+
+_test: Callable[..., Any] | None = None
+
+
+def _worker_init(test_id: str, cwd: str) -> None:
+    global _test
+    # Ctrl-C on a terminal reaches the whole process group: the parent
+    # alone handles it (it stops the sweep and prints what ran).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.chdir(cwd)
+    _test = resolve(test_id)
+
+
+def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
+    from .runner import run_iterations
+
+    assert _test is not None
+    # Read outside the runs: inside one, askew's scope makes time virtual.
+    began = time.process_time()
+    # A worker's heap that is not the test's (a Dask worker's: ~57,000
+    # objects) is frozen first, so that the runner's collections inside the
+    # range scan only what is new. Its garbage is left to the collections
+    # between chunks (the runner unfreezes everything at the range's end).
+    gc.freeze()
+    edges: list[int] = []
+    outcomes, coverage = run_iterations(_test, base, start, stop, edges)
+    cpu = time.process_time() - began
+    failures = [
+        Failure(o.iteration, o.seed, o.signature or "", o.headline or "")
+        for o in outcomes
+        if o.headline is not None
+    ]
+    return ChunkResult(start, stop, failures, coverage, cpu, edges[0] if edges else 0)
+
+
+_cluster_tests: dict[tuple[str, str], Callable[..., Any]] = {}
+_cluster_lock = threading.Lock()
+
+
+def _cluster_chunk(test_id: str, cwd: str, base: int, start: int, stop: int) -> ChunkResult:
+    """A chunk on a Dask worker: the test resolved from the sweep's working
+    directory (the same path there) once per worker process. One chunk at a
+    time per process: a simulation owns its process's askew state, and a
+    Dask worker may run several tasks in threads."""
+    global _test
+    with _cluster_lock:
+        here = os.getcwd()
+        os.chdir(cwd)  # node ids, signatures and replay paths are cwd-relative
+        try:
+            key = (test_id, cwd)
+            if key not in _cluster_tests:
+                _cluster_tests[key] = resolve(test_id)
+            _test = _cluster_tests[key]
+            return _run_chunk(base, start, stop)
+        finally:
+            os.chdir(here)
+
+
+# ---- the parent -------------------------------------------------------------
+
+
+@dataclass
+class SweepResult:
+    """A whole sweep as the parent saw it."""
+
+    test_id: str
+    base: int
+    start: int
+    stop: int
+    ran: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    coverage: Summary | None = None  # the chunks' merged
+    stopped: bool = False  # --first stopped it early
+    cpu: float = 0.0  # CPU seconds the workers spent running iterations
+    interrupted: bool = False  # Ctrl-C stopped it
+    # shrink3: interleaving coverage (ASKEW_COVERAGE=1): the union of the
+    # chunks' maps, and (runs, edges) as chunks came back.
+    edges: int = 0
+    edge_growth: list[tuple[int, int]] = field(default_factory=list)
+
+    def groups(self) -> dict[str, list[Failure]]:
+        """The failures by signature, each group's smallest seed first."""
+        out: dict[str, list[Failure]] = {}
+        for f in sorted(self.failures, key=lambda f: f.seed):
+            out.setdefault(f.signature, []).append(f)
+        return out
+
+
+def _merge(total: Summary | None, part: Summary) -> Summary:
+    from .._explore.buggify import MarkStats, PointStats
+
+    if total is None:
+        return part
+    total.runs += part.runs
+    for name, p in part.points.items():
+        t = total.points.setdefault(name, PointStats())
+        for attr in ("runs_reached", "runs_active", "runs_fired", "fired"):
+            setattr(t, attr, getattr(t, attr) + getattr(p, attr))
+    for name, m in part.marks.items():
+        u = total.marks.setdefault(name, MarkStats())
+        u.runs_reached += m.runs_reached
+        u.runs_true += m.runs_true
+    total.unreached_points = sorted(set(total.unreached_points) - set(total.points))
+    total.unreached_marks = sorted(set(total.unreached_marks) - set(total.marks))
+    return total
+
+
+def _default_base(test: Callable[..., Any]) -> int:
+    """Without --base: ASKEW_SEED (as `askew-exec --seed` sets it), else the
+    decorator's seed, else a fresh one, as a pytest run picks its base."""
+    try:
+        seed = env_seed()
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if seed is None:
+        seed = test._askew_spec.seed  # type: ignore[attr-defined]
+    if seed is None:
+        seed = int.from_bytes(os.urandom(8), "little")
+    return int(seed)
+
+
+class _Progress:
+    """A live line on a terminal's stderr: iterations done, rate, failures."""
+
+    def __init__(self, total: int, stream: IO[str]) -> None:
+        self.total = total
+        self.stream = stream
+        self.live = stream.isatty()
+        self.began = time.monotonic()
+        self.shown = False
+
+    def update(self, done: int, failures: int) -> None:
+        if not self.live:
+            return
+        elapsed = max(time.monotonic() - self.began, 1e-9)
+        self.stream.write("\r" + progress_text(done, self.total, failures, elapsed) + "\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def progress_text(done: int, total: int, failures: int, elapsed: float) -> str:
+    """The progress line: seeds done of total, seeds/s, failures, elapsed, remaining."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    left = f"{(total - done) / rate:.0f}s left" if rate > 0 else "? left"
+    fails = f"{failures} failure{'s' if failures != 1 else ''}"
+    return (
+        f"askew: {done:,}/{total:,} seeds, {rate:,.0f} seeds/s, {fails}, "
+        f"{elapsed:.0f}s elapsed, {left}"
+    )
+
+
+def run_sweep(
+    options: Options, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr
+) -> SweepResult:
+    """Run the sweep `options` describe, printing to `out` as failures arrive."""
+    test = resolve(options.test_id)  # a usage error here, before any worker starts
+    base = options.base if options.base is not None else _default_base(test)
+    start, stop = shard_range(options.seeds, options.shard)
+    result = SweepResult(options.test_id, base, start, stop)
+    shard = f" (shard {options.shard[0]}/{options.shard[1]})" if options.shard else ""
+    where = (
+        f"on the Dask cluster {options.cluster}"
+        if options.cluster is not None
+        else f"in {options.workers} worker process(es)"
+    )
+    print(
+        f"askew sweep {options.test_id}: iterations [{start}, {stop}){shard} of base seed "
+        f"{base} {where}",
+        file=out,
+        flush=True,
+    )
+    if start == stop:
+        return result
+    collector = _Collector(result, options, out, err)
+    try:
+        if options.cluster is not None:
+            _on_cluster(options, result, collector)
+        else:
+            _on_local_processes(options, result, collector)
+    except KeyboardInterrupt:
+        result.interrupted = True  # the summary says what ran
+    finally:
+        collector.close()
+    return result
+
+
+class WorkersDied(Exception):
+    """Worker processes kept dying: the iterations named were not run."""
+
+
+_LOCAL_RETRIES = 3  # pools broken by a dying worker before a sweep gives up (Dask's default)
+
+
+def _on_local_processes(options: Options, result: SweepResult, collector: _Collector) -> None:
+    """The chunks on a pool of local processes. A worker that dies breaks
+    the pool: the chunks not yet finished are run again on a new one, so
+    no iteration is lost, up to _LOCAL_RETRIES times."""
+    # Workers start from a fresh interpreter (forkserver: nothing of this
+    # process is inherited, and no fork of a threaded parent); str and bytes
+    # hash order is fixed in them as askew-exec fixes it, unless set.
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    context = multiprocessing.get_context("forkserver")
+    # The server imports askew's runner once; each worker forks with it loaded.
+    context.set_forkserver_preload(["askew._run.runner"])
+    todo = list(chunks(result.start, result.stop, options.workers))
+    for attempt in range(_LOCAL_RETRIES + 1):
+        with futures.ProcessPoolExecutor(
+            options.workers,
+            mp_context=context,
+            initializer=_worker_init,
+            initargs=(options.test_id, os.getcwd()),
+        ) as pool:
+            starts = {pool.submit(_run_chunk, result.base, a, b): a for a, b in todo}
+            try:
+                _gather(starts, collector, futures.wait)
+                return
+            except futures.process.BrokenProcessPool:
+                todo = [(a, b) for a, b in todo if a not in collector.taken]
+                lost = ", ".join(f"[{a}, {b})" for a, b in todo)
+                if attempt == _LOCAL_RETRIES or result.stopped:
+                    raise WorkersDied(
+                        f"worker processes died {attempt + 1} times; iterations {lost} were not run"
+                    ) from None
+                collector.note(f"a worker process died; running iterations {lost} again")
+            finally:
+                for future in starts:
+                    future.cancel()
+
+
+def _on_cluster(options: Options, result: SweepResult, collector: _Collector) -> None:
+    """The chunks as Dask tasks. The scheduler re-runs the task of a worker
+    that dies (up to distributed.scheduler.allowed-failures times), so a
+    dead worker loses no iteration."""
+    try:
+        # Typed as Any: distributed is optional and ships no complete hints.
+        distributed: Any = importlib.import_module("distributed")
+    except ImportError:
+        raise UsageError(
+            "--cluster needs Dask distributed: pip install 'askew-dst[cluster]'"
+        ) from None
+    try:
+        client = distributed.Client(options.cluster, timeout=_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(
+            f"--cluster {options.cluster!r}: no Dask scheduler reachable there ({exc})"
+        ) from None
+    with client:
+        workers = max(1, sum(client.nthreads().values()))
+        starts = {
+            client.submit(
+                _cluster_chunk, options.test_id, os.getcwd(), result.base, a, b, pure=False
+            ): a
+            for a, b in chunks(result.start, result.stop, workers)
+        }
+        try:
+            _gather(starts, collector, distributed.wait)
+        finally:
+            client.cancel(list(starts))
+
+
+def _gather(starts: dict[Any, int], collector: _Collector, wait: Callable[..., Any]) -> None:
+    """Hand each chunk to the collector as it finishes. Chunks start in
+    order, so once one fails under --first only the chunks before it can
+    hold an earlier failure: those are awaited and the rest dropped, and the
+    sweep reports the first failing iteration of all, as one process would.
+    `starts` maps each chunk's future (a local or a Dask one) to its start."""
+    pending = set(starts)
+    stop_at: int | None = None
+    while pending:
+        # concurrent.futures.wait or distributed.wait: (done, not done)
+        done, pending = wait(pending, return_when="FIRST_COMPLETED")
+        pending = set(pending)
+        for future in sorted(done, key=starts.__getitem__):
+            if future.cancelled() or (stop_at is not None and starts[future] > stop_at):
+                continue
+            if collector.take(future.result()) and stop_at is None:
+                stop_at = starts[future]
+                pending = {f for f in pending if starts[f] < stop_at}
+    collector.finish()
+
+
+_SHOWN_PER_SIGNATURE = 10  # failures printed as they arrive; the rest are counted
+
+
+class _Collector:
+    """What the parent does with each finished chunk, whoever ran it: count
+    it, merge its coverage, print its failures (every signature's first
+    _SHOWN_PER_SIGNATURE), and say whether the sweep should stop (--first)."""
+
+    def __init__(self, result: SweepResult, options: Options, out: IO[str], err: IO[str]):
+        self.result = result
+        self.options = options
+        self.out = out
+        self.err = err
+        self.progress = _Progress(result.stop - result.start, err)
+        self.shown: dict[str, int] = {}
+        self.taken: set[int] = set()  # the starts of the chunks taken
+
+    def take(self, chunk: ChunkResult) -> bool:
+        result = self.result
+        self.taken.add(chunk.start)
+        result.ran += chunk.stop - chunk.start
+        result.cpu += chunk.cpu
+        result.coverage = _merge(result.coverage, chunk.coverage)
+        if chunk.edges:  # shrink3
+            result.edges |= chunk.edges
+            result.edge_growth.append((result.ran, result.edges.bit_count()))
+        if self.options.first:
+            # Printed by finish(): only the first failing iteration counts.
+            result.failures += chunk.failures[:1]
+            result.stopped = bool(result.failures)
+            self.progress.update(result.ran, len(result.failures))
+            return result.stopped
+        for failure in chunk.failures:
+            self.progress.clear()
+            self._print(failure)
+            result.failures.append(failure)
+        self.progress.update(result.ran, len(result.failures))
+        return False
+
+    def finish(self) -> None:
+        """The end of the chunks: under --first, the first failure of all."""
+        result = self.result
+        if self.options.first and result.failures:
+            result.failures = [min(result.failures, key=lambda f: f.iteration)]
+            self.progress.clear()
+            self._print(result.failures[0])
+
+    def _print(self, failure: Failure) -> None:
+        n = self.shown.get(failure.signature, 0)
+        self.shown[failure.signature] = n + 1
+        if n > _SHOWN_PER_SIGNATURE:
+            return
+        if n == _SHOWN_PER_SIGNATURE:
+            print(
+                f"  (further failures of {failure.signature} are counted, not shown)",
+                file=self.out,
+                flush=True,
+            )
+            return
+        lines = [f"FAIL seed={failure.seed} iteration={failure.iteration}: {failure.headline}"]
+        if n == 0:
+            lines.append(f"  new signature: {failure.signature}")
+        lines.append(f"  replay: {replay_command(failure.seed, self.options.test_id)}")
+        print("\n".join(lines), file=self.out, flush=True)
+
+    def note(self, text: str) -> None:
+        self.progress.clear()
+        print(f"askew sweep: {text}", file=self.err, flush=True)
+
+    def close(self) -> None:
+        self.progress.clear()
+
+
+def summary(result: SweepResult) -> str:
+    """The end of a sweep: seeds run, failures by signature, coverage."""
+    lines = [
+        f"askew sweep summary: {result.ran:,} of iterations [{result.start}, {result.stop}) "
+        f"run from base seed {result.base}"
+        + (" (stopped at the first failure)" if result.stopped else "")
+        + (" (interrupted)" if result.interrupted else "")
+    ]
+    groups = result.groups()
+    if not groups:
+        lines.append("  no failures")
+    else:
+        lines.append(
+            f"  {len(result.failures)} failing seed(s), {len(groups)} distinct signature(s):"
+        )
+    for sig, members in groups.items():
+        first = members[0]
+        lines.append(
+            f"  {sig}: {len(members)} seed(s), smallest seed {first.seed} "
+            f"(iteration {first.iteration}): {first.headline}"
+        )
+        lines.append(f"    replay: {replay_command(first.seed, result.test_id)}")
+    coverage = result.coverage
+    if coverage is not None and (coverage.points or coverage.marks):
+        lines.extend(str(coverage).splitlines())
+    if result.edges:  # shrink3: askew/_coverage.py
+        growth = ", ".join(f"{runs:,}: {edges}" for runs, edges in result.edge_growth)
+        lines.append(
+            f"  interleaving coverage: {result.edges.bit_count()} edges "
+            f"(runs: edges, as chunks came back: {growth})"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        options = parse_args(args)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    try:
+        result = run_sweep(options)
+    except UsageError as exc:
+        sys.stderr.write(f"askew sweep: error: {exc}\n")
+        return USAGE_EXIT
+    except WorkersDied as exc:
+        sys.stderr.write(f"askew sweep: {exc}\n")
+        return 1
+    print(summary(result), flush=True)
+    if result.interrupted:
+        return 130  # the shell's status for SIGINT
+    return 1 if result.failures else 0

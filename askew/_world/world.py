@@ -1,0 +1,415 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The world a simulated test gets: nodes, the network, faults, the clock,
+the run's PRNG and its log, its monitors and its operation history.
+
+Node ids are 0, 1, 2... in spawn order. The code of a node runs in a context
+that names it (a context variable the C loop reads on every step), so the
+tasks a node creates belong to it: a crash stops all of them, a skew shifts
+all their clocks. The world starts and ends the run's network stack
+(askew/_net/host.py) and disks (askew/_disk/), and its node handles, faults,
+network and log are the modules beside this one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import random
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import _core
+from .._disk import disk as _disk
+from .._disk.view import DiskView
+from .._loop import kinds
+from .._loop.config import MESSAGE_FAULTS, NODES_KEY, check_seconds
+from .._loop.nodes import TOKEN_SHIFT, node_var
+from .._loop.text import short_repr
+from .._net import host as _host
+from .._net import loopio as _loopio  # noqa: F401  (the loop's sockets are the network's)
+from .._net.addr import address_of
+from .faults import Faults, _Pause
+from .history import History
+from .log import Log
+from .monitors import always, eventually
+from .net import Network, _Partition
+from .node import Node, NodeHandle, _Slot, check_payload
+
+_CoroutineType = types.CoroutineType
+
+
+class Clock:
+    """world.clock: let virtual time pass."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    async def advance(self, seconds: float) -> None:
+        """Let `seconds` of virtual time pass, running everything due in them."""
+        seconds = check_seconds(seconds, "advance(seconds=...)")
+        self._world._check_live()
+        await asyncio.sleep(seconds)
+
+
+class World:
+    """Everything a simulated test can do to its simulation."""
+
+    def __init__(self, loop: Any, seed: int, suppress: frozenset[int | str] = frozenset()) -> None:
+        self._loop = loop
+        self.seed = seed
+        # Fault suppression (askew/_shrink.py): every fault call of the run,
+        # in order, as (virtual time, what); a call whose index is in
+        # `suppress` does nothing. Costs a list append per fault call.
+        # "drop:N" / "dup:N" in `suppress` go to the network (see _all_faults).
+        self._suppress = suppress
+        self._fault_calls: list[tuple[float, str]] = []
+        self._random: random.Random | None = None
+        self.clock = Clock(self)
+        self.net = Network(self)
+        self.faults = Faults(self)
+        self.log = Log(self)
+        self._slots: list[_Slot] = []
+        # Per node, the tasks of its crashed incarnations, in creation order.
+        self._crashed: dict[int, list[asyncio.Task[Any]]] = {}
+        self._pauses: list[_Pause] = []
+        self._failure: BaseException | None = None
+        self._failed_node: int | None = None
+        self._ended = False
+        self._wire: _core.Network = loop._net
+        loop._set_node_var(node_var)
+        self._wire.set_payload_check(check_payload)
+        # shrink3: message faults to skip, and the node count's cap (node_count).
+        self._nodes_cap: int | None = None
+        self._nodes_asked: tuple[int, int] | None = None  # (fewest, default)
+        if any(isinstance(key, str) for key in suppress):
+            for kind, name in enumerate(MESSAGE_FAULTS):
+                named = (key.partition(":") for key in suppress if isinstance(key, str))
+                self._wire.suppress(kind, [int(n) for k, _, n in named if k == name])
+            named = (key.partition(":") for key in suppress if isinstance(key, str))
+            self._nodes_cap = next((int(n) for k, _, n in named if k == NODES_KEY), None)
+        # Names and TCP (askew/_net/host.py): the stack is made on first use.
+        self._hostnames: list[str] = []
+        self._names: dict[str, int] = {}
+        self._tcp: Any = None
+        # Simulated disks (askew/_disk/), by node id: spawn(..., disk=...).
+        self._disks: dict[int, Any] = {}
+        _host.begin(self)
+        _disk.begin(self)
+
+    def __repr__(self) -> str:
+        if self._ended:
+            return f"<askew world seed={self.seed} ended nodes={len(self._slots)}>"
+        return f"<askew world seed={self.seed} t={self.now:.6f}s nodes={len(self._slots)}>"
+
+    @property
+    def random(self) -> random.Random:
+        """A random.Random on the run's user stream (made on first use: seeding
+        one costs more than a small run)."""
+        if self._random is None:
+            self._random = random.Random(_core.seed_stream(self.seed, _core.STREAM_USER))
+        return self._random
+
+    @property
+    def now(self) -> float:
+        """Virtual time, seconds since the run started."""
+        if self._ended:  # the reused loop's clock is a later run's by now
+            self._check_live()
+        return float(self._loop._now_ns) / 1e9
+
+    @property
+    def nodes(self) -> list[NodeHandle]:
+        return [s.handle for s in self._slots if s.handle is not None]
+
+    def _fault_call(self, text: str) -> bool:
+        """Count one fault call (`text` says what it does); whether this run
+        suppresses it."""
+        k = len(self._fault_calls)
+        self._fault_calls.append((self._loop._now_ns / 1e9, text))
+        return k in self._suppress
+
+    def node_count(self, default: int, *, fewest: int = 1) -> int:
+        """How many nodes to spawn: `default`, or fewer (never under `fewest`)
+        when a failure's shrinking tries the run with fewer nodes. A test that
+        spawns `world.node_count(5, fewest=3)` nodes lets the shrinker report
+        "fails the same way with 3 nodes"; one that spawns a fixed number
+        does not, since only the test knows which counts it means to hold."""
+        for name, value in (("default", default), ("fewest", fewest)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"node_count: {name} must be an int, got {value!r}")
+        if not 1 <= fewest <= default:
+            raise ValueError(
+                f"node_count needs 1 <= fewest <= default, got fewest={fewest}, default={default}"
+            )
+        if self._nodes_asked is None:
+            self._nodes_asked = (fewest, default)
+        if self._nodes_cap is None:
+            return default
+        return max(fewest, min(default, self._nodes_cap))
+
+    def _all_faults(self) -> list[tuple[int | str, float, str]]:
+        """shrink3: the run's faults as (key, virtual time, what): its fault
+        calls (key: the index), then the network's loss drops and
+        duplications (key: "drop:N" / "dup:N", N the send's id), in order;
+        last "nodes:F-D" if the test let the shrinker try F to D nodes."""
+        out: list[tuple[int | str, float, str]] = [
+            (k, t, text) for k, (t, text) in enumerate(self._fault_calls)
+        ]
+        messages, _more = self._wire.faults()
+        for kind, id_, sent_ns, src, dst in messages:
+            what = ("drop", "duplication")[kind]
+            out.append(
+                (
+                    f"{MESSAGE_FAULTS[kind]}:{id_}",
+                    sent_ns / 1e9,
+                    f"{what} of message {id_} (node {src} -> node {dst})",
+                )
+            )
+        if self._nodes_asked is not None and self._nodes_asked[0] < self._nodes_asked[1]:
+            # Not a fault: tells the shrinker it may try fewer nodes.
+            fewest, default = self._nodes_asked
+            out.append((f"{NODES_KEY}:{fewest}-{default}", 0.0, f"{default} nodes"))
+        return out
+
+    def _check_live(self) -> None:
+        if self._ended:
+            raise RuntimeError(
+                "this world's run has ended: a world is only usable during its own run"
+            )
+
+    def _node_id(self, node: object, what: str) -> int:
+        if isinstance(node, NodeHandle):
+            if node._world is not self:
+                raise ValueError(f"{what}: {node!r} belongs to another world")
+            return int(node.id)
+        if isinstance(node, Node):
+            return int(node.id)
+        if isinstance(node, bool) or not isinstance(node, int):
+            raise TypeError(f"{what}: a node is an int id or a node handle, got {node!r}")
+        self._wire.check_node(node, what)
+        return node
+
+    def spawn(
+        self,
+        target: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        disk: str | None = None,
+    ) -> NodeHandle:
+        """Start a node running target(node, *args) (an async function), or
+        Cls(node, *args).run() for a class; returns its handle. `name` is
+        its hostname (default node-<id>), which the simulated resolver
+        answers with its address. `disk` is the mount of a simulated disk
+        of its own (docs/disks.md): under that path its file I/O goes to a
+        disk that survives its crashes as a real one would."""
+        if name is not None:
+            _check_hostname(name, self._names)
+        mount = None
+        if disk is not None:
+            mount = _disk.check_mount(disk)
+        if not callable(target):
+            raise TypeError(
+                f"spawn() needs an async function or a class with `async def run(self)`, "
+                f"got {target!r}"
+            )
+        if isinstance(target, type) and not inspect.iscoroutinefunction(
+            getattr(target, "run", None)
+        ):
+            raise TypeError(f"spawn({target.__name__}): the class needs an `async def run(self)`")
+        self._check_live()
+        node_id = int(self._wire.node_add())
+        hostname = name.lower() if name is not None else f"node-{node_id}"
+        self._hostnames.append(hostname)
+        self._names.setdefault(hostname, node_id)
+        slot = _Slot(target, args)
+        self._slots.append(slot)
+        slot.handle = NodeHandle(self, node_id, slot)
+        text = f"spawn {node_id} {_target_name(target)}"
+        if mount is not None:
+            if node_id >= _disk.NODES_MAX:
+                raise ValueError(f"spawn(disk=...): at most {_disk.NODES_MAX} nodes have a disk")
+            self._disks[node_id] = _disk.NodeDisk(self, node_id, mount)
+            text += f" disk={mount}"
+        self.log._emit(kinds.SPAWN, node_id, text)
+        self._start(node_id)
+        return slot.handle
+
+    def _start(self, node_id: int) -> None:
+        slot = self._slots[node_id]
+        _alive, incarnation = self._wire.alive(node_id)
+        node = Node(self, node_id, incarnation)
+        slot.node = node
+        slot.token = node._askew_token
+        ctx = contextvars.copy_context()
+        ctx.run(node_var.set, slot.token)
+        if isinstance(slot.target, type):
+            slot.instance = ctx.run(slot.target, node, *slot.args)
+            coro = ctx.run(slot.instance.run)
+        else:
+            slot.instance = None
+            coro = ctx.run(slot.target, node, *slot.args)
+        if coro.__class__ is not _CoroutineType and not inspect.isawaitable(coro):
+            raise TypeError(
+                f"spawn({_target_name(slot.target)}): calling it returned "
+                f"{short_repr(coro)}, not a coroutine; spawn an `async def` function"
+            )
+        task = self._loop.create_task(coro, name=f"node-{node_id}", context=ctx)
+        slot.task = task
+        token = slot.token
+        task.add_done_callback(lambda t: self._node_done(node_id, token, t))
+
+    def _node_done(self, node_id: int, token: int, task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or self._slots[node_id].token != token:
+            return
+        exc = task.exception()
+        if exc is not None and self._failure is None:
+            self._failure = exc
+            self._failed_node = node_id
+            self._loop.stop()
+
+    def partition(self, *groups: Iterable[int | NodeHandle]) -> _Partition:
+        """`async with world.partition({0, 1}, {2, 3, 4}):` cuts the links
+        between the groups and heals on exit."""
+        if len(groups) < 2:
+            raise ValueError(f"partition() needs at least two groups, got {len(groups)}")
+        resolved: list[list[int]] = []
+        seen: dict[int, int] = {}
+        for g, group in enumerate(groups):
+            if isinstance(group, (str, bytes)) or not isinstance(group, Iterable):
+                raise TypeError(f"partition group {g} must be a set of node ids, got {group!r}")
+            ids = sorted({self._node_id(n, "partition") for n in group})
+            for i in ids:
+                if i in seen:
+                    raise ValueError(
+                        f"partition groups overlap: node {i} is in group {seen[i]} and group {g}"
+                    )
+                seen[i] = g
+            resolved.append(ids)
+        return _Partition(self, resolved)
+
+    def _owner_crashed(self, task: asyncio.Task[Any]) -> bool:
+        """Whether task belongs to an incarnation that has crashed (and so
+        never runs again)."""
+        token = getattr(task, "_askew_owner", -1)
+        if token < 0:
+            return False
+        node_id = token >> TOKEN_SHIFT
+        return node_id < len(self._slots) and self._slots[node_id].token != token
+
+    def _end_pauses(self) -> None:
+        """At close-down every pause ends, as the test's own process would
+        resume its nodes: their cleanup runs as that of the others."""
+        for pause in self._pauses:
+            pause._resume()
+        self._pauses.clear()
+
+    def _end(self) -> None:
+        self._ended = True
+        _host.end(self)
+        _disk.end(self)
+
+    def disk(self, node: int | NodeHandle) -> Any:
+        """The test body's view of node's simulated disk (askew/_disk/view.py
+        DiskView): read, exists, listdir, walk, usage, as the node sees it
+        now. Outside the node, the mount path itself is the real one."""
+        node_id = self._node_id(node, "disk")
+        self._check_live()
+        nd = self._disks.get(node_id)
+        if nd is None:
+            raise ValueError(f'disk: node {node_id} has no disk; spawn it with disk="/data"')
+        return DiskView(self, nd)
+
+    def address(self, node: int | NodeHandle) -> str:
+        """The node's IPv4 address: 10.0.0.1 for node 0, 10.0.0.2 for node 1..."""
+        return address_of(self._node_id(node, "address"))
+
+    def hostname(self, node: int | NodeHandle) -> str:
+        """The node's hostname: the `name=` given at spawn, or node-<id>."""
+        return self._hostnames[self._node_id(node, "hostname")]
+
+    def _end_run(self) -> BaseException | None:
+        """End this world's run; askew._runner calls it once the test has
+        returned, then ends the loop's run. Every pause ends, the tasks still
+        pending are cancelled and let finish, and the coroutines of crashed
+        incarnations are closed. Returns the error a node's cleanup raised."""
+        self._end_pauses()
+        # Tasks of crashed incarnations never run again: wait for the rest.
+        stopped, raised = self._loop._cancel_pending(lambda t: not self._owner_crashed(t))
+        error: BaseException | None = raised
+        if stopped is not None:
+            # A node whose cleanup raised stopped the loop: its error is the news.
+            error = self._failure if self._failure is not None else stopped
+        self._end()
+        # The tasks of crashed nodes are still pending and never run again.
+        # Close their coroutines here, at a fixed point after the run and with
+        # the world ended, instead of leaving them to the collector: collected
+        # later, they would report "Task was destroyed but it is pending!" to
+        # whichever run's exception handler is set then (failing that run, or
+        # a later iteration, which a replay of its seed alone would not) and
+        # unwind in its middle.
+        for node_id in sorted(self._crashed):
+            for task in self._crashed[node_id]:
+                if not task.done():
+                    task._log_destroy_pending = False  # type: ignore[attr-defined]
+                    try:
+                        task.get_coro().close()
+                    except Exception:  # a dead node's unwinding has no one to tell
+                        pass
+        self._crashed.clear()
+        return error
+
+    # The world's checks and history (askew/_world/monitors.py, history.py): kept together at
+    # the end of the class.
+    def eventually(
+        self, name: str, predicate: Callable[[], Any], *, within: float, every: float | None = None
+    ) -> Any:
+        """Fail the run unless predicate() is true at some poll within
+        `within` virtual seconds from now. It is polled every `every` seconds
+        (default within / 64) and at the deadline, by timers of the world's
+        loop; a predicate that raises fails the run with its exception
+        chained. Returns the check (its .held, .cancel())."""
+        return eventually(self, name, predicate, within, every)
+
+    def always(self, name: str, predicate: Callable[[], Any]) -> Any:
+        """Fail the run at the first step after which predicate() is false
+        (or raises: then chained). Checked after every step of the run by a
+        hook of the C loop, all of a world's checks in one call; it draws
+        nothing and schedules nothing. Returns the check (its .cancel())."""
+        return always(self, name, predicate)
+
+    @property
+    def history(self) -> Any:
+        """The run's operation history (askew.History) on the virtual clock:
+        `op = world.history.invoke(node, "write", 3)` ... `op.ok()`; check
+        it with askew.check.linearizable(world.history, model)."""
+        found = self.__dict__.get("_askew_history")
+        if found is None:
+            found = self.__dict__["_askew_history"] = History(
+                lambda: self.now, lambda n: None if n is None else self._node_id(n, "history")
+            )
+        return found
+
+
+def _check_hostname(name: object, taken: dict[str, int]) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"spawn(name=...) must be a str, got {name!r}")
+    labels = name.split(".")
+    ok = 0 < len(name) <= 253 and all(
+        0 < len(label) <= 63
+        and label[0] != "-"
+        and label[-1] != "-"
+        and all(c.isascii() and (c.isalnum() or c == "-") for c in label)
+        for label in labels
+    )
+    if not ok or labels[-1].isdigit() or name.lower() == "localhost":
+        raise ValueError(
+            f"spawn(name={name!r}): a hostname is dot-separated labels of letters, digits "
+            "and '-', not all digits at the end, and not 'localhost'"
+        )
+    if name.lower() in taken:
+        raise ValueError(f"spawn(name={name!r}): node {taken[name.lower()]} has that name")
+
+
+def _target_name(target: Any) -> str:
+    return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", target))
