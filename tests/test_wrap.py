@@ -552,7 +552,7 @@ def test_a_source_the_parser_fails_on_shows_its_one_line_instead_of_an_internal_
     to the INTERNALERROR that made. The cache shows the failing line."""
     from _pytest._code import code, source
 
-    from askew._run.plugin import _SessionAstCache
+    from askew._run.wrapplugin import _SessionAstCache
 
     real = source.getstatementrange_ast
 
@@ -577,7 +577,7 @@ def test_a_source_the_parser_fails_on_shows_its_one_line_instead_of_an_internal_
 def test_failure_reports_read_the_same_and_parse_each_source_once_per_session() -> None:
     from _pytest._code import code, source
 
-    from askew._run.plugin import _SessionAstCache
+    from askew._run.wrapplugin import _SessionAstCache
 
     original = source.getstatementrange_ast
     errors = [_error_through_asyncio() for _ in range(3)]

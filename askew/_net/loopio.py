@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import socket
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._loop import hostio
@@ -22,6 +23,8 @@ from .._loop.text import safe_repr
 from . import connect as _connect_mod
 from . import rawsock as _rawsock
 from . import server as _server
+from . import sockcalls as _sockcalls
+from . import sockets as _sockets
 from . import tls as _tls
 from . import udp as _udp
 from .host import active, drop_host
@@ -130,7 +133,7 @@ async def _given_stream(sock: Any, protocol_factory: Any, tls: Any) -> Any:
     given simulated socket, with TLS if asked (askew/_net/tls.py)."""
     if tls is not None:
         return await _tls.adopt(sock, protocol_factory, tls)
-    return _rawsock.adopt_stream(sock, protocol_factory)
+    return _sockets.adopt_stream(sock, protocol_factory)
 
 
 async def _given_listener(
@@ -140,7 +143,7 @@ async def _given_listener(
     simulated listening socket, with TLS if asked."""
     if tls is not None:
         return await _tls.serve(sock, protocol_factory, backlog, start_serving, tls)
-    return await _rawsock.serve(sock, protocol_factory, backlog, start_serving)
+    return await _sockets.serve(sock, protocol_factory, backlog, start_serving)
 
 
 async def getaddrinfo(
@@ -278,7 +281,7 @@ async def create_datagram_endpoint(
     clash = "socket modifier keyword arguments can not be used when sock is specified."
     sock = _sock_arg(call, kwargs, _DATAGRAM_IGNORED, clash if addressed else None)
     if sock is not None:
-        return await _rawsock.adopt_datagram(sock, protocol_factory)
+        return await _sockets.adopt_datagram(sock, protocol_factory)
     stack = _socket_stack(loop, call, kwargs, _DATAGRAM_IGNORED)
     return await _udp.create_datagram_endpoint(
         stack,
@@ -298,7 +301,7 @@ async def connect_accepted_socket(
     _check_keywords("connect_accepted_socket", kwargs)
     kwargs["sock"] = sock
     given = _sock_arg("connect_accepted_socket()", kwargs, _CONNECT_IGNORED, None)
-    return _rawsock.adopt_stream(given, protocol_factory)
+    return _sockets.adopt_stream(given, protocol_factory)
 
 
 async def sendfile(
@@ -322,16 +325,29 @@ def watch(loop: Any, fd: Any, which: str, callback: Any, args: tuple[Any, ...]) 
     if not isinstance(fd, _rawsock.RawSocket):
         method = "add_reader" if which == "r" else "add_writer"
         refuse(f"{method}({fd!r})", "File descriptors are real I/O. " + IO_HINT)
-    _rawsock.watch(fd, which, callback, args)
+    _sockcalls.watch(fd, which, callback, args)
 
 
 def unwatch(loop: Any, fd: Any, which: str) -> bool:
-    return isinstance(fd, _rawsock.RawSocket) and _rawsock.unwatch(fd, which)
+    return isinstance(fd, _rawsock.RawSocket) and _sockcalls.unwatch(fd, which)
+
+
+_SOCK_METHODS: dict[str, Callable[..., Awaitable[Any]]] = {
+    "accept": _sockcalls.sock_accept,
+    "connect": _sockcalls.sock_connect,
+    "recv": _sockcalls.sock_recv,
+    "recv_into": _sockcalls.sock_recv_into,
+    "recvfrom": _sockcalls.sock_recvfrom,
+    "recvfrom_into": _sockcalls.sock_recvfrom_into,
+    "sendall": _sockcalls.sock_sendall,
+    "sendto": _sockcalls.sock_sendto,
+    "sendfile": _sockets.sock_sendfile,
+}
 
 
 async def sock_call(loop: Any, method: str, call: str, sock: Any, *args: Any) -> Any:
     _simulated(sock, call)
-    return await getattr(_rawsock, "sock_" + method)(sock, *args)
+    return await _SOCK_METHODS[method](sock, *args)
 
 
 # This module is the HostIO the loop asks, from its import on; the names a

@@ -17,7 +17,7 @@ from typing import Any
 from .. import _core
 from .._loop.patches import NameSwap, scope
 from . import aiodns as _aiodns
-from . import rawsock as _rawsock
+from . import sockets as _sockets
 from .host import current
 
 _virtual: Any = _core.virtual
@@ -44,9 +44,9 @@ def resolving(name: str, refusing: Callable[..., Any], in_run: Callable[[], bool
 
 
 def install(names: NameSwap) -> None:
-    names.set(socket, "socket", _rawsock.SocketType)
-    names.set(socket, "socketpair", _rawsock.socketpair)
-    names.set(ssl.SSLContext, "wrap_socket", _rawsock.wrap_socket)
+    names.set(socket, "socket", _sockets.SocketType)
+    names.set(socket, "socketpair", _sockets.socketpair)
+    names.set(ssl.SSLContext, "wrap_socket", _sockets.wrap_socket)
     # Over the loop's refusal of each, which they fall back to outside a world.
     for name in RESOLVED:
         names.set(socket, name, resolving(name, getattr(socket, name), _virtual.in_simulation))

@@ -18,7 +18,7 @@ import ssl
 from asyncio import constants, sslproto
 from typing import Any
 
-from . import rawsock as _rawsock
+from . import sockets as _sockets
 from .endpoint import STREAMS_CALLBACK_RAISES_ON_CANCEL, mend_streams_callback
 from .host import active
 from .server import Server
@@ -189,7 +189,7 @@ async def adopt(sock: Any, protocol_factory: Any, tls: Options) -> tuple[Any, An
     becomes a transport, and TLS runs over it."""
 
     async def connect(factory: Any) -> tuple[Any, Any]:
-        return _rawsock.adopt_stream(sock, factory)
+        return _sockets.adopt_stream(sock, factory)
 
     return await create_connection(sock._stack, protocol_factory, tls, connect)
 
@@ -200,7 +200,7 @@ async def serve(
     """create_server(sock=..., ssl=...): listen on the simulated socket,
     with TLS around each accepted connection."""
     factory = server_factory(sock._stack, protocol_factory, tls)
-    server = await _rawsock.serve(sock, factory, backlog, start_serving)
+    server = await _sockets.serve(sock, factory, backlog, start_serving)
     server._ssl_context = tls.context
     return server
 
@@ -268,7 +268,7 @@ async def sendfile(
     A plain simulated connection has no native path to try, and acts as
     one that has (fallback=False works, as on Linux); a TLS transport
     says what asyncio's does."""
-    _rawsock.sendfile_args(file, offset, count)
+    _sockets.sendfile_args(file, offset, count)
     if transport.is_closing():
         raise RuntimeError("Transport is closing")
     mode = getattr(transport, "_sendfile_compatible", constants._SendfileMode.UNSUPPORTED)
@@ -285,7 +285,7 @@ async def sendfile(
         transport.write(data)
 
     try:
-        return await _rawsock.send_file(file, offset, count, send)
+        return await _sockets.send_file(file, offset, count, send)
     finally:
         gate.restore()
 
