@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import askew
-from askew._loop.config import KNOBS
+from askew._loop.settings import KNOBS
 
 collect_ignore = ["wrap_fixtures"]
 # Under `make asan` the extension needs libasan first in LD_PRELOAD; these

@@ -211,7 +211,7 @@ def test_a_huge_max_time_means_until_virtual_time_ends() -> None:
 def test_the_max_time_variable_is_bounded_like_the_argument(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from askew._loop.config import env_knobs
+    from askew._loop.settings import env_knobs
 
     for text in ("1e-10", "nan"):
         monkeypatch.setenv("ASKEW_MAX_TIME", text)

@@ -17,7 +17,8 @@ from conftest import json_in_hash_seeds, run_pytest
 from test_determinism import scenario, trace_of
 
 import askew
-from askew._loop.config import RunConfig, parse_pct_depth
+from askew._loop.config import RunConfig
+from askew._loop.settings import parse_pct_depth
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

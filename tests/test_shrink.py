@@ -337,7 +337,7 @@ def test_a_suppressed_drop_leaves_every_other_message_to_its_fate() -> None:
 
 
 def test_message_faults_in_suppress_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from askew._loop.config import parse_suppress
+    from askew._loop.settings import parse_suppress
 
     assert parse_suppress("1, drop:0x11,dup:3", "x") == frozenset({1, "drop:17", "dup:3"})
     test = askew.simulate(seed=1, iterations=1)(_needs_the_cut)

@@ -17,7 +17,7 @@ from test_determinism import scenario, trace_of
 
 import askew
 from askew._explore import swarm as _swarm
-from askew._loop.config import parse_flag, wrap_config
+from askew._loop.settings import parse_flag, wrap_config
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 

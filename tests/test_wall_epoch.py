@@ -26,7 +26,8 @@ from test_disk_preload import _run
 
 import askew
 from askew import _core
-from askew._loop.config import RunConfig, check_wall_epoch, parse_wall_epoch
+from askew._loop.config import RunConfig, check_wall_epoch
+from askew._loop.settings import parse_wall_epoch
 from askew._run import wrap as _wrap
 from askew._run.exec import parse_args
 

@@ -27,7 +27,7 @@ import sys
 from typing import Any
 
 from .. import _core
-from .._loop.config import env_flag
+from .._loop.settings import env_flag
 from . import swarm as _swarm
 
 WARMUP = 16  # iterations run as the sweep's own seeds before any steering

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from .._loop.config import NODES_KEY
+from .._loop.settings import NODES_KEY
 
 # A fault: its key (call index, or "drop:N" / "dup:N"), virtual time, what.
 Fault = tuple[int | str, float, str]

@@ -24,16 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._loop.config import (
-    RunConfig,
-    env_knob_assignments,
-    env_trace,
-    strategy_note,
-    swarm_note,
-    wall_epoch_text,
-)
+from .._loop.config import RunConfig, wall_epoch_text
 from .._loop.frames import describe_wait
 from .._loop.kinds import LOG_KEPT
+from .._loop.settings import env_knob_assignments, env_trace, strategy_note, swarm_note
 from .._loop.text import safe_repr, short_repr
 from .._world.log import Event, event_from_entry
 from ..errors import BudgetExceeded, DeadlockError, SimulationFailure

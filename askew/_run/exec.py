@@ -74,13 +74,13 @@ class UsageError(Exception):
 
 
 def _parse_seed(text: str, what: str) -> int:
-    from .._loop.config import parse_seed  # the one seed parser: ASKEW_SEED, --askew-seed, --seed
+    from .._loop.settings import parse_seed  # the one seed parser: ASKEW_SEED, --askew-seed, --seed
 
     return parse_seed(text, what)
 
 
 def _knob_text(value: object) -> str:
-    from .._loop.config import knob_text
+    from .._loop.settings import knob_text
 
     return knob_text(value)
 
@@ -92,7 +92,7 @@ def _options() -> tuple[
 ]:
     """(the wrap options, every option taking a value): each maps to its ASKEW_*
     variable and the parser that checks the value."""
-    from .._loop.config import KNOBS, parse_positive_int
+    from .._loop.settings import KNOBS, parse_positive_int
 
     wrap: dict[str, tuple[str, Callable[[str, str], object]]] = {
         "--seeds": ("ASKEW_SEEDS", parse_positive_int),

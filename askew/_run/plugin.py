@@ -28,7 +28,8 @@ import _pytest
 import pluggy
 import pytest
 
-from .._loop.config import (
+from .._loop.frames import PACKAGE_DIR
+from .._loop.settings import (
     KNOBS,
     env_flag,
     env_iterations,
@@ -44,7 +45,6 @@ from .._loop.config import (
     unknown_env_variables,
     wrap_config,
 )
-from .._loop.frames import PACKAGE_DIR
 from .._report import report as _report
 from ..errors import SimulationFailure
 from . import runner as _runner

@@ -47,6 +47,11 @@ from .._loop.config import (
     WallEpoch,
     check_iterations,
     check_seed,
+)
+from .._loop.frames import PACKAGE_DIR
+from .._loop.loop import SimLoop
+from .._loop.patches import NameSwap, scope
+from .._loop.settings import (
     env_flag,
     env_iterations,
     env_knobs,
@@ -56,9 +61,6 @@ from .._loop.config import (
     env_views,
     parse_suppress,
 )
-from .._loop.frames import PACKAGE_DIR
-from .._loop.loop import SimLoop
-from .._loop.patches import NameSwap, scope
 from .._report import timeline as _timeline
 from .._report.report import (
     Outcome,

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .._loop.config import SEED_LIMIT, env_seed
+from .._loop.config import SEED_LIMIT
+from .._loop.settings import env_seed
 from .._report.report import replay_command
 
 if TYPE_CHECKING:

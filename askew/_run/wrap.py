@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _core
-from .._loop.config import KNOBS, WRAP_EXECUTOR, RunConfig, check_seed, knob_text
+from .._loop.config import RunConfig, check_seed
 from .._loop.loop import SimLoop
 from .._loop.patches import NameSwap, Nesting
+from .._loop.settings import KNOBS, WRAP_EXECUTOR, knob_text
 from .._net import host as _host
 from .._net import loopio as _loopio  # noqa: F401  (the loop's sockets are the network's)
 from .._net import realsock as _realsock

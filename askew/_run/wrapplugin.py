@@ -17,12 +17,9 @@ from typing import Any
 
 import pytest
 
-from .._loop.config import (
-    RunConfig,
-    check_seed,
-    env_seed,
-)
+from .._loop.config import RunConfig, check_seed
 from .._loop.patches import NameSwap
+from .._loop.settings import env_seed
 from . import wrap as _wrap
 from .wrap import WrappedRun, wrapped_replay
 

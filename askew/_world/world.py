@@ -24,8 +24,9 @@ from .. import _core
 from .._disk import disk as _disk
 from .._disk.view import DiskView
 from .._loop import kinds
-from .._loop.config import MESSAGE_FAULTS, NODES_KEY, check_seconds
+from .._loop.config import check_seconds
 from .._loop.nodes import TOKEN_SHIFT, node_var
+from .._loop.settings import MESSAGE_FAULTS, NODES_KEY
 from .._loop.text import short_repr
 from .._net import host as _host
 from .._net import loopio as _loopio  # noqa: F401  (the loop's sockets are the network's)
