@@ -74,6 +74,7 @@ lint: .venv/bin/python
 	$(PYTHON) -m ruff format --check askew tests bench examples scripts setup.py
 	$(PYTHON) -m mypy
 	$(PYTHON) scripts/check_includes.py
+	$(PYTHON) scripts/check_layers.py
 
 FUZZ_ITERATIONS ?= 200000
 FUZZ_SEED ?= $(shell date +%s)

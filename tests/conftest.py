@@ -8,6 +8,7 @@ that hang or fail on purpose, so the main run never collects it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ collect_ignore = ["wrap_fixtures"]
 # suites run children with an LD_PRELOAD of their own, which cannot load it.
 # The preload's own Check suite still runs there, under UBSan.
 if os.environ.get("ASKEW_ASAN"):
-    collect_ignore += ["test_exec.py", "test_preload.py"]
+    collect_ignore += ["run/test_exec.py", "loop/test_preload.py"]
 
 # ---- helpers for the runner, world and determinism suites ----------------------
 
@@ -72,13 +73,17 @@ def run_pytest(
 
 
 def json_in_hash_seeds(code: str, *args: str, hash_seeds: tuple[str, ...]) -> list[Any]:
-    """Run `python -c code tests/ *args` once per PYTHONHASHSEED value and
+    """Run `python -c code DIR *args` once per PYTHONHASHSEED value and
     return what each printed, parsed as JSON: for determinism across
-    processes."""
-    here = str(Path(__file__).resolve().parent)
+    processes. DIR is the calling test module's folder (the code puts it on
+    sys.path to import its helpers); tests/ is on PYTHONPATH for conftest
+    and the suite's top-level modules."""
+    here = str(Path(sys._getframe(1).f_globals["__file__"]).resolve().parent)
+    tests = str(Path(__file__).resolve().parent)
     results = []
     for hash_seed in hash_seeds:
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": path}
         env.pop("PYTEST_CURRENT_TEST", None)
         proc = subprocess.run(
             [sys.executable, "-c", code, here, *args],
@@ -91,3 +96,19 @@ def json_in_hash_seeds(code: str, *args: str, hash_seeds: tuple[str, ...]) -> li
         assert proc.returncode == 0, proc.stderr
         results.append(json.loads(proc.stdout))
     return results
+
+
+# ---- a node's servers that tests in several layers share ---------------------
+
+
+async def echo_server(node: Any, port: int = 7) -> None:
+    """Echo every byte back until EOF, then close."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+        writer.close()
+
+    node.server = await asyncio.start_server(handle, None, port)
+    await asyncio.sleep(1e9)

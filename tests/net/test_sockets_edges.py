@@ -15,8 +15,8 @@ from asyncio import sslproto
 from typing import Any
 
 import pytest
-from conftest import run_sim
-from test_sockets import Recorder, client, echo_server, resetting_server, run_nodes
+from conftest import echo_server, run_sim
+from test_sockets import Recorder, client, resetting_server, run_nodes
 from test_tls import PORT, client_context, echo_once, silent_server, tls_echo_server
 
 import askew

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 import pytest
+from conftest import echo_server
 
 import askew
 from askew._explore import shrink as _shrink
@@ -440,8 +441,6 @@ def test_a_failing_test_that_needs_all_its_nodes_says_so(
 
 
 def test_a_dropped_tcp_segment_is_a_message_fault_and_suppressing_it_delivers_it() -> None:
-    from test_sockets import echo_server
-
     payload = b"".join(b"%06d" % i for i in range(500))
     seen: dict[str, Any] = {}
 

@@ -21,7 +21,7 @@ import pytest
 
 from askew._loop.preload import LIBRARY_NAME
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LIB = REPO / "askew" / LIBRARY_NAME
 TIMEOUT = 300
 

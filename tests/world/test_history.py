@@ -15,7 +15,7 @@ import pytest
 import askew
 from askew import History, check
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import stale_read
 import stale_read_fixed
 

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from conftest import json_in_hash_seeds, run_sim
+from conftest import echo_server, json_in_hash_seeds, run_sim
 
 import askew
 from askew._loop.nodes import node_var as _node_var
@@ -30,19 +30,6 @@ async def resetting_server(node: Any, port: int = 7) -> None:
         await reader.readexactly(1)
         writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_0)
         writer.transport.abort()
-
-    node.server = await asyncio.start_server(handle, None, port)
-    await asyncio.sleep(1e9)
-
-
-async def echo_server(node: Any, port: int = 7) -> None:
-    """Echo every byte back until EOF, then close."""
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-        writer.close()
 
     node.server = await asyncio.start_server(handle, None, port)
     await asyncio.sleep(1e9)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.find_spec("askew")
 assert _spec is not None and _spec.submodule_search_locations is not None
 ASKEW_DIR = Path(next(iter(_spec.submodule_search_locations)))

@@ -23,7 +23,7 @@ import pytest
 
 import askew
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 BASE = 13
 
 # Runs within which each strategy finds each bug from BASE: faithful, pct,

@@ -370,7 +370,7 @@ def test_a_run_without_datagrams_has_no_udp_counters() -> None:
     async def talk(node: Any) -> None:
         await asyncio.open_connection("node-0", 7)
 
-    from test_sockets import echo_server as tcp_echo
+    from conftest import echo_server as tcp_echo
 
     stats = run_nodes(tcp_echo, client(talk))["stats"]
     assert "tcp_connects" in stats and not any(k.startswith("udp_") for k in stats)

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.usefixtures("clean_env")
 
 UTC = datetime.UTC
 Y2026 = 1767225600  # 2026-01-01T00:00:00Z
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PRELOAD = REPO / "askew" / "libaskew-preload.so"
 needs_preload = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not PRELOAD.is_file(),

@@ -21,7 +21,7 @@ from test_sockets import client, run_nodes
 
 import askew
 
-CERTS = Path(__file__).resolve().parent / "certs"
+CERTS = Path(__file__).resolve().parents[1] / "certs"
 PORT = 443
 
 

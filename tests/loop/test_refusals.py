@@ -32,7 +32,7 @@ from askew.errors import NondeterminismError, SimulationFailure
 pytestmark = pytest.mark.usefixtures("clean_env")
 __all__ = ["probe_dir"]  # the fixture, shared with test_preload.py
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 needs_preload = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not LIB.is_file(),
     reason="needs Linux and the built preload (run `make`)",

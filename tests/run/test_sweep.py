@@ -37,7 +37,7 @@ from askew.errors import SimulationFailure
 # The README quickstart with a second failure line behind a buggify point,
 # so a sweep finds two signatures; a test that always passes; two that are
 # not for `askew sweep`.
-QUICKSTART = (Path(__file__).resolve().parent.parent / "examples" / "quickstart.py").read_text()
+QUICKSTART = (Path(__file__).resolve().parents[2] / "examples" / "quickstart.py").read_text()
 _CHECK = "    assert len({n.leader for n in nodes}) == 1\n"
 TARGET = (
     QUICKSTART.replace(
@@ -243,7 +243,7 @@ def test_a_method_of_a_test_class_is_swept_on_an_instance(target: Path) -> None:
 
 
 def test_the_askew_console_script_is_the_sweep_command() -> None:
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     if pyproject.is_file():  # a checkout
         scripts = tomllib.loads(pyproject.read_text())["project"]["scripts"]
     else:  # make test-installed: the wheel's metadata
@@ -415,7 +415,7 @@ def test_the_summary_names_the_failing_iteration_and_the_default_stop_is_kept(
 
 
 def test_the_readme_sweep_command_finds_the_quickstart_failure() -> None:
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     readme = (repo / "README.md").read_text(encoding="utf-8")
     command = next(line for line in readme.splitlines() if line.startswith("askew sweep "))
     proc = python("-m", "askew", *command.split()[1:], cwd=repo)

@@ -251,7 +251,7 @@ def test_chromium_opens_the_timeline_and_draws_the_run(tmp_path: Path) -> None:
 def test_the_screenshot_script_runs(tmp_path: Path) -> None:
     if _chromium() is None:
         pytest.skip("chromium is not installed (ci installs it)")
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "shot.png"
     subprocess.run(
         [sys.executable, str(root / "scripts" / "timeline_screenshot.py"), str(out)],

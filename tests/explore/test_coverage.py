@@ -62,9 +62,10 @@ def test_coverage_changes_nothing_in_the_run_and_is_off_by_default() -> None:
 
 
 def test_the_map_is_a_function_of_the_seed_in_every_process() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
+    tests = root / "tests"
     code = (
-        f"import hashlib, sys; sys.path.insert(0, {str(root / 'tests')!r});"
+        f"import hashlib, sys; sys.path[:0] = [{str(tests / 'explore')!r}, {str(tests)!r}];"
         "from test_coverage import _map_of;"
         "print(hashlib.sha256(_map_of(5, True)[0]).hexdigest())"
     )

@@ -26,7 +26,7 @@ import askew
 pytestmark = pytest.mark.usefixtures("clean_env")
 
 EPOCH = 1577836800
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LIB = REPO / "askew" / "libaskew-preload.so"
 
 _PROBE = """

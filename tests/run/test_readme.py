@@ -19,7 +19,7 @@ import pytest
 import askew
 from askew._loop.config import DEFAULT_CPU, DEFAULT_OVERSHOOT
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
 
 def _block_containing(text: str) -> str:
@@ -48,7 +48,7 @@ def test_the_loop_factory_snippet_runs_main_in_virtual_time() -> None:
 
 def test_the_replay_call_reproduces_the_quickstart_failure() -> None:
     snippet = _block_containing("askew.Replay.run(")
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
     try:
         import quickstart
     finally:

@@ -13,8 +13,8 @@ import socket
 from typing import Any
 
 import pytest
-from conftest import run_sim
-from test_sockets import client, echo_server, run_nodes
+from conftest import echo_server, run_sim
+from test_sockets import client, run_nodes
 
 import askew
 

@@ -33,7 +33,7 @@ import askew
 from askew import _core
 from askew._run import wrap as _wrap
 
-FIXTURES = Path(__file__).parent / "wrap_fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "wrap_fixtures"
 HANG_GUARD_S = 300
 BASE = 3
 

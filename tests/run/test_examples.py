@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 # An example named after an optional library (aiohttp_*.py, the sockets extra)
 # runs only where that library is installed.
