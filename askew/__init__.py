@@ -75,7 +75,7 @@ def __getattr__(name: str) -> Any:
         if module != f".{name}":  # askew.check is a module of its own
             value = getattr(value, name)
     elif name.startswith("_") and not name.startswith("__"):
-        # askew._core, askew._preload, ...: a private submodule on first use.
+        # askew._core, askew._loop.preload, ...: a private submodule on first use.
         try:
             value = importlib.import_module(f".{name}", __name__)
         except ModuleNotFoundError:

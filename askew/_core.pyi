@@ -27,7 +27,7 @@ RUN_STEP_BUDGET: int
 # Strategy names, indexed by the engine's enum askew_strategy.
 STRATEGIES: tuple[str, ...]
 # The world log (ext/log.h): entries kept, the kinds C writes, and the first
-# kind askew/_world.py may number its own from.
+# kind askew/_world/ may number its own from.
 LOG_KEPT: int
 LOG_KIND_SEND: int
 LOG_KIND_DELIVERY: int
@@ -99,7 +99,7 @@ class Network:
         self, node: int, token: int, timeout: float | None, /
     ) -> Message | asyncio.Future[Message | None]: ...
     def set_payload_check(self, check: Callable[[object], object] | None, /) -> None: ...
-    # TCP (askew/_sockets.py): segments ride the same wire.
+    # TCP (askew/_net/): segments ride the same wire.
     def send_segment(self, token: int, dst: int, segment: object, /) -> int: ...
     def draw(self, lo: int, hi: int, /) -> int: ...
     def set_segment_handler(
@@ -157,7 +157,7 @@ class Loop:
         name: str | None = None,
         context: contextvars.Context | None = None,
     ) -> asyncio.Task[_T]: ...
-    # askew's own, for askew/_loop.py, _world.py and _runner.py.
+    # askew's own, for the loop, the world and the runner (askew/_loop/, _world/, _run/).
     def _make_task(
         self,
         coro: Coroutine[Any, Any, _T] | Generator[Any, None, _T],
@@ -219,9 +219,9 @@ class Loop:
     # The node whose callback runs now, -1 for the world.
     _node: int
 
-# ---- ext/stream.c: the TCP data path (askew/_sockets.py, docs/sockets.md) ----
+# ---- ext/stream.c: the TCP data path (askew/_net/, docs/sockets.md) ----
 class Segment:
-    """One segment on the wire; askew/_sockets.py's _Segment subclasses it."""
+    """One segment on the wire; askew/_net/tcp.py's Segment subclasses it."""
 
     kind: int
     src: Any
@@ -230,7 +230,7 @@ class Segment:
     data: bytes
     tries: int
     acked: bool
-    src_addr: tuple[str, int]  # a datagram's (askew/_udp.py); unset otherwise
+    src_addr: tuple[str, int]  # a datagram's (askew/_net/udp.py); unset otherwise
     to: tuple[str, int]
     def __init__(self, kind: int, src: Any, dst: Any, seq: int, data: bytes) -> None: ...
 
@@ -333,7 +333,7 @@ class Disk:
     def crashes(self) -> int: ...
 
 # The raw file of a simulated file (what FileIO is for a real one); registered
-# with io.RawIOBase. name and mode are set by askew/_disk.py after it is made.
+# with io.RawIOBase. name and mode are set by askew/_disk/ after it is made.
 class DiskFile(io.RawIOBase):
     name: Any
     mode: str

@@ -15,7 +15,7 @@ round so machine drift hits both alike:
 
     python bench/bench_preload.py                 # both
     python bench/bench_preload.py --quick         # fewer rounds, clock only
-    python bench/bench_preload.py --suite-args "-x tests/test_preload.py"
+    python bench/bench_preload.py --suite-args "-x tests/loop/test_preload.py"
 
 Nothing is asserted; the goals are printed as met or NOT met.
 """

@@ -11,7 +11,7 @@ The same client and server coroutines (asyncio streams, and a
   waits for the echo, N times (wall ns per round trip).
 
 Stock asyncio talks over real 127.0.0.1 sockets; askew runs one world with a
-server node and a client node (askew/_sockets.py: each segment crosses the C
+server node and a client node (askew/_net/: each segment crosses the C
 network with the default 1-10 ms virtual latency, which costs no wall time);
 simloom 0.5 and simloop 0.2 (3.12+) run one simulation per run with a server
 host and a client host at the same latency (bench/_sock_peers.py). Every

@@ -2,7 +2,7 @@
 """Collection for askew's own suite.
 
 tests/wrap_fixtures/ is a stand-alone user suite (its own pytest.ini) that
-tests/test_wrap.py runs in subprocesses, stock and wrapped; it holds tests
+tests/run/test_wrap.py runs in subprocesses, stock and wrapped; it holds tests
 that hang or fail on purpose, so the main run never collects it.
 """
 

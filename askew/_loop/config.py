@@ -298,7 +298,7 @@ class RunConfig:
     swarm: bool = False
     # Any form check_wall_epoch takes; kept as an aware UTC datetime.
     wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH
-    # Set by askew._swarm on the config of one swarm run: its report line.
+    # Set by askew._explore.swarm on the config of one swarm run: its report line.
     swarm_note: str | None = None
 
     def __post_init__(self) -> None:

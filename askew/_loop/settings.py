@@ -293,7 +293,7 @@ ENV_VARIABLES = frozenset(
         "ASKEW_SHRINK",
         "ASKEW_SHRINK_SECONDS",
         "ASKEW_DB",
-        "ASKEW_COVERAGE",  # shrink3: askew/_coverage.py
+        "ASKEW_COVERAGE",  # shrink3: askew/_explore/coverage.py
         *(variable for variable, _parse in KNOBS.values()),
         # the Makefile's and the test suite's own
         "ASKEW_ASAN",
@@ -323,7 +323,7 @@ def unknown_env_variables() -> list[str]:
     return warnings
 
 
-# ---- shrinking and fault analysis (askew/_shrink.py) ----
+# ---- shrinking and fault analysis (askew/_explore/shrink.py) ----
 
 SHRINK_SECONDS_DEFAULT = 10.0  # the wall-time budget of one failure's analysis
 
@@ -355,7 +355,7 @@ def parse_suppress(text: str, what: str) -> frozenset[int | str]:
 
 
 def env_suppress() -> frozenset[int | str]:
-    """ASKEW_SUPPRESS: the fault calls a replayed run skips (askew/_shrink.py)."""
+    """ASKEW_SUPPRESS: the fault calls a replayed run skips (askew/_explore/shrink.py)."""
     return parse_suppress(os.environ.get("ASKEW_SUPPRESS", ""), "ASKEW_SUPPRESS")
 
 

@@ -9,7 +9,7 @@ refuse it cleanly. aiohttp makes one whenever aiodns is installed (its
 open, `aiodns.DNSResolver` is a subclass whose instances made on the
 simulation thread own no channel: `getaddrinfo`, `getnameinfo`,
 `gethostbyname`, `gethostbyaddr` and `query` (A and AAAA) ask the loop's
-resolver (`loop.getaddrinfo`, askew/_sockets.py) and answer with pycares's
+resolver (`loop.getaddrinfo`, askew/_net/) and answer with pycares's
 own result types, a failed lookup as the `aiodns.error.DNSError` c-ares
 would give. Anywhere else (another thread) it makes the real resolver.
 Closing the scope puts the real class back (docs/compatibility.md, "aiodns").

@@ -74,7 +74,7 @@ def _in_c(name: str) -> Any:
 class Endpoint(Owned, asyncio.Transport):
     """One end of a connection: the kernel's socket and asyncio's transport."""
 
-    # TLS and sendfile (askew/_tls.py): asyncio's start_tls and sendfile
+    # TLS and sendfile (askew/_net/tls.py): asyncio's start_tls and sendfile
     # read these; a simulated socket's "native" sendfile is the block copy.
     _start_tls_compatible = True
     _sendfile_compatible = asyncio.constants._SendfileMode.TRY_NATIVE
@@ -614,7 +614,7 @@ class Endpoint(Owned, asyncio.Transport):
             self.loop.call_soon(self._call_connection_lost, exc, context=self.ctx)
 
     def _force_close(self, exc: BaseException | None) -> None:
-        """TLS (askew/_tls.py): asyncio's SSLProtocol ends a connection on a
+        """TLS (askew/_net/tls.py): asyncio's SSLProtocol ends a connection on a
         fatal error (handshake failed or timed out, shutdown timed out) with
         this, as on its selector transport: the buffer is dropped, the socket
         closed (a FIN) and connection_lost(exc) called."""
@@ -647,7 +647,7 @@ class Endpoint(Owned, asyncio.Transport):
         finally:
             # As asyncio's transports, let go of the protocol: the world log
             # keeps recent segments, and through them their endpoints (a TLS
-            # protocol holds a 256 KiB buffer; askew/_tls.py).
+            # protocol holds a 256 KiB buffer; askew/_net/tls.py).
             self.protocol = None
             self._release()
             server = self.server

@@ -178,7 +178,7 @@ async def create_connection(
 ) -> Any:
     _check_keywords("create_connection", kwargs)
     call = f"create_connection({host!r}, {port!r}) (and asyncio.open_connection)"
-    tls = _tls.take_options(kwargs, host, server_side=False)  # TLS: askew/_tls.py
+    tls = _tls.take_options(kwargs, host, server_side=False)  # TLS: askew/_net/tls.py
     clash = _BOTH_HOST if host is not None or port is not None else None
     sock = _sock_arg(call, kwargs, _CONNECT_IGNORED, clash)
     if sock is not None:
@@ -201,7 +201,7 @@ async def create_server(
 ) -> Any:
     _check_keywords("create_server", kwargs)
     call = f"create_server({host!r}, {port!r}) (and asyncio.start_server)"
-    tls = _tls.take_options(kwargs, host, server_side=True)  # TLS: askew/_tls.py
+    tls = _tls.take_options(kwargs, host, server_side=True)  # TLS: askew/_net/tls.py
     backlog = kwargs.get("backlog", BACKLOG_DEFAULT)
     start_serving = kwargs.get("start_serving", True)
     clash = _BOTH_HOST if host is not None or port is not None else None
@@ -307,7 +307,7 @@ async def connect_accepted_socket(
 async def sendfile(
     loop: Any, transport: Any, file: Any, offset: int, count: Any, fallback: bool
 ) -> Any:
-    # Plain and TLS transports alike (askew/_tls.py).
+    # Plain and TLS transports alike (askew/_net/tls.py).
     return await _tls.sendfile(loop, transport, file, offset, count, fallback)
 
 

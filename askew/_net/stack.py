@@ -85,7 +85,7 @@ class Stack:
             ),
             0,
         )
-        self.udp: Any = None  # askew/_udp.py's Udp, once a run opens a datagram endpoint
+        self.udp: Any = None  # askew/_net/udp.py's Udp, once a run opens a datagram endpoint
         self.wire.set_segment_handler(Segment, self._arrive)
 
     def close(self) -> None:
@@ -253,7 +253,7 @@ class Stack:
         listener = self.find_listener(node, client.remote[0], port)
         if listener is None:
             # Wrap mode: a real socket of the process listening there is
-            # named, not answered with a reset (askew/_realsock.py).
+            # named, not answered with a reset (askew/_net/realsock.py).
             real = _realsock.refusal(client.remote) if self.one_host else None
             if real is not None:
                 _core._note_refusal(real)

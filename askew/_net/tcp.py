@@ -50,7 +50,7 @@ DELIVERED = 2  # ASKEW_NET_DELIVERED (ext/engine/net.h)
 IN_FLIGHT, DUPLICATED = 0, 1
 
 SYN, SYNACK, DATA, FIN, RST = range(5)
-UDP, ICMP = 5, 6  # a datagram and a port unreachable (askew/_udp.py)
+UDP, ICMP = 5, 6  # a datagram and a port unreachable (askew/_net/udp.py)
 PROBE = 7  # a keep-alive probe: no data, nobody retransmits it
 KIND_TEXT = ("SYN", "SYN-ACK", "DATA", "FIN", "RST", "", "", "keep-alive")
 

@@ -8,7 +8,7 @@ runs over a selector transport: this module is only the glue that
 touches the wire itself, so every TLS byte meets the network's latency and
 faults like any other. OpenSSL's randomness changes ciphertext bytes only;
 what the trace hashes (segment counts, lengths and times) does not see them
-(docs/determinism.md says when that holds). Called by askew/_loop.py.
+(docs/determinism.md says when that holds). Called by askew/_loop/loop.py.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class _Protocol(sslproto.SSLProtocol):
 
 
 class _Mended:
-    """What askew/_sockets.py's 3.11 streams mend reads of a transport."""
+    """What askew/_net/'s 3.11 streams mend reads of a transport."""
 
     __slots__ = ("close", "protocol")
 

@@ -9,7 +9,7 @@ stopped a sweep, the notes on strategy and PYTHONHASHSEED, and the
 divergence a determinism check found. It formats what the runner and the
 plugin hand it and never changes a run: it reads the loop's kept log, the
 world's fault list and its nodes' state, nothing else. The runner
-(askew._runner) and the plugin (askew._pytest_plugin) call it.
+(askew._run.runner) and the plugin (askew._run.plugin) call it.
 """
 
 from __future__ import annotations

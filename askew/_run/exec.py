@@ -3,7 +3,7 @@
 
 Appends the packaged preload to LD_PRELOAD (after any existing entry, so a
 sanitizer runtime stays first), fixes PYTHONHASHSEED unless the user set
-it, checks its options with askew._config's parsers and passes them on as
+it, checks its options with askew._loop.config's parsers and passes them on as
 ASKEW_* variables (which the pytest plugin reads), and execs the command,
 whose exit status becomes ours. It never runs a simulation itself and never
 touches the user's other environment variables.
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 # The launcher's start-up is every askew-exec's: it imports no asyncio, no
-# extension, and neither askew._config (dataclasses, inspect) nor
+# extension, and neither askew._loop.config (dataclasses, inspect) nor
 # subprocess and json unless an option or --check needs them.
 
 USAGE = """\

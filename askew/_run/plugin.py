@@ -394,7 +394,7 @@ def _add_view_options(group: Any) -> None:
 
 def _configure_views(config: pytest.Config) -> None:
     """The options become the variables the runner reads (a failing seed is
-    run once more to draw it: askew/_timeline.py)."""
+    run once more to draw it: askew/_report/timeline.py)."""
     for option, variable in (
         ("askew_timeline", "ASKEW_TIMELINE"),
         ("askew_trace_json", "ASKEW_TRACE_JSON"),

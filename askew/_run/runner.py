@@ -8,7 +8,7 @@ seed derived from (S, i), so the seed a report names replays alone. One
 loop is reset and reused across iterations. A run ends through the
 world's and the loop's own methods (World._end_run, SimLoop._end_run); its
 report is askew._report's. run_iterations runs a range of a test's
-iterations the same way for `askew sweep` (askew._sweep), and the pytest
+iterations the same way for `askew sweep` (askew._run.sweep), and the pytest
 plugin follows each sweep through `observer` (its progress line).
 """
 
@@ -209,7 +209,7 @@ def simulate(
 class SweepRecord:
     """What the pytest plugin and a simulated test tell each other of the
     test's sweep: the seeds to run alone first (pytest --lf's seed that
-    failed last time, then the seed database's, askew/_seeddb.py) and those
+    failed last time, then the seed database's, askew/_run/seeddb.py) and those
     of them that passed, and the (base seed, seeds run) of its last sweep
     that passed, for its -v line. Outside pytest all stay empty."""
 
@@ -424,7 +424,7 @@ def _write_views(
         return []
     loop._log_keep(_timeline.TIMELINE_KEPT)
     try:
-        # Await sites are noted in this run only (askew/_timeline.py, Sites).
+        # Await sites are noted in this run only (askew/_report/timeline.py, Sites).
         with _timeline.Sites(loop, __file__) as sites:
             _run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
         return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views, sites.sites)
@@ -454,7 +454,7 @@ def _analyse_faults(
     run: Callable[[frozenset[int | str]], SimulationFailure | None],
 ) -> None:
     """Which of the failing run's fault calls mattered, and a smaller fault
-    set that fails the same way (askew/_shrink.py), `run` re-running its
+    set that fails the same way (askew/_explore/shrink.py), `run` re-running its
     seed with some calls suppressed: the section goes into the report,
     before the replay line."""
     signature = failure_signature(failure)
@@ -564,7 +564,7 @@ def run_iterations(
     under pytest; ASKEW_SEED and ASKEW_ITERATIONS do not. `askew sweep`'s
     workers call it on their share of a sweep. With ASKEW_COVERAGE=1 and
     `edges` given, the union of the runs' coverage maps is appended to it
-    (shrink3: askew/_coverage.py; no steering here)."""
+    (shrink3: askew/_explore/coverage.py; no steering here)."""
     fn = getattr(test, "_askew_test", None)
     spec: _Spec | None = getattr(test, "_askew_spec", None)
     if fn is None or spec is None:

@@ -5,7 +5,7 @@ It resolves a pytest node id by importing the test's file (as pytest's
 default "prepend" import mode would, without collecting anything), cuts the
 iterations [0, N) — or one blocked shard of them — into chunks, and runs
 each chunk in a local worker process (or a Dask distributed task, with
---cluster) through askew._runner.run_iterations, the runner's own code path,
+--cluster) through askew._run.runner.run_iterations, the runner's own code path,
 so every iteration runs the seed and the code a pytest run of the test
 would. Failures stream back as chunks finish and are grouped by signature
 (exception type and the user's line). It never runs an iteration in the
@@ -642,7 +642,7 @@ def summary(result: SweepResult) -> str:
     coverage = result.coverage
     if coverage is not None and (coverage.points or coverage.marks):
         lines.extend(str(coverage).splitlines())
-    if result.edges:  # shrink3: askew/_coverage.py
+    if result.edges:  # shrink3: askew/_explore/coverage.py
         growth = ", ".join(f"{runs:,}: {edges}" for runs, edges in result.edge_growth)
         lines.append(
             f"  interleaving coverage: {result.edges.bit_count()} edges "

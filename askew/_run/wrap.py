@@ -6,7 +6,7 @@ This file owns the patches that make unmodified asyncio code run on SimLoop
 `loop_factory` of `asyncio.Runner`, which `asyncio.run`,
 `IsolatedAsyncioTestCase`, pytest-asyncio and anyio all go through), the
 per-test seed formula, and what a replay command needs. It never imports pytest: the
-plugin (askew._pytest_plugin) decides when a test starts and opens
+plugin (askew._run.plugin) decides when a test starts and opens
 `installed()` around each of its phases; closing it restores every patched
 name, also after an exception.
 

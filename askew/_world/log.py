@@ -81,7 +81,7 @@ class Log:
         self._world._check_live()
         return int(self._world._loop._trace_hash)
 
-    # ---- filtering, and the faults kept apart (askew/_report.py reads them) ----
+    # ---- filtering, and the faults kept apart (askew/_report/report.py reads them) ----
 
     def events(
         self, *, node: int | NodeHandle | None = None, kind: str | Iterable[str] | None = None

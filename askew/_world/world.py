@@ -60,7 +60,7 @@ class World:
     def __init__(self, loop: Any, seed: int, suppress: frozenset[int | str] = frozenset()) -> None:
         self._loop = loop
         self.seed = seed
-        # Fault suppression (askew/_shrink.py): every fault call of the run,
+        # Fault suppression (askew/_explore/shrink.py): every fault call of the run,
         # in order, as (virtual time, what); a call whose index is in
         # `suppress` does nothing. Costs a list append per fault call.
         # "drop:N" / "dup:N" in `suppress` go to the network (see _all_faults).
@@ -330,7 +330,7 @@ class World:
         return self._hostnames[self._node_id(node, "hostname")]
 
     def _end_run(self) -> BaseException | None:
-        """End this world's run; askew._runner calls it once the test has
+        """End this world's run; askew._run.runner calls it once the test has
         returned, then ends the loop's run. Every pause ends, the tasks still
         pending are cancelled and let finish, and the coroutines of crashed
         incarnations are closed. Returns the error a node's cleanup raised."""

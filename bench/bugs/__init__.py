@@ -17,7 +17,7 @@ Each module is one bug: a small protocol, the check that catches it, and a
   cannot.
 
 bench/bench_bugs.py measures runs and wall time to the first failure;
-tests/test_bug_corpus.py checks that askew finds every bug and that every
+tests/explore/test_bug_corpus.py checks that askew finds every bug and that every
 fixed variant passes.
 """
 

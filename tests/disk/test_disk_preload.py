@@ -2,7 +2,7 @@
 """C code on a node's simulated disk: sqlite3 inside a node under askew-exec.
 
 Each test runs a small program in a child through `python -m askew._run.exec`
-(what the askew-exec script calls), as tests/test_exec.py does, with the
+(what the askew-exec script calls), as tests/run/test_exec.py does, with the
 mount at an empty real directory so that a test can prove the real file
 system stays untouched. Without the preload, sqlite3.connect on a mount is
 refused with an error naming askew-exec.

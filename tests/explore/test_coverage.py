@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Coverage feedback (askew/_coverage.py, ext/coverage.c): a per-run map of
+"""Coverage feedback (askew/_explore/coverage.py, ext/coverage.c): a per-run map of
 (node, site) step transitions that changes nothing in the run, is the same
 in every process, grows over a sweep, and, with swarm on, steers a sweep to
 the swarm patterns that found new edges, deterministically."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Which faults mattered, and shrinking (askew/_shrink.py): after a failure
+"""Which faults mattered, and shrinking (askew/_explore/shrink.py): after a failure
 under pytest the seed is re-run with each fault call suppressed in turn,
 then with a one-minimal set of them kept; the report lists each fault with
 its verdict, and a shrunk run replays through ASKEW_SUPPRESS or

@@ -336,7 +336,7 @@ print(json.dumps(out))
 
 
 def _under_askew_exec(code: str, *args: str, **env: str) -> str:
-    """`python -c code args` under askew-exec, as tests/test_disk_preload.py
+    """`python -c code args` under askew-exec, as tests/disk/test_disk_preload.py
     runs its programs; its stdout."""
     proc = _run([sys.executable, "-c", code, *args], ASKEW_SHRINK="0", **env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""aiodns inside a run (askew/_aiodns.py): its lookups come from the simulated
+"""aiodns inside a run (askew/_net/aiodns.py): its lookups come from the simulated
 resolver, no c-ares thread starts, and the real class is back afterwards."""
 
 from __future__ import annotations

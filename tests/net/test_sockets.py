@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Simulated TCP and names (askew/_sockets.py, docs/sockets.md): each
+"""Simulated TCP and names (askew/_net/, docs/sockets.md): each
 semantic the model promises, its edges, and determinism."""
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def test_a_socket_from_the_test_body_is_refused_since_only_nodes_have_addresses(
 
 
 def test_a_given_sock_that_is_not_a_simulated_socket_is_refused() -> None:
-    async def connect(node: Any) -> None:  # (simulated ones: tests/test_sockets_wrap.py)
+    async def connect(node: Any) -> None:  # (simulated ones: tests/net/test_sockets_wrap.py)
         await asyncio.open_connection(sock=True)
 
     async def body(world: askew.World) -> None:
@@ -781,7 +781,7 @@ def test_the_same_seed_gives_the_same_trace_across_processes_and_hash_seeds() ->
     assert first[0] != first[1]  # and the seed does decide
 
 
-# ---- low-level socket methods on simulated sockets (askew/_rawsock.py) -----------------
+# ---- low-level socket methods on simulated sockets (askew/_net/rawsock.py) -----------------
 
 
 async def raw_upper_server(node: Any) -> None:

@@ -4,7 +4,7 @@ nothing leaks from one run into the next, and misuse (closing twice,
 writing or reading after a reset, a TLS peer that stops answering its
 close) behaves as asyncio does on Linux. The basic edges (EADDRINUSE, write
 after close, a server closed with live connections, 10,000 plain
-connections) are in tests/test_sockets.py."""
+connections) are in tests/net/test_sockets.py."""
 
 from __future__ import annotations
 

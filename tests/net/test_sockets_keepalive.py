@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """TCP keep-alive and TCP_USER_TIMEOUT on simulated connections
-(askew/_sockets.py, docs/sockets.md "Keep-alive and the user timeout"):
+(askew/_net/, docs/sockets.md "Keep-alive and the user timeout"):
 what a partition, a crash and a restart do to a connection that asked
 for them, with Linux's timings; and the options' checks, as a real
 socket's."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Sockets in wrap mode (askew/_sockets.py's Host, docs/wrapping.md): the
+"""Sockets in wrap mode (askew/_net/host.py's Host, docs/wrapping.md): the
 process is one host reached on loopback; socketpair(), sock=, IPv6
 loopback and sendfile's fallback, there and in a world's nodes."""
 

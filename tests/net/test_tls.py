@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""TLS and sendfile over simulated TCP (askew/_tls.py, docs/sockets.md
+"""TLS and sendfile over simulated TCP (askew/_net/tls.py, docs/sockets.md
 "TLS"): asyncio's own SSLProtocol over askew's transport, with the test
 certificates in tests/certs/, under faults, and replayed by seed."""
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Simulated UDP (askew/_udp.py, docs/sockets.md "Datagrams"): each
+"""Simulated UDP (askew/_net/udp.py, docs/sockets.md "Datagrams"): each
 semantic the model promises, its edges, and determinism."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Simulated AF_UNIX stream sockets (askew/_sockets.py, docs/sockets.md
+"""Simulated AF_UNIX stream sockets (askew/_net/, docs/sockets.md
 "AF_UNIX"): paths and abstract names in the node's (or wrap mode's one
 host's) own namespace, never the file system; as Linux at the edges."""
 

@@ -482,7 +482,7 @@ def test_pytest_lf_replays_the_failing_seed_first_then_the_sweep(tmp_path: Path)
     assert ran[0] == str(failing) and len(ran) == 1 + 300  # the seed, then the sweep
     seeds.unlink()
     # Passed: nothing cached for it any more (the seed database, on here,
-    # keeps it for PASSES_TO_FORGET more sessions: tests/test_seed_db.py).
+    # keeps it for PASSES_TO_FORGET more sessions: tests/run/test_seed_db.py).
     later = _pytest_with_cache(tmp_path, "--lf", "--askew-db=off")
     assert later.returncode == 0 and str(failing) not in seeds.read_text().split()[:1]
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The seed database (askew/_seeddb.py): a simulated test's failing seed is
+"""The seed database (askew/_run/seeddb.py): a simulated test's failing seed is
 remembered under pytest's rootdir (.askew/, or --askew-db / ASKEW_DB), the
 next session runs it alone before the sweep, and it is forgotten after
 passing PASSES_TO_FORGET sessions."""

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Wrap mode and threads: a loop made on a thread other than the test's stays
 a real asyncio loop, while the test's own loops are still SimLoops
-(askew/_wrap.py, docs/compatibility.md "Loops on other threads")."""
+(askew/_run/wrap.py, docs/compatibility.md "Loops on other threads")."""
 
 from __future__ import annotations
 
