@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "handle.h"
 #include "network.h"
 #include "task.h"
