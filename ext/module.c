@@ -12,11 +12,12 @@
 #include "log.h"
 #include "loop.h"
 #include "loop_type.h"
-#include "network.h"
+#include "network_type.h"
 #include "node.h"
 #include "patch.h"
 #include "preload.h"
 #include "stream.h"
+#include "stream_type.h"
 #include "task.h"
 
 static PyObject *configure_errors(PyObject *module, PyObject *nondeterminism)
@@ -58,7 +59,8 @@ static int module_exec(PyObject *module)
         askew__node_setup(module) < 0 || askew__network_setup(module) < 0 ||
         askew__patch_setup(module) < 0 || askew__preload_setup(module) < 0 ||
         askew__disk_setup(module) < 0 || askew__disk_file_setup(module) < 0 ||
-        askew__disk_route_setup(module) < 0 || askew__stream_setup(module) < 0)
+        askew__disk_route_setup(module) < 0 || askew__segment_type_init(module) < 0 ||
+        askew__stream_types_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||
