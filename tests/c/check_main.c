@@ -14,6 +14,9 @@ Suite *grow_suite(void);
 __attribute__((weak)) Suite *net_suite(void);
 __attribute__((weak)) Suite *disk_suite(void);
 __attribute__((weak)) Suite *disk_locks_suite(void);
+__attribute__((weak)) Suite *disk_tree_suite(void);
+__attribute__((weak)) Suite *disk_data_suite(void);
+__attribute__((weak)) Suite *disk_crash_suite(void);
 
 int main(void)
 {
@@ -29,6 +32,12 @@ int main(void)
         srunner_add_suite(sr, disk_suite());
     if (disk_locks_suite)
         srunner_add_suite(sr, disk_locks_suite());
+    if (disk_tree_suite)
+        srunner_add_suite(sr, disk_tree_suite());
+    if (disk_data_suite)
+        srunner_add_suite(sr, disk_data_suite());
+    if (disk_crash_suite)
+        srunner_add_suite(sr, disk_crash_suite());
     srunner_run_all(sr, CK_NORMAL);
     const int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
