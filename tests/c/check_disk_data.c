@@ -10,29 +10,18 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "disk_fixture.h"
 #include "disk_impl.h"
 
 enum { SECTOR = ASKEW_DISK_SECTOR };
 
-static struct askew_sched sched;
-static struct askew_disk *disk;
-
 /* A disk and one file on it, not linked anywhere: the content alone. */
 static struct inode *t_file(void)
 {
-    ck_assert_int_eq(askew_sched_init(&sched), 0);
-    askew_sched_reset(&sched, 1);
-    ck_assert_int_eq(askew_disk_new(&disk, &sched, 0, 1), 0);
+    d_open(1);
     struct inode *n;
     ck_assert_int_eq(askew__disk_inode_new(disk, 0, 0644, &n), 0);
     return n;
-}
-
-static void t_close(void)
-{
-    askew_disk_free(disk);
-    askew_sched_free(&sched);
-    disk = NULL;
 }
 
 START_TEST(test_data_a_write_marks_each_sector_once_in_the_order_first_written)
@@ -53,7 +42,7 @@ START_TEST(test_data_a_write_marks_each_sector_once_in_the_order_first_written)
     ck_assert_int_eq(askew__disk_read_at(disk, &h, got, sizeof(got), 2 * SECTOR + 10),
                      5);
     ck_assert_int_eq(askew__disk_read_at(disk, &h, got, sizeof(got), 1 << 20), 0);
-    t_close();
+    d_close();
 }
 END_TEST
 
@@ -78,7 +67,7 @@ START_TEST(test_data_growth_over_durable_bytes_marks_them_and_a_cut_forgets_the_
     ck_assert_uint_eq(n->dirty_len, 1); /* a sector cut in two keeps its head */
     ck_assert_uint_eq(n->dirty[0], 0);
     ck_assert_int_eq(n->mark[1], 0);
-    t_close();
+    d_close();
 }
 END_TEST
 
@@ -102,7 +91,7 @@ START_TEST(test_data_a_sync_copies_the_marked_sectors_and_both_copies_count)
     ck_assert_uint_eq(n->cur_size, 5);
     ck_assert_int_eq(askew__disk_resize(disk, n, 7), 0);
     ck_assert_int_eq(askew__disk_write_at(disk, &h, "!", 1, 7), -ENOSPC);
-    t_close();
+    d_close();
 }
 END_TEST
 
@@ -123,7 +112,7 @@ START_TEST(test_data_truncate_and_a_bad_handle_give_the_linux_errno)
     ck_assert_int_eq(askew__disk_read_at(disk, &wo, &c, 1, 0), -EBADF);
     ck_assert_int_eq(askew__disk_read_at(disk, NULL, &c, 1, 0), -EBADF);
     ck_assert_int_eq(askew__disk_read_at(disk, &ro, &c, 1, -1), -EINVAL);
-    t_close();
+    d_close();
 }
 END_TEST
 

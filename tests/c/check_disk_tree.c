@@ -10,24 +10,8 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "disk_fixture.h"
 #include "disk_impl.h"
-
-static struct askew_sched sched;
-static struct askew_disk *disk;
-
-static void t_open(void)
-{
-    ck_assert_int_eq(askew_sched_init(&sched), 0);
-    askew_sched_reset(&sched, 1);
-    ck_assert_int_eq(askew_disk_new(&disk, &sched, 0, 1), 0);
-}
-
-static void t_close(void)
-{
-    askew_disk_free(disk);
-    askew_sched_free(&sched);
-    disk = NULL;
-}
 
 /* The inode a path names in the current tree. */
 static struct inode *at(const char *path)
@@ -68,7 +52,7 @@ END_TEST
 
 START_TEST(test_tree_a_path_resolves_below_the_mount_as_the_kernel_resolves_it)
 {
-    t_open();
+    d_open(1);
     struct lookup lk;
     ck_assert_int_eq(askew_disk_mkdir(disk, "a", 0755), 0);
     ck_assert_int_eq(askew_disk_mkdir(disk, "a/b", 0755), 0);
@@ -106,14 +90,14 @@ START_TEST(test_tree_a_path_resolves_below_the_mount_as_the_kernel_resolves_it)
     name[ASKEW_DISK_NAME_MAX] = '\0';
     ck_assert_int_eq(askew__disk_walk(disk, name, &lk), 0);
     ck_assert_int_eq(askew_disk_close(disk, fh), 0);
-    t_close();
+    d_close();
 }
 END_TEST
 
 START_TEST(
     test_tree_a_directory_fsync_prunes_the_log_only_where_every_directory_is_synced)
 {
-    t_open();
+    d_open(1);
     ck_assert_int_eq(askew_disk_mkdir(disk, "d", 0755), 0);                /* 1: in / */
     ck_assert_int_eq(askew_disk_mkdir(disk, "e", 0755), 0);                /* 2: in / */
     const int fh = askew_disk_open(disk, "d/f", O_WRONLY | O_CREAT, 0644); /* 3: d */
@@ -128,13 +112,13 @@ START_TEST(
     ck_assert_uint_eq(disk->log_len, 0);
     ck_assert_uint_eq(askew__disk_dmap_get(&at("e")->dur_ents, "f"), at("e/f")->ino);
     ck_assert_uint_eq(askew__disk_dmap_get(&at("d")->dur_ents, "f"), 0);
-    t_close();
+    d_close();
 }
 END_TEST
 
 START_TEST(test_tree_an_inode_goes_exactly_when_nothing_names_or_holds_it)
 {
-    t_open();
+    d_open(1);
     struct inode *n;
     ck_assert_int_eq(askew__disk_inode_new(disk, 0, 0644, &n), 0);
     const uint64_t ino = n->ino;
@@ -155,7 +139,7 @@ START_TEST(test_tree_an_inode_goes_exactly_when_nothing_names_or_holds_it)
     /* inode numbers are never reused */
     ck_assert_int_eq(askew__disk_inode_new(disk, 1, 0755, &n), 0);
     ck_assert_uint_eq(n->ino, ino + 1);
-    t_close();
+    d_close();
 }
 END_TEST
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the Check suites of the simulated disk share (check_disk.c,
- * check_disk_crash.c): one scheduler and one disk per test, and the small
- * steps they are driven by (a file written and maybe synced, read back, a
- * directory synced). Tests only. */
+/* What the Check suites of the simulated disk share (check_disk*.c): one
+ * scheduler and one disk per test, and the small steps they are driven by
+ * (a file written and maybe synced, read back, a directory synced). Tests
+ * only. */
 #ifndef ASKEW_TEST_DISK_FIXTURE_H
 #define ASKEW_TEST_DISK_FIXTURE_H
 
