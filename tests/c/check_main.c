@@ -12,6 +12,7 @@ Suite *trace_suite(void);
 Suite *skew_suite(void);
 Suite *grow_suite(void);
 __attribute__((weak)) Suite *net_suite(void);
+__attribute__((weak)) Suite *net_topo_suite(void);
 __attribute__((weak)) Suite *disk_suite(void);
 __attribute__((weak)) Suite *disk_locks_suite(void);
 __attribute__((weak)) Suite *disk_tree_suite(void);
@@ -28,6 +29,8 @@ int main(void)
     srunner_add_suite(sr, grow_suite());
     if (net_suite)
         srunner_add_suite(sr, net_suite());
+    if (net_topo_suite)
+        srunner_add_suite(sr, net_topo_suite());
     if (disk_suite)
         srunner_add_suite(sr, disk_suite());
     if (disk_locks_suite)
