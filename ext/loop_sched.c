@@ -8,8 +8,6 @@
  * (loop_run.c does) and never reads the host clock. Called through the
  * Loop type's methods (loop_type.c), the network's host, and the handles
  * (struct askew_handle_loop). */
-#include <string.h>
-
 #include "errors.h"
 #include "handle.h"
 #include "loop_sched.h"
