@@ -3,15 +3,13 @@
  * arguments stored inline (no tuple on the hot path), and the context to run
  * it in. They duck-type asyncio.Handle and asyncio.TimerHandle (cancel,
  * cancelled, when, get_context), as uvloop's do. Cancelling a timer removes
- * it from its loop's heap at once. */
+ * it from its loop's heap at once, through what the loop handed down
+ * (struct askew_handle_loop): this file never calls the loop's units. A dead
+ * handle goes to the module state's free list, which module.c empties. */
 #include "handle.h"
 #include "task.h"
 
 #include <structmember.h>
-
-/* loop.c: take a cancelled timer off the heap and drop the heap's reference. */
-void askew__loop_timer_cancelled(PyObject *loop, askew_handle *h);
-double askew__skew_handle_when(PyObject *loop, askew_handle *h); /* skew.c */
 
 static inline askew_handle *handle_new(struct askew_state *st, int timer,
                                        PyObject *loop, PyObject *callback,
@@ -171,19 +169,13 @@ static void handle_dealloc(askew_handle *h)
     Py_DECREF(tp);
 }
 
-void askew__handle_freelist_clear(struct askew_state *st)
-{
-    while (st->freelist_len > 0)
-        PyObject_GC_Del(st->freelist[--st->freelist_len]);
-}
-
 void askew__handle_cancel(askew_handle *h)
 {
     if (!h->cancelled) {
         h->cancelled = 1;
         askew__handle_clear_call(h);
         if (h->is_timer && h->timer.index != ASKEW_TIMER_IDLE && h->loop != NULL)
-            askew__loop_timer_cancelled(h->loop, h);
+            h->state->handle_loop->timer_cancelled(h->loop, h);
     }
 }
 
@@ -205,7 +197,7 @@ static PyObject *handle_get_context(askew_handle *h, PyObject *Py_UNUSED(ignored
 
 static PyObject *handle_when(askew_handle *h, PyObject *Py_UNUSED(ignored))
 {
-    return PyFloat_FromDouble(askew__skew_handle_when(h->loop, h));
+    return PyFloat_FromDouble(h->state->handle_loop->when(h->loop, h));
 }
 
 static PyObject *handle_get_callback(askew_handle *h, void *Py_UNUSED(closure))

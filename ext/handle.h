@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Callback handles: what call_soon, call_later and call_at return and what
- * the scheduler queues. Shared by handle.c (the types) and loop.c (the run
- * loop). Only binding files include this. */
+ * the scheduler queues. handle.c makes and runs them; the loop's units
+ * (loop_sched.c, loop_run.c) and skew.c queue and hold them. A handle sits
+ * below its loop: what it asks of the loop (a cancelled timer leaving the
+ * heap, when() in the node's clock) comes through struct askew_handle_loop,
+ * which the loop hands down at module init. Binding files only. */
 #ifndef ASKEW_HANDLE_H
 #define ASKEW_HANDLE_H
 
@@ -33,6 +36,24 @@ typedef struct askew_handle {
     PyObject *weakreflist;
 } askew_handle;
 
+/* What a handle asks of the loop that made it (`h->loop`), which sits above
+ * handle.c: filled by the loop and kept in the module state
+ * (askew_state.handle_loop) before the first handle is made. */
+struct askew_handle_loop {
+    /* A cancelled timer still in its loop's heap leaves it; the heap's
+     * reference is dropped (the caller still holds one). */
+    void (*timer_cancelled)(PyObject *loop, askew_handle *h);
+    /* TimerHandle.when(): the deadline in the owning node's monotonic clock,
+     * loop seconds; `loop` may be NULL (a cleared handle). */
+    double (*when)(PyObject *loop, const askew_handle *h);
+};
+
+/* The scheduler's key for a handle's loop: 0 for the world, node + 1. */
+static inline uint64_t askew__handle_loop_key(const askew_handle *h)
+{
+    return (uint64_t)(h->node + 1);
+}
+
 /* The handle a timer of kind ASKEW_TIMER_KIND_HANDLE lives in. */
 static inline askew_handle *askew__handle_of(const struct askew_timer *timer)
 {
@@ -41,8 +62,6 @@ static inline askew_handle *askew__handle_of(const struct askew_timer *timer)
 
 /* Module init: Handle and TimerHandle into the module and its state. */
 int askew__handle_types_init(PyObject *module);
-/* Free the dead handles the state keeps (module clear). */
-void askew__handle_freelist_clear(struct askew_state *st);
 /* A new Handle (TimerHandle) owning new references to its parts; args are
  * borrowed. */
 askew_handle *askew__handle_new(struct askew_state *st, PyObject *loop,

@@ -1,24 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The loop object's C layout and the seams between loop.c (the scheduler
- * binding) and skew.c (per-node clocks). The loop owns the world log
- * (log.h), the node gate (node.h) and its network (network.h), which reach
- * back only through what the loop hands them. Binding files only. */
+/* The loop's C state and its clocks (loop.c): struct askew_loop_state,
+ * the layout every loop unit and the units above the loop read, and what a
+ * node's clocks read in it (loop.time, time.*, the preload's clock and
+ * entropy, virtual time a blocking call consumes). The lowest of the loop's
+ * units: loop_sched.c (scheduling), loop_run.c (the run loop) and
+ * loop_type.c (the Python type) build on it. The loop owns the world log
+ * (log.h), the node gate (node.h), the per-node clocks (skew.h) and its
+ * network (network.h), which reach back only through what the loop hands
+ * them. Binding files only. */
 #ifndef ASKEW_LOOP_H
 #define ASKEW_LOOP_H
+
+#include <time.h>
 
 #include "core.h"
 #include "log.h"
 #include "network.h"
 #include "node.h"
+#include "skew.h"
 
 struct askew_coverage;
-
-struct askew_skew {
-    struct askew_node_clock clock; /* the engine's: ext/engine/skew.c */
-    uint32_t paused;               /* pauses open on the node; > 0 runs nothing */
-    char active;                   /* skewed at least once this run */
-};
-
 struct askew_handle;
 
 struct askew_loop_state {
@@ -39,13 +40,7 @@ struct askew_loop_state {
     PyObject *time_view;     /* a user's replacement of loop.time, or NULL */
     PyObject *step_hook;     /* called after every step when set (world.always) */
     struct askew_coverage *coverage; /* shrink3: coverage.h; NULL when off */
-    struct askew_skew *skews;
-    size_t skews_cap; /* entries, zeroed until used: index is the node id */
-    /* Callbacks of paused nodes, in the order they came up; each holds the
-     * reference the ready queue held. */
-    struct askew_handle **held;
-    size_t held_len;
-    size_t held_cap;
+    struct askew_skews skews;        /* per-node clocks and pauses: skew.h */
     /* CPU time each node's incarnation has used (index node + 1; 0 is the
      * world): the sum of its steps' CPU draws, what its CPU clocks read. */
     struct askew_cpu {
@@ -69,25 +64,28 @@ struct askew_loop_state {
  * REALTIME, time.time and the preload read one clock (2116-02-20). */
 #define ASKEW_WALL_EPOCH_MAX_NS (INT64_MAX - ((int64_t)1 << 62))
 
-/* What Loop._run returns (exported as _core.RUN_*): stopped, idle (nothing
- * ready, no timer), past the time budget, past the step budget. */
-enum askew_run_status {
-    ASKEW_RUN_STOPPED = 0,
-    ASKEW_RUN_IDLE = 1,
-    ASKEW_RUN_TIME_BUDGET = 2,
-    ASKEW_RUN_STEP_BUDGET = 3
-};
+/* Virtual time ends here, well short of INT64_MAX: a node's clock is the
+ * world's plus a skew, and neither sum may overflow. 2**62 ns is 146 years,
+ * far past any max_time. */
+#define ASKEW_VIRTUAL_END_NS ((int64_t)1 << 62)
 
-/* Module init: the Loop type, RUN_* and STRATEGIES. */
-int askew__loop_type_init(PyObject *module);
+static inline double askew__ns_to_s(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+/* Loop seconds to a deadline in ns, rounded up so that when the timer fires
+ * loop.time() >= when holds in float (asyncio.timeout relies on it). 0, or
+ * -1 with ValueError for NaN. */
+int askew__loop_seconds_to_ns(double when, int64_t *out);
+/* loop.time() as the loop's own code must see it: the user's replacement
+ * when there is one. 0, or -1 with its exception. */
+int askew__loop_now(struct askew_loop_state *self, double *out);
 /* The running node's CPU time, ns: what its CPU-time clocks read. */
 int64_t askew__loop_cpu_ns(struct askew_loop_state *self);
-/* A timer handle for deadline_ns on the world clock. New reference. */
-PyObject *askew__loop_call_at_ns(struct askew_loop_state *self, int64_t deadline_ns,
-                                 PyObject *callback, PyObject *const *args,
-                                 Py_ssize_t nargs, PyObject *context);
-/* loop.create_future(). New reference. */
-PyObject *askew__loop_new_future(struct askew_loop_state *self);
+/* Add the step `h` just ran to its node's CPU time (a restarted node starts
+ * again from zero). 0, or -1 with an exception. */
+int askew__loop_charge_cpu(struct askew_loop_state *self, const struct askew_handle *h);
 /* Loop seconds in the running node's clock to a world deadline in ns. */
 int askew__loop_local_when_to_ns(struct askew_loop_state *self, double when,
                                  int64_t *out);
@@ -101,29 +99,19 @@ int64_t askew__loop_wall_ns(struct askew_loop_state *self);
  * epoch). */
 int64_t askew__loop_unix_ns(struct askew_loop_state *self, int64_t wall_ns);
 
-/* skew.c */
-int askew__skew_init(struct askew_loop_state *self);
-void askew__skew_free(struct askew_loop_state *self);
-void askew__skew_reset(struct askew_loop_state *self);
-/* A node's monotonic reading at world time now_ns (loop.time, monotonic). */
-int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t now_ns);
-/* A node's wall reading, ns after the wall epoch (time.time, REALTIME). */
-int64_t askew__skew_wall(struct askew_loop_state *self, int64_t node, int64_t now_ns);
-int64_t askew__skew_global(struct askew_loop_state *self, int64_t node,
-                           int64_t local_ns);
-PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args);
-PyObject *askew__skew_pause(struct askew_loop_state *self, PyObject *args);
-/* Whether node is paused: its callbacks are held, not run. */
-static inline int askew__skew_paused(const struct askew_loop_state *self, int64_t node)
-{
-    return node >= 0 && (size_t)node < self->skews_cap && self->skews[node].paused;
-}
-/* Hold a callback of a paused node; its queue reference moves to the held
- * list. 0, or -1 with an exception (the reference is then still the
- * caller's). */
-int askew__skew_hold(struct askew_loop_state *self, struct askew_handle *h);
-/* Drop every held callback (run teardown). */
-void askew__skew_drop_held(struct askew_loop_state *self);
-int askew__skew_traverse(struct askew_loop_state *self, visitproc visit, void *arg);
+/* Virtual time for the node running now (skew included), for the preload's
+ * clock hook (ctx is the loop). Plain C: safe without the GIL, never calls
+ * Python. Returns 0 or -errno. */
+int askew__clock_read(void *ctx, int realtime, struct timespec *out);
+/* Bytes from the run's entropy stream, traced. Plain C, as above. */
+int askew__entropy_fill(void *ctx, void *buf, size_t len);
+/* Let `ns` nanoseconds of the running node's clock pass on the loop `ctx`
+ * (an askew_loop_state): what a blocking sleep does to a real loop. Logged
+ * in the trace hash. Plain C, safe without the GIL (only the simulation
+ * thread moves the clock); time.sleep's, the preload's sleep hook, a disk
+ * latency. 0; -EINVAL for ns < 0; -EOVERFLOW past the end of virtual time
+ * (ASKEW_VIRTUAL_END_NS); -ETIME past the run's time budget (max_time). The
+ * clock does not move on an error. */
+int askew__loop_consume_ns(void *ctx, int64_t ns);
 
 #endif

@@ -1,36 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Module init for askew._core: the module state and its lifetime, the
- * types (Loop, Network, Message, Handle, TimerHandle, Task), the constants
- * of the C-Python contract, the exception classes handed over by
- * askew/_errors.py, and the one helper that turns engine codes into
- * exceptions. */
-#include <errno.h>
-#include <string.h>
-
+ * types (Loop, Network, Message, Handle, TimerHandle, Task, ...), the
+ * constants of the C-Python contract, and the exception classes handed
+ * over by askew/_errors.py. The top of the binding: it calls each unit's
+ * set-up and nothing else of theirs, and no unit calls it (what units share
+ * of the module, its state, is declared in core.h). */
+#include "disk_file.h"
+#include "disk_route.h"
+#include "disk_type.h"
 #include "handle.h"
 #include "log.h"
 #include "loop.h"
-#include "network.h"
+#include "loop_type.h"
+#include "network_type.h"
 #include "node.h"
+#include "patch.h"
+#include "preload.h"
 #include "stream.h"
+#include "stream_type.h"
 #include "task.h"
-
-int askew__patch_setup(PyObject *module);
-int askew__disk_setup(PyObject *module);
-
-struct askew_state *askew__state_active(void)
-{
-    return askew__active != NULL ? askew__active->state : NULL;
-}
-
-PyObject *askew__raise_engine(int rc, const char *what)
-{
-    if (rc == -ENOMEM)
-        return PyErr_NoMemory();
-    PyErr_Format(rc == -EINVAL ? PyExc_ValueError : PyExc_RuntimeError, "%s failed: %s",
-                 what, strerror(-rc));
-    return NULL;
-}
 
 static PyObject *configure_errors(PyObject *module, PyObject *nondeterminism)
 {
@@ -70,7 +58,9 @@ static int module_exec(PyObject *module)
         askew__loop_type_init(module) < 0 || askew__log_setup(module) < 0 ||
         askew__node_setup(module) < 0 || askew__network_setup(module) < 0 ||
         askew__patch_setup(module) < 0 || askew__preload_setup(module) < 0 ||
-        askew__disk_setup(module) < 0 || askew__stream_setup(module) < 0)
+        askew__disk_setup(module) < 0 || askew__disk_file_setup(module) < 0 ||
+        askew__disk_route_setup(module) < 0 || askew__segment_type_init(module) < 0 ||
+        askew__stream_types_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||
@@ -129,7 +119,10 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->str_name);
     Py_CLEAR(st->str_loop);
     Py_CLEAR(st->empty_tuple);
-    askew__handle_freelist_clear(st);
+    /* The dead handles the free list keeps (handle.c's dealloc put them
+     * there, type reference already dropped): only their memory is left. */
+    while (st->freelist_len > 0)
+        PyObject_GC_Del(st->freelist[--st->freelist_len]);
     return 0;
 }
 

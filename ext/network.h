@@ -2,7 +2,10 @@
 /* askew._core.Network: the engine's network (engine/net.c) as a Python
  * type, one per loop, made with it and reached as loop._net. It keeps each
  * node's inbox and the future a recv() waits on and turns a message that
- * comes due into an askew.Message. What it needs of its loop (clock, log,
+ * comes due into an askew.Message. Two units: the wire (network.c: the
+ * state, inboxes, delivery, sends, what the loop and the TCP data path
+ * call) and the type (network_type.c: the methods Python calls, module
+ * init), which builds on the wire. What it needs of its loop (clock, log,
  * node identity, futures, timers) it borrows through struct askew_net_host,
  * so that it never includes loop.h. Binding files only. */
 #ifndef ASKEW_NETWORK_H
@@ -34,7 +37,14 @@ struct askew_net_host {
     int64_t (*local_ns)(void *ctx, int64_t node);
 };
 
-struct askew_node_inbox;
+struct askew_node_inbox {
+    PyObject **ring; /* Message objects, oldest first */
+    size_t head;
+    size_t len;
+    size_t cap;
+    PyObject *waiter;  /* the Future a recv() waits on, or NULL */
+    PyObject *timeout; /* that recv's timeout handle, or NULL */
+};
 
 typedef struct askew_network {
     PyObject_HEAD struct askew_net net; /* valid while host.ctx != NULL */
@@ -55,8 +65,24 @@ typedef struct askew_network {
     int (*take_segment)(PyObject *segment, uint32_t outcome);
 } askew_network;
 
-/* Module init: the Network and Message types, NET_OUTCOME_NAMES. */
-int askew__network_setup(PyObject *module);
+/* A network outlives its loop only as a husk: 1 with RuntimeError when its
+ * loop is gone (every method then refuses), else 0. */
+static inline int askew__network_gone(const askew_network *n)
+{
+    if (n->host.ctx != NULL)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "this network's loop is gone");
+    return 1;
+}
+
+/* 0 when the loop is there and `node` names a node; else -1 with an
+ * exception. */
+static inline int askew__network_check_node(const askew_network *n, long long node)
+{
+    return askew__network_gone(n) || askew__node_check(&n->net, node, NULL) < 0 ? -1
+                                                                                : 0;
+}
+
 /* A network on host->sched. New reference, or NULL with an exception. */
 askew_network *askew__network_new(struct askew_state *st,
                                   const struct askew_net_host *host);
@@ -82,5 +108,12 @@ int askew__network_send_segment(askew_network *n, long long token, long long dst
                                 PyObject *segment, long long *outcome);
 /* A message timer found by a clear: never happens (they are drained first). */
 void askew__network_drop_timer(struct askew_timer *timer);
+/* Put payload on the wire from src to dst and log it; the outcome into
+ * *outcome if given. 0, or -1 with an exception. */
+int askew__network_send(askew_network *n, uint32_t src, uint32_t dst, PyObject *payload,
+                        uint32_t *outcome);
+/* Forget what waits in an inbox: its messages, its recv's future and
+ * timeout handle. */
+void askew__network_inbox_clear(struct askew_node_inbox *b);
 
 #endif

@@ -5,11 +5,16 @@
  * a run. On the thread running a simulation they read virtual time and the
  * entropy stream, and a sleep consumes virtual time; anywhere else (a
  * watchdog thread, between runs) they call the originals they replaced, so
- * other threads keep the real clock and really sleep. */
+ * other threads keep the real clock and really sleep. The clocks and the
+ * consumed time are the loop's (loop.h); this file reads them and raises. */
 #include <errno.h>
 #include <math.h>
 
+#include "active.h"
 #include "loop.h"
+#include "patch.h"
+#include "preload.h"
+#include "refusal.h"
 
 /* Each replacement is a builtin whose `self` is a tuple (original, kind):
  * the function it replaces, called off the simulation thread, and for the
@@ -88,35 +93,6 @@ static PyObject *v_urandom(PyObject *self, PyObject *arg)
     if (out != NULL)
         (void)askew__entropy_serve(loop, PyBytes_AS_STRING(out), (size_t)n);
     return out;
-}
-
-/* Virtual time ends here, well short of INT64_MAX: a node's clock is the
- * world's plus a skew, and neither sum may overflow. 2**62 ns is 146 years,
- * far past any max_time. */
-#define VIRTUAL_END_NS ((int64_t)1 << 62)
-
-int askew__loop_consume_ns(void *ctx, int64_t ns)
-{
-    struct askew_loop_state *loop = ctx;
-    if (ns < 0)
-        return -EINVAL;
-    if (ns == 0)
-        return 0;
-    const int64_t node = loop->node_current;
-    const int64_t local = askew__loop_local_ns(loop);
-    if (local >= VIRTUAL_END_NS || ns >= VIRTUAL_END_NS - local)
-        return -EOVERFLOW;
-    /* The node sleeps on its own clock; with drift that is a little more or
-     * less world time. The world clock never goes back. */
-    const int64_t target = askew__skew_global(loop, node, local + ns);
-    if (target >= VIRTUAL_END_NS)
-        return -EOVERFLOW;
-    if (loop->sched.time_max_ns > 0 && target > loop->sched.time_max_ns)
-        return -ETIME;
-    loop->sched.now_ns = target;
-    askew_trace_record(&loop->sched.trace, target, ASKEW_EV_ADVANCE, (int32_t)node,
-                       (uint64_t)target, (uint64_t)ns);
-    return 0;
 }
 
 /* time.sleep's argument in nanoseconds, read as CPython reads it (a float,

@@ -15,8 +15,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "active.h"
+#include "errors.h"
 #include "loop.h"
+#include "preload.h"
 #include "preload_disk.h"
+#include "refusal.h"
 
 static const struct askew_preload_api *api;
 static int api_found; /* the symbol is there, whatever its ABI */
@@ -435,7 +439,7 @@ static void import_stream_setup(const struct askew_loop_state *loop)
     PyErr_Clear(); /* without it, imports draw from the run's stream */
 }
 
-int askew__preload_enter(void *ctx)
+int askew__preload_enter(struct askew_loop_state *ctx)
 {
     askew__refusal_reset(); /* the slot is everybody's, preload or not */
     violations_seen = 0;

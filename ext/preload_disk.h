@@ -7,7 +7,6 @@
 #ifndef ASKEW_PRELOAD_DISK_H
 #define ASKEW_PRELOAD_DISK_H
 
-#include "askew_preload.h"
 #include "loop.h"
 
 /* The disk hook: ctx is the running loop. Never calls Python, never takes

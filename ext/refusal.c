@@ -12,7 +12,9 @@
  * slot raises the very exception object the task failed with. */
 #include <string.h>
 
+#include "active.h"
 #include "loop.h"
+#include "refusal.h"
 
 /* Static: the preload sets it without the GIL (core.h). */
 atomic_int askew__refusal_flag;

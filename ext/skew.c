@@ -5,79 +5,69 @@
  * clocks; world.faults.pause holds a node's callbacks here until it
  * resumes. The arithmetic, and moving a node's timers when its clock
  * changes, are the engine's (ext/engine/skew.c); this file parses the
- * arguments, keeps the per-node table and the held callbacks, and raises.
- * Never reads the host clock. */
+ * arguments, keeps the per-node table and the held callbacks (struct
+ * askew_skews, which the loop embeds), and raises. It sits below the loop:
+ * the loop's units call it with the scheduler to work on, and it calls
+ * none of theirs. Never reads the host clock. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "handle.h"
-#include "loop.h"
+#include "skew.h"
 
-int askew__skew_init(struct askew_loop_state *self)
+void askew__skew_init(struct askew_skews *t)
 {
-    self->skews = NULL;
-    self->skews_cap = 0;
-    return 0;
+    memset(t, 0, sizeof *t);
 }
 
-void askew__skew_free(struct askew_loop_state *self)
+void askew__skew_free(struct askew_skews *t)
 {
-    free(self->skews);
-    self->skews = NULL;
-    self->skews_cap = 0;
+    free(t->nodes);
+    t->nodes = NULL;
+    t->cap = 0;
 }
 
-void askew__skew_reset(struct askew_loop_state *self)
+void askew__skew_reset(struct askew_skews *t)
 {
-    if (self->skews_cap)
-        memset(self->skews, 0, self->skews_cap * sizeof *self->skews);
+    if (t->cap)
+        memset(t->nodes, 0, t->cap * sizeof *t->nodes);
 }
 
-static inline const struct askew_node_clock *clock_of(struct askew_loop_state *self,
+static inline const struct askew_node_clock *clock_of(const struct askew_skews *t,
                                                       int64_t node)
 {
-    if (node < 0 || (size_t)node >= self->skews_cap || !self->skews[node].active)
+    if (node < 0 || (size_t)node >= t->cap || !t->nodes[node].active)
         return NULL;
-    return &self->skews[node].clock;
+    return &t->nodes[node].clock;
 }
 
-int64_t askew__skew_local(struct askew_loop_state *self, int64_t node, int64_t now_ns)
+int64_t askew__skew_local(const struct askew_skews *t, int64_t node, int64_t now_ns)
 {
-    const struct askew_node_clock *c = clock_of(self, node);
+    const struct askew_node_clock *c = clock_of(t, node);
     return c == NULL ? now_ns : askew_node_clock_mono_sat(c, now_ns);
 }
 
-int64_t askew__skew_wall(struct askew_loop_state *self, int64_t node, int64_t now_ns)
+int64_t askew__skew_wall(const struct askew_skews *t, int64_t node, int64_t now_ns)
 {
-    const struct askew_node_clock *c = clock_of(self, node);
+    const struct askew_node_clock *c = clock_of(t, node);
     return c == NULL ? now_ns : askew_node_clock_wall_sat(c, now_ns);
 }
 
-int64_t askew__skew_global(struct askew_loop_state *self, int64_t node,
-                           int64_t local_ns)
+int64_t askew__skew_global(const struct askew_skews *t, int64_t node, int64_t local_ns,
+                           int64_t now_ns)
 {
-    const struct askew_node_clock *c = clock_of(self, node);
-    return c == NULL ? local_ns : askew_node_clock_due(c, local_ns, self->sched.now_ns);
-}
-
-double askew__skew_handle_when(PyObject *loop, askew_handle *h)
-{
-    struct askew_loop_state *self = (struct askew_loop_state *)loop;
-    const int64_t d = h->timer.deadline_ns;
-    /* A deadline is a world time; asyncio code compares when() with
-     * loop.time(), which reads the owning node's monotonic clock. */
-    if (self == NULL || d == INT64_MAX || d == INT64_MIN / 2)
-        return (double)d / 1e9;
-    return (double)askew__skew_local(self, h->node, d) / 1e9;
+    const struct askew_node_clock *c = clock_of(t, node);
+    return c == NULL ? local_ns : askew_node_clock_due(c, local_ns, now_ns);
 }
 
 /* Room in the per-node table for `node`; new entries are zeroed (an
  * identity clock, no pause). */
-static int grow(struct askew_loop_state *self, long long node)
+static int grow(struct askew_skews *t, long long node)
 {
-    const int rc = askew__grow((void **)&self->skews, &self->skews_cap,
-                               (size_t)node + 1, sizeof *self->skews);
+    const int rc =
+        askew__grow((void **)&t->nodes, &t->cap, (size_t)node + 1, sizeof *t->nodes);
     if (rc < 0) {
         askew__raise_engine(rc, "growing the per-node clocks");
         return -1;
@@ -95,7 +85,8 @@ static int node_timer(const struct askew_timer *t, void *ctx)
 
 /* _set_skew(node, offset_ns, drift_ppb): checked in Python first; the
  * engine's refusal is reported here with the values it refused. */
-PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
+PyObject *askew__skew_set(struct askew_skews *t, struct askew_sched *sched,
+                          PyObject *args)
 {
     long long node, offset_ns, drift_ppb;
     if (!PyArg_ParseTuple(args, "LLL", &node, &offset_ns, &drift_ppb))
@@ -104,12 +95,11 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "node id must be >= 0, not %lld", node);
         return NULL;
     }
-    if (grow(self, node) < 0)
+    if (grow(t, node) < 0)
         return NULL;
-    struct askew_skew *s = &self->skews[node];
+    struct askew_skew *s = &t->nodes[node];
     struct askew_node_clock next = s->clock;
-    const int rc =
-        askew_node_clock_set(&next, self->sched.now_ns, offset_ns, drift_ppb);
+    const int rc = askew_node_clock_set(&next, sched->now_ns, offset_ns, drift_ppb);
     if (rc == -EINVAL) {
         PyErr_Format(PyExc_ValueError,
                      "drift must lie in (-1, 1): %lld ppb is not in (-1e9, 1e9)",
@@ -120,13 +110,12 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
         PyErr_Format(PyExc_OverflowError,
                      "offset %lld ns at t=%lld ns puts node %lld's clock past the "
                      "int64 nanosecond range; offsets must keep it within +-292 years",
-                     offset_ns, (long long)self->sched.now_ns, node);
+                     offset_ns, (long long)sched->now_ns, node);
         return NULL;
     }
     /* The node's pending timers were set on its monotonic clock: they move
      * with it. An identity clock (never skewed this run) is all zeros. */
-    const int moved =
-        askew_sched_rekey(&self->sched, &s->clock, &next, node_timer, &node);
+    const int moved = askew_sched_rekey(sched, &s->clock, &next, node_timer, &node);
     if (moved < 0)
         return askew__raise_engine(moved, "moving the node's timers");
     s->clock = next;
@@ -136,26 +125,26 @@ PyObject *askew__skew_set(struct askew_loop_state *self, PyObject *args)
 
 /* ---- pauses --------------------------------------------------------------- */
 
-int askew__skew_hold(struct askew_loop_state *self, askew_handle *h)
+int askew__skew_hold(struct askew_skews *t, askew_handle *h)
 {
-    const int rc = askew__grow((void **)&self->held, &self->held_cap,
-                               self->held_len + 1, sizeof *self->held);
+    const int rc =
+        askew__grow((void **)&t->held, &t->held_cap, t->held_len + 1, sizeof *t->held);
     if (rc < 0) {
         askew__raise_engine(rc, "holding a paused node's callback");
         return -1;
     }
-    self->held[self->held_len++] = h;
+    t->held[t->held_len++] = h;
     h->queued = 1;
     return 0;
 }
 
-void askew__skew_drop_held(struct askew_loop_state *self)
+void askew__skew_drop_held(struct askew_skews *t)
 {
     /* Take the list first: a decref may run a finalizer that reaches here. */
-    askew_handle **held = self->held;
-    const size_t len = self->held_len;
-    self->held = NULL;
-    self->held_len = self->held_cap = 0;
+    askew_handle **held = t->held;
+    const size_t len = t->held_len;
+    t->held = NULL;
+    t->held_len = t->held_cap = 0;
     for (size_t i = 0; i < len; i++) {
         held[i]->queued = 0;
         Py_DECREF(held[i]);
@@ -163,73 +152,58 @@ void askew__skew_drop_held(struct askew_loop_state *self)
     free(held);
 }
 
-int askew__skew_traverse(struct askew_loop_state *self, visitproc visit, void *arg)
+int askew__skew_traverse(const struct askew_skews *t, visitproc visit, void *arg)
 {
-    for (size_t i = 0; i < self->held_len; i++)
-        Py_VISIT((PyObject *)self->held[i]);
+    for (size_t i = 0; i < t->held_len; i++)
+        Py_VISIT((PyObject *)t->held[i]);
     return 0;
 }
 
 /* The node's held callbacks go back to the ready queue in the order they
  * came up: what was ready first, then its timers in deadline order. */
-static int release(struct askew_loop_state *self, long long node)
+static int release(struct askew_skews *t, struct askew_sched *sched, long long node)
 {
     size_t kept = 0;
-    for (size_t i = 0; i < self->held_len; i++) {
-        askew_handle *h = self->held[i];
+    for (size_t i = 0; i < t->held_len; i++) {
+        askew_handle *h = t->held[i];
         if (h->node != node) {
-            self->held[kept++] = h;
+            t->held[kept++] = h;
             continue;
         }
-        const int rc =
-            askew_sched_push(&self->sched, h, h->seq, (uint64_t)(h->node + 1));
+        const int rc = askew_sched_push(sched, h, h->seq, askew__handle_loop_key(h));
         if (rc < 0) {
             /* Keep the rest held so that teardown releases them. */
-            for (size_t j = i; j < self->held_len; j++)
-                self->held[kept++] = self->held[j];
-            self->held_len = kept;
+            for (size_t j = i; j < t->held_len; j++)
+                t->held[kept++] = t->held[j];
+            t->held_len = kept;
             askew__raise_engine(rc, "resuming a paused node");
             return -1;
         }
     }
-    self->held_len = kept;
+    t->held_len = kept;
     return 0;
 }
 
-/* _pause(node, delta, until_ns, callback): delta +1 opens a pause, -1
- * closes one, 0 closes them all (a crash: a power cut ends a pause). With
- * delta +1 and until_ns >= 0, callback runs at world time until_ns in the
- * world's context, and its TimerHandle is returned; else None. */
-PyObject *askew__skew_pause(struct askew_loop_state *self, PyObject *args)
+int askew__skew_pause(struct askew_skews *t, struct askew_sched *sched, long long node,
+                      long long delta)
 {
-    long long node, delta, until_ns;
-    PyObject *callback;
-    if (!PyArg_ParseTuple(args, "LLLO", &node, &delta, &until_ns, &callback))
-        return NULL;
     if (node < 0 || delta < -1 || delta > 1) {
         PyErr_Format(
             PyExc_ValueError,
             "_pause(node=%lld, delta=%lld): node must be >= 0 and delta one of "
             "-1, 0, 1",
             node, delta);
-        return NULL;
+        return -1;
     }
-    if (grow(self, node) < 0)
-        return NULL;
-    struct askew_skew *s = &self->skews[node];
+    if (grow(t, node) < 0)
+        return -1;
+    struct askew_skew *s = &t->nodes[node];
     if (delta > 0) {
         s->paused++;
     } else if (s->paused > 0) {
         s->paused = delta < 0 ? s->paused - 1 : 0;
-        if (s->paused == 0 && release(self, node) < 0)
-            return NULL;
+        if (s->paused == 0 && release(t, sched, node) < 0)
+            return -1;
     }
-    if (delta <= 0 || until_ns < 0)
-        Py_RETURN_NONE;
-    PyObject *world = PyContext_New(); // new reference: no node in it
-    if (world == NULL)
-        return NULL;
-    PyObject *timer = askew__loop_call_at_ns(self, until_ns, callback, NULL, 0, world);
-    Py_DECREF(world);
-    return timer;
+    return 0;
 }

@@ -7,6 +7,7 @@
  * when it was made, so that a crash takes exactly that incarnation's tasks.
  * The loop passes both to askew__task_make, which sets them before
  * Task.__init__ registers the task anywhere. */
+#include "active.h"
 #include "task.h"
 
 /* Where the two fields start: after _asyncio.Task's own, 8-byte aligned.

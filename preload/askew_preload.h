@@ -45,7 +45,7 @@ extern "C" {
 #define ASKEW_DISK_FD_BASE 0x40000000
 /* A simulated fd is ASKEW_DISK_FD_BASE + (node << ASKEW_DISK_FD_NODE_SHIFT)
  * + the engine disk's handle: one numbering for Python's descriptors
- * (ext/disk.c) and C's (ext/preload_disk.c), so either side's fd works on
+ * (ext/disk_route.c) and C's (ext/preload_disk.c), so either side's fd works on
  * the other. The node's bits keep every fd below 2^31. */
 #define ASKEW_DISK_FD_NODE_SHIFT  16
 #define ASKEW_DISK_FD_HANDLE_MASK ((1 << ASKEW_DISK_FD_NODE_SHIFT) - 1)

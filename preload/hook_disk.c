@@ -20,6 +20,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "hook_disk.h"
 #include "internal.h"
 
 #define RET __builtin_return_address(0)

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include "hook_net.h"
 #include "internal.h"
 
 /* Deny by default: AF_UNIX is local and ordered by us; every other family

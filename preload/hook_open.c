@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "hook_disk.h"
 #include "internal.h"
 
 /* Declared by glibc only under _FORTIFY_SOURCE. */

@@ -18,6 +18,7 @@
 #include <link.h>
 #include <string.h>
 
+#include "hook_ownrng.h"
 #include "internal.h"
 
 /* Source file names OpenSSL compiles into its error records (OPENSSL_FILE):

@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hook_ownrng.h"
+#include "hook_random.h"
 #include "internal.h"
 
 #ifndef GRND_INSECURE

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hook_sleep.h"
+#include "hook_time.h"
 #include "internal.h"
 
 #define RECORD(h, call, a0, a1)                                                        \

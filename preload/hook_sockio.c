@@ -15,6 +15,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "hook_disk.h"
+#include "hook_net.h"
+#include "hook_sockio.h"
 #include "internal.h"
 
 /* Declared by glibc only under _FORTIFY_SOURCE. */

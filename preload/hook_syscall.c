@@ -13,6 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hook_net.h"
+#include "hook_random.h"
+#include "hook_sleep.h"
+#include "hook_sockio.h"
+#include "hook_time.h"
 #include "internal.h"
 
 static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long *a,

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hook_ownrng.h"
+#include "hook_time.h"
 #include "internal.h"
 
 /* glibc >= 2.38 knows these bases; older headers do not name them. */

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the files of libaskew-preload.so share and nothing outside it sees:
  * the thread-local activation pointer, the lazily resolved real_* table,
- * the raw-syscall fallback and the refusal recorder. Everything here is
- * hidden; only the interposers (ASKEW_EXPORT) and askew_preload_get_api
- * leave the library. Nothing here may malloc, lock or print on the
- * pass-through path. */
+ * the raw-syscall fallback, the refusal recorder and the hook calls, all
+ * defined in preload.c. What one hook family offers the others (the
+ * simulated clocks, the disk, ...) is declared in that family's own header
+ * (hook_time.h, hook_disk.h, ...). Everything here is hidden; only the
+ * interposers (ASKEW_EXPORT) and askew_preload_get_api leave the library.
+ * Nothing here may malloc, lock or print on the pass-through path. */
 #ifndef ASKEW_PRELOAD_INTERNAL_H
 #define ASKEW_PRELOAD_INTERNAL_H
 
@@ -120,54 +122,6 @@ int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns) ASKEW_HID
 /* ASKEW_DISK_PASS without a disk hook (a table from before ABI 1.3). */
 int64_t askew__hook_disk(const struct askew_preload_hooks *h,
                          struct askew_disk_call *call) ASKEW_HIDDEN;
-
-/* The simulated disk (hook_disk.c). A simulated fd is one the disk hook
- * handed out: one comparison tells it from a real one. */
-static inline int askew__disk_fd(int fd)
-{
-    return ASKEW_UNLIKELY(fd >= ASKEW_DISK_FD_BASE);
-}
-/* A path call inside a run: 1 when the disk answered it (*rc is the call's
- * result, errno set on -1; a refusal is recorded), 0 when libc's call must
- * run. `name` and `ret` name the interposer for a refusal's record. */
-int askew__disk_path(const struct askew_preload_hooks *h, struct askew_disk_call *call,
-                     const char *name, void *ret, long *rc) ASKEW_HIDDEN;
-/* A call on a simulated fd: its result, or -1 and errno (EBADF outside a
- * run or without a disk hook). */
-long askew__disk_fdcall(struct askew_disk_call *call, const char *name,
-                        void *ret) ASKEW_HIDDEN;
-
-/* The simulation side of calls that syscall() also dispatches. Each keeps
- * the libc contract of the call it is named after (-1 and errno). */
-int askew__sim_clock_gettime(const struct askew_preload_hooks *h, clockid_t id,
-                             struct timespec *ts) ASKEW_HIDDEN;
-int askew__sim_clock_getres(clockid_t id, struct timespec *res) ASKEW_HIDDEN;
-/* 1 when the simulation answers clock `id`, 0 when the real clock must. */
-int askew__sim_clock_known(clockid_t id) ASKEW_HIDDEN;
-long askew__sim_getrandom(const struct askew_preload_hooks *h, void *buf, size_t len,
-                          unsigned int flags) ASKEW_HIDDEN;
-/* A sleep on the simulation thread, for clock_nanosleep's arguments: 0 or
- * an errno (returned, not set), as clock_nanosleep has it. `call` names the
- * interposer for the record, `ret` is its return address. */
-int askew__sim_sleep(const struct askew_preload_hooks *h, clockid_t clock, int flags,
-                     const struct timespec *req, const char *call,
-                     void *ret) ASKEW_HIDDEN;
-/* 1 when the socket family is refused inside a simulation. */
-int askew__sim_family_refused(int family) ASKEW_HIDDEN;
-/* 1 when fd is a socket of a refused family (one made before the run, say):
- * I/O on it inside a simulation would reach the real network. */
-int askew__sim_fd_refused(int fd) ASKEW_HIDDEN;
-
-/* 1 when `ret` (an interposer's return address) lies in an object that
- * carries its own OpenSSL random generator (hook_ownrng.c); simulation
- * thread only. ASKEW_OWN_RNG records the refusal for a clock or entropy
- * interposer's caller and lets the call be answered as usual. */
-int askew__sim_own_rng(const void *ret) ASKEW_HIDDEN;
-#define ASKEW_OWN_RNG(h, call)                                                         \
-    do {                                                                               \
-        if (ASKEW_UNLIKELY(askew__sim_own_rng(__builtin_return_address(0))))           \
-            ASKEW_RECORD((h), ASKEW_VIOLATION_OWN_RNG, (call), 0, 0);                  \
-    } while (0)
 
 /* Debug output under ASKEW_DEBUG only, to fd 2 with an "askew-preload: "
  * prefix; a no-op otherwise. No stdio, no malloc. */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Check suite for ext/engine/disk.c: the errno of each call as Linux gives
- * it, the durability rules (fsync of a file, of its directory), the crash's
- * outcomes over many seeds (a torn write keeps each sector old or new, the
- * directory log survives as a prefix), the capacity bound, and that one
- * seed gives one outcome and one trace hash. */
+/* Check suite for ext/engine/disk.c, the disk's system calls: the errno of
+ * each call as Linux gives it, reads, writes and offsets, listings, the
+ * capacity bound and the faults, and that one seed gives one outcome and
+ * one trace hash. The crash's outcomes are check_disk_crash.c's. */
 #include "disk.h"
+#include "disk_fixture.h"
 #include "engine.h"
 
 #include <check.h>
@@ -16,55 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static struct askew_sched sched;
-static struct askew_disk *disk;
-
-static void d_open(uint64_t seed)
-{
-    ck_assert_int_eq(askew_sched_init(&sched), 0);
-    askew_sched_reset(&sched, seed);
-    ck_assert_int_eq(askew_disk_new(&disk, &sched, 0, seed), 0);
-}
-
-static void d_close(void)
-{
-    askew_disk_free(disk);
-    askew_sched_free(&sched);
-    disk = NULL;
-}
-
-static int put(const char *path, const char *text, int sync)
-{
-    const int fh = askew_disk_open(disk, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ck_assert_int_ge(fh, 0);
-    ck_assert_int_eq(askew_disk_write(disk, fh, text, strlen(text)),
-                     (int64_t)strlen(text));
-    if (sync)
-        ck_assert_int_eq(askew_disk_fsync(disk, fh), 0);
-    return askew_disk_close(disk, fh);
-}
-
-/* The file's content into buf (NUL-terminated), or -errno of the open. */
-static int64_t get(const char *path, char *buf, size_t cap)
-{
-    const int fh = askew_disk_open(disk, path, O_RDONLY, 0);
-    if (fh < 0)
-        return fh;
-    const int64_t n = askew_disk_pread(disk, fh, buf, cap - 1, 0);
-    ck_assert_int_ge(n, 0);
-    buf[n] = '\0';
-    ck_assert_int_eq(askew_disk_close(disk, fh), 0);
-    return n;
-}
-
-static void sync_dir(const char *path)
-{
-    const int fh = askew_disk_open(disk, path, O_RDONLY | O_DIRECTORY, 0);
-    ck_assert_int_ge(fh, 0);
-    ck_assert_int_eq(askew_disk_fsync(disk, fh), 0);
-    ck_assert_int_eq(askew_disk_close(disk, fh), 0);
-}
 
 START_TEST(test_disk_calls_return_the_linux_errno)
 {
@@ -171,163 +122,6 @@ START_TEST(test_disk_lists_entries_sorted_by_name)
     ck_assert_int_eq(askew_disk_list(disk, "a", collect, out), -ENOTDIR);
     ck_assert_int_eq(askew_disk_list(disk, "zz", collect, out), -ENOENT);
     d_close();
-}
-END_TEST
-
-START_TEST(test_disk_synced_file_and_directory_survive_every_crash)
-{
-    for (uint64_t seed = 1; seed <= 50; seed++) {
-        d_open(seed);
-        char buf[64];
-        ck_assert_int_eq(askew_disk_mkdir(disk, "d", 0755), 0);
-        ck_assert_int_eq(put("d/f", "durable", 1), 0);
-        sync_dir("d");
-        sync_dir("/");
-        ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
-        ck_assert_int_eq(get("d/f", buf, sizeof(buf)), 7);
-        ck_assert_str_eq(buf, "durable");
-        d_close();
-    }
-}
-END_TEST
-
-START_TEST(test_disk_a_new_name_needs_its_directory_fsynced)
-{
-    int kept = 0, lost = 0;
-    for (uint64_t seed = 1; seed <= 60; seed++) {
-        d_open(seed);
-        char buf[64];
-        ck_assert_int_eq(put("f", "data", 1), 0); /* file synced, directory not */
-        ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
-        const int64_t n = get("f", buf, sizeof(buf));
-        if (n == -ENOENT) {
-            lost++;
-        } else {
-            ck_assert_str_eq(buf, "data");
-            kept++;
-        }
-        d_close();
-    }
-    ck_assert_int_gt(kept, 0);
-    ck_assert_int_gt(lost, 0);
-}
-END_TEST
-
-START_TEST(test_disk_an_unsynced_write_is_torn_per_sector)
-{
-    enum { len = 8 * ASKEW_DISK_SECTOR };
-    static char old[len], new[len], got[len + 1];
-    memset(old, 'o', len);
-    memset(new, 'n', len);
-    int torn = 0;
-    for (uint64_t seed = 1; seed <= 40; seed++) {
-        d_open(seed);
-        int fh = askew_disk_open(disk, "f", O_RDWR | O_CREAT, 0644);
-        ck_assert_int_eq(askew_disk_pwrite(disk, fh, old, len, 0), (int64_t)len);
-        ck_assert_int_eq(askew_disk_fsync(disk, fh), 0);
-        sync_dir("/");
-        ck_assert_int_eq(askew_disk_pwrite(disk, fh, new, len, 0), (int64_t)len);
-        struct askew_disk_crash_result res;
-        ck_assert_int_eq(askew_disk_crash(disk, &res), 0);
-        ck_assert_uint_eq(res.handles_closed, 1);
-        ck_assert_uint_eq(res.sectors_kept + res.sectors_lost, 8);
-        fh = askew_disk_open(disk, "f", O_RDONLY, 0);
-        ck_assert_int_eq(askew_disk_pread(disk, fh, got, len + 1, 0), (int64_t)len);
-        int news = 0;
-        for (size_t s = 0; s < 8; s++) {
-            const char c = got[s * ASKEW_DISK_SECTOR];
-            for (size_t i = 0; i < ASKEW_DISK_SECTOR; i++)
-                ck_assert_int_eq(got[s * ASKEW_DISK_SECTOR + i], c);
-            news += c == 'n';
-        }
-        ck_assert_uint_eq((uint64_t)news, res.sectors_kept);
-        torn += news > 0 && news < 8;
-        d_close();
-    }
-    ck_assert_int_gt(torn, 0);
-}
-END_TEST
-
-START_TEST(test_disk_unsynced_directory_operations_survive_as_a_prefix)
-{
-    int seen[4] = {0};
-    for (uint64_t seed = 1; seed <= 80; seed++) {
-        d_open(seed);
-        ck_assert_int_eq(put("a", "", 0), 0);
-        ck_assert_int_eq(put("b", "", 0), 0);
-        ck_assert_int_eq(put("c", "", 0), 0);
-        struct askew_disk_crash_result res;
-        ck_assert_int_eq(askew_disk_crash(disk, &res), 0);
-        ck_assert_uint_eq(res.dirops_kept + res.dirops_lost, 3);
-        struct askew_disk_stat st;
-        const int a = askew_disk_stat(disk, "a", &st) == 0;
-        const int b = askew_disk_stat(disk, "b", &st) == 0;
-        const int c = askew_disk_stat(disk, "c", &st) == 0;
-        ck_assert(a >= b && b >= c);
-        ck_assert_int_eq(a + b + c, (int)res.dirops_kept);
-        seen[a + b + c]++;
-        d_close();
-    }
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_gt(seen[i], 0);
-}
-END_TEST
-
-START_TEST(test_disk_rename_without_directory_fsync_may_keep_the_old_file)
-{
-    int old = 0, new = 0;
-    for (uint64_t seed = 1; seed <= 60; seed++) {
-        d_open(seed);
-        char buf[64];
-        ck_assert_int_eq(put("db", "v1", 1), 0);
-        sync_dir("/");
-        ck_assert_int_eq(put("db.tmp", "v2", 1), 0);
-        ck_assert_int_eq(askew_disk_rename(disk, "db.tmp", "db"), 0);
-        ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
-        ck_assert_int_eq(get("db", buf, sizeof(buf)), 2);
-        old += strcmp(buf, "v1") == 0;
-        new += strcmp(buf, "v2") == 0;
-        d_close();
-        /* and with the directory fsynced, always the new one */
-        d_open(seed);
-        ck_assert_int_eq(put("db", "v1", 1), 0);
-        sync_dir("/");
-        ck_assert_int_eq(put("db.tmp", "v2", 1), 0);
-        ck_assert_int_eq(askew_disk_rename(disk, "db.tmp", "db"), 0);
-        sync_dir("/");
-        ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
-        ck_assert_int_eq(get("db", buf, sizeof(buf)), 2);
-        ck_assert_str_eq(buf, "v2");
-        ck_assert_int_eq(get("db.tmp", buf, sizeof(buf)), -ENOENT);
-        d_close();
-    }
-    ck_assert_int_gt(old, 0);
-    ck_assert_int_gt(new, 0);
-}
-END_TEST
-
-START_TEST(test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash)
-{
-    for (uint64_t seed = 1; seed <= 40; seed++) {
-        d_open(seed);
-        char buf[16], want[16];
-        for (int v = 1; v <= 9; v++) {
-            snprintf(want, sizeof(want), "%d", v);
-            ck_assert_int_eq(put("s.tmp", want, 1), 0);
-            ck_assert_int_eq(askew_disk_rename(disk, "s.tmp", "s"), 0);
-        }
-        struct askew_disk_crash_result res;
-        ck_assert_int_eq(askew_disk_crash(disk, &res), 0);
-        /* k operations kept: each save is a create and a rename */
-        const int64_t n = get("s", buf, sizeof(buf));
-        if (res.dirops_kept < 2) {
-            ck_assert_int_eq(n, -ENOENT);
-        } else {
-            ck_assert_int_eq(n, 1);
-            ck_assert_int_eq(buf[0] - '0', (int)res.dirops_kept / 2);
-        }
-        d_close();
-    }
 }
 END_TEST
 
@@ -444,13 +238,6 @@ Suite *disk_suite(void)
     tcase_add_test(tc, test_disk_calls_return_the_linux_errno);
     tcase_add_test(tc, test_disk_reads_see_writes_and_offsets_move_as_on_linux);
     tcase_add_test(tc, test_disk_lists_entries_sorted_by_name);
-    tcase_add_test(tc, test_disk_synced_file_and_directory_survive_every_crash);
-    tcase_add_test(tc, test_disk_a_new_name_needs_its_directory_fsynced);
-    tcase_add_test(tc, test_disk_an_unsynced_write_is_torn_per_sector);
-    tcase_add_test(tc, test_disk_unsynced_directory_operations_survive_as_a_prefix);
-    tcase_add_test(tc, test_disk_rename_without_directory_fsync_may_keep_the_old_file);
-    tcase_add_test(tc,
-                   test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash);
     tcase_add_test(tc, test_disk_capacity_bounds_memory_with_enospc);
     tcase_add_test(tc, test_disk_faults_fail_calls_and_latency_is_handed_back);
     tcase_add_test(tc, test_disk_same_seed_gives_the_same_outcome_and_trace_hash);

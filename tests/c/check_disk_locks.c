@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Check suite for the simulated disk's byte-range locks (ext/engine/disk.h's
  * lock block): the POSIX record-lock rules sqlite relies on, on a table of
- * its own. The rest of the disk is tests/c/check_disk.c's. */
+ * its own. The rest of the disk is tests/c/check_disk*.c's. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>

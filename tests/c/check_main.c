@@ -12,8 +12,12 @@ Suite *trace_suite(void);
 Suite *skew_suite(void);
 Suite *grow_suite(void);
 __attribute__((weak)) Suite *net_suite(void);
+__attribute__((weak)) Suite *net_topo_suite(void);
 __attribute__((weak)) Suite *disk_suite(void);
 __attribute__((weak)) Suite *disk_locks_suite(void);
+__attribute__((weak)) Suite *disk_tree_suite(void);
+__attribute__((weak)) Suite *disk_data_suite(void);
+__attribute__((weak)) Suite *disk_crash_suite(void);
 
 int main(void)
 {
@@ -25,10 +29,18 @@ int main(void)
     srunner_add_suite(sr, grow_suite());
     if (net_suite)
         srunner_add_suite(sr, net_suite());
+    if (net_topo_suite)
+        srunner_add_suite(sr, net_topo_suite());
     if (disk_suite)
         srunner_add_suite(sr, disk_suite());
     if (disk_locks_suite)
         srunner_add_suite(sr, disk_locks_suite());
+    if (disk_tree_suite)
+        srunner_add_suite(sr, disk_tree_suite());
+    if (disk_data_suite)
+        srunner_add_suite(sr, disk_data_suite());
+    if (disk_crash_suite)
+        srunner_add_suite(sr, disk_crash_suite());
     srunner_run_all(sr, CK_NORMAL);
     const int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Check suite for ext/engine/net.c: the claims of net.h one by one, a
+/* Check suite for ext/engine/net.c and net_topo.c together, through
+ * net.h: the claims of net.h one by one, a
  * randomized comparison against a small reference model written here from
  * the documented semantics (matrices, linear scans, nothing clever), and a
  * scale run. Time is driven by popping the scheduler's timer heap directly,

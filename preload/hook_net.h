@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The socket families refused inside a simulation (hook_net.c), as socket
+ * I/O and syscall() ask. Preload files only. */
+#ifndef ASKEW_PRELOAD_HOOK_NET_H
+#define ASKEW_PRELOAD_HOOK_NET_H
+
+#include "internal.h"
+
+/* 1 when the socket family is refused inside a simulation. */
+int askew__sim_family_refused(int family) ASKEW_HIDDEN;
+
+#endif
