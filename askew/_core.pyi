@@ -287,7 +287,7 @@ class Stream:
     def consumed(self, n: int, /) -> None: ...
     def take(self, protocol: Any, /) -> int: ...
 
-# ---- ext/disk.c: a node's simulated disk (docs/disks.md) ----
+# ---- ext/disk_type.c, disk_route.c, disk_file.c: a node's simulated disk (docs/disks.md) ----
 STREAM_DISK: int
 DISK_SECTOR: int
 DISK_CAPACITY_DEFAULT: int

@@ -44,7 +44,7 @@ struct askew_state {
     /* asyncio.Handle and asyncio.TimerHandle: what our handles' __class__
      * reports. */
     PyObject *asyncio_handle_classes[2];
-    /* askew.errors.NondeterminismError, handed over by askew/_loop.py
+    /* askew.errors.NondeterminismError, handed over by askew/_loop/loop.py
      * through _core._configure_errors() at import. */
     PyObject *nondeterminism_error;
     PyObject *str_context; /* interned "context" */

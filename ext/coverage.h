@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Interleaving coverage (askew/_coverage.py): when a loop has it on, each
+/* Interleaving coverage (askew/_explore/coverage.py): when a loop has it on, each
  * step's (node, site) and the previous step's are hashed into one bit of
  * a 64 Ki-bit map, AFL's edge coverage over steps. A site is where the
  * step's task suspended (its coroutine's qualified name and line), or the

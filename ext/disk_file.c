@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* askew._core.DiskFile: the raw file of a simulated file, what open()
- * returns for a path on a node's disk (askew/_disk.py makes them). Every
+ * returns for a path on a node's disk (askew/_disk/ makes them). Every
  * call is one call of its Disk's engine handle, settled and raised as the
  * Disk's own calls are (disk_type.c); an injected EIO is logged as a call
  * by descriptor's is (disk_route.c). It never outlives its incarnation: a
@@ -14,7 +14,7 @@
 #include "disk_type.h"
 
 /* What FileIO is for a real descriptor, over an engine handle: a subclass of
- * _io._RawIOBase (registered with io.RawIOBase by askew/_disk.py), so open()
+ * _io._RawIOBase (registered with io.RawIOBase by askew/_disk/), so open()
  * wraps it in the C buffered and text objects and a write crosses no Python
  * frame. Its fields follow the base's layout, whose size is known only at
  * run time. name and mode live in the instance dict, as FileIO's name. */
@@ -353,7 +353,7 @@ static PyType_Slot diskfile_slots[] = {
     {Py_tp_methods, diskfile_methods},
     {Py_tp_getset, diskfile_getset},
     {Py_tp_doc, "DiskFile(nd, disk, handle, fd, readable, writable, closefd): the raw "
-                "file of a simulated file, as FileIO (askew/_disk.py makes them)."},
+                "file of a simulated file, as FileIO (askew/_disk/ makes them)."},
     {0, NULL},
 };
 

@@ -3,7 +3,7 @@
  * patched os.fsync, os.fdatasync, os.read, os.pread, os.write, os.pwrite and
  * os.lseek that send a simulated descriptor to its disk and any other to
  * the real call. Never touches a real descriptor itself. Python's side of
- * the disks (askew/_disk.py) calls it; DiskFile (disk_file.c) shares its
+ * the disks (askew/_disk/) calls it; DiskFile (disk_file.c) shares its
  * error path and asks it whether the run is still live. */
 #include <errno.h>
 
@@ -15,14 +15,14 @@
 
 /* A simulated descriptor is ASKEW_DISK_FD_BASE + (node <<
  * ASKEW_DISK_FD_NODE_SHIFT) + handle, decoded by askew_disk_fd_decode
- * (askew_preload.h, shared with ext/preload_disk.c; askew/_disk.py makes
+ * (askew_preload.h, shared with ext/preload_disk.c; askew/_disk/ makes
  * them); it is valid only in its own node's code, while its world runs. The
- * patched os.* functions and askew/_disk.py find its disk here. The state is
+ * patched os.* functions and askew/_disk/ find its disk here. The state is
  * the interpreter's one run at a time: the node context variable, set once,
  * and the world, set by disk_route_begin. */
 
 static struct {
-    PyObject *node_var; /* the running node's token (askew/_world.py) */
+    PyObject *node_var; /* the running node's token (askew/_world/) */
     PyObject *on_eio;   /* _disk._eio(nd, what): logs an injected EIO */
     PyObject *real[7];  /* the real os functions, by enum os_call */
     PyObject *s_ended, *s_disk, *s_fileno;

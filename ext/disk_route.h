@@ -8,7 +8,7 @@
 #include "core.h"
 
 /* An error of a call by descriptor: an injected EIO is logged first (by
- * askew/_disk.py, which owns the world log), then raised as OSError; NULL
+ * askew/_disk/, which owns the world log), then raised as OSError; NULL
  * (with the logger's exception if it raised). */
 PyObject *askew__disk_fail(PyObject *nd, int64_t rc, const char *what);
 /* Whether a world is running whose descriptors decode and it has not

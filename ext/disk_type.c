@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* askew._core.Disk: one node's simulated disk (ext/engine/disk.h) as a
- * Python type, made by askew/_disk.py for a node spawned with a mount. Each
+ * Python type, made by askew/_disk/ for a node spawned with a mount. Each
  * method is one engine call; -errno becomes OSError with that errno (so
  * FileNotFoundError and the rest), and the latency a disk fault drew is
  * charged to the calling node's clock at once, as a blocking time.sleep

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The world log: one ring of the run's recent events per loop (sends and
  * deliveries from the network binding, the world's own events from
- * askew/_world.py), whose details (payloads, texts) are kept as objects and
+ * askew/_world/), whose details (payloads, texts) are kept as objects and
  * formatted only when someone reads them. The trace hash, not this ring,
  * is what determinism is checked by. Binding files only. */
 #ifndef ASKEW_LOG_H
@@ -12,7 +12,7 @@
 /* Entries the ring keeps (exported as _core.LOG_KEPT). */
 #define ASKEW_LOG_KEPT 10000u
 
-/* Kinds written in C; askew/_world.py numbers its own from
+/* Kinds written in C; askew/_world/ numbers its own from
  * ASKEW_LOG_KIND_WORLD_BASE up (exported as _core.LOG_KIND_*). */
 enum askew_log_kind {
     ASKEW_LOG_KIND_SEND = 1,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* askew._core.Loop: the hot half of SimLoop (askew/_loop.py adds the asyncio
+/* askew._core.Loop: the hot half of SimLoop (askew/_loop/loop.py adds the asyncio
  * surface in Python), as a Python type. This file makes and frees a loop
  * (its scheduler, network, per-node clocks, log), configures it, answers
  * its small methods and attributes, and holds the one method table, whose
@@ -409,7 +409,7 @@ static PyObject *loop_log_keep(struct askew_loop_state *self, PyObject *n)
 }
 
 /* shrink3: _coverage(on) and _coverage_take(), interleaving coverage
- * (coverage.h, askew/_coverage.py). */
+ * (coverage.h, askew/_explore/coverage.py). */
 static PyObject *loop_coverage(struct askew_loop_state *self, PyObject *on)
 {
     if (askew__coverage_set(&self->coverage, on) < 0)
@@ -531,8 +531,8 @@ static PyType_Spec loop_spec = {
     .slots = loop_slots,
 };
 
-/* The _run status codes and the strategy names, for askew/_loop.py and
- * askew/_config.py. */
+/* The _run status codes and the strategy names, for askew/_loop/loop.py and
+ * askew/_loop/config.py. */
 static int add_constants(PyObject *module)
 {
     if (PyModule_AddIntConstant(module, "RUN_STOPPED", ASKEW_RUN_STOPPED) < 0 ||

@@ -54,7 +54,7 @@ typedef struct askew_network {
     size_t nodes_len;
     size_t nodes_cap;
     PyObject *payload_check; /* _world.check_payload: the slow path */
-    /* TCP segments (askew/_sockets.py): payloads of exactly this type are
+    /* TCP segments (askew/_net/): payloads of exactly this type are
      * handed to segment_handler(segment, outcome) when they come due,
      * delivered or dropped, instead of an inbox. */
     PyObject *segment_type;

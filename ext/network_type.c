@@ -5,8 +5,8 @@
  * faults), its GC support, the type, askew.Message and NET_OUTCOME_NAMES.
  * Each method checks its arguments and calls the wire (network.c) or the
  * engine; a network that outlived its loop refuses every call. Module init
- * (module.c) calls askew__network_setup; askew/_world.py and
- * askew/_sockets.py call the methods. */
+ * (module.c) calls askew__network_setup; askew/_world/ and
+ * askew/_net/ call the methods. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -480,7 +480,7 @@ static PyObject *net_stats(askew_network *n, PyObject *Py_UNUSED(ignored))
 }
 
 /* suppress(kind, ids): the run skips the message faults of `kind`
- * (ASKEW_NET_FAULT_DROP or _DUP) of the sends `ids` (askew/_shrink.py). */
+ * (ASKEW_NET_FAULT_DROP or _DUP) of the sends `ids` (askew/_explore/shrink.py). */
 static PyObject *net_suppress(askew_network *n, PyObject *args)
 {
     unsigned int kind;
@@ -542,7 +542,7 @@ static PyObject *net_faults(askew_network *n, PyObject *Py_UNUSED(ignored))
     return Py_BuildValue("(NK)", list, (unsigned long long)more);
 }
 
-/* check_node(id, what): the "unknown node id" check, for askew/_world.py. */
+/* check_node(id, what): the "unknown node id" check, for askew/_world/. */
 static PyObject *net_check_node(askew_network *n, PyObject *const *args,
                                 Py_ssize_t nargs)
 {

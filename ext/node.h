@@ -11,7 +11,7 @@
 #include "net.h"
 
 /* A node's token is id << ASKEW_NODE_TOKEN_SHIFT | incarnation; exported as
- * _core.NODE_TOKEN_SHIFT for askew/_world.py, which makes them. */
+ * _core.NODE_TOKEN_SHIFT for askew/_world/, which makes them. */
 #define ASKEW_NODE_TOKEN_SHIFT 32
 
 static inline long long askew__node_token(int64_t node, uint32_t incarnation)

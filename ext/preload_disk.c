@@ -22,7 +22,7 @@
 #define CAPSULE_NAME "askew._core.disk"
 /* A simulated fd is ASKEW_DISK_FD_BASE + (node << 16) + the engine's
  * handle (askew_disk_fd_encode/_decode in askew_preload.h), the numbering
- * askew/_disk.py gives Python's simulated descriptors too: one fd means one
+ * askew/_disk/ gives Python's simulated descriptors too: one fd means one
  * open file whichever side opened it, so Python's fcntl.lockf or os.readv
  * on a simulated file reach this hook. */
 #define FD_NODE_SHIFT ASKEW_DISK_FD_NODE_SHIFT
@@ -236,7 +236,7 @@ static int64_t charged(struct askew_loop_state *loop, struct mount *m, int64_t r
 }
 
 /* The disk keeps mtimes in virtual time; stat reads them on the wall clock,
- * as askew/_disk.py's os.stat does. */
+ * as askew/_disk/'s os.stat does. */
 static void fill_stat(const struct askew_loop_state *loop, const struct mount *m,
                       const struct askew_disk_stat *st, struct askew_disk_stat_out *out)
 {
@@ -565,7 +565,7 @@ static PyObject *disk_unmount(PyObject *Py_UNUSED(module), PyObject *loop)
 
 /* _preload_disk_routed(loop, path) -> int: 1 when C code of the running
  * node would reach `path` on its disk, -1 when on a disk it cannot reach, 0
- * when on the real file system (askew/_preload.py's sqlite3 guard). */
+ * when on the real file system (askew/_loop/preload.py's sqlite3 guard). */
 static PyObject *disk_routed(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *loop;
@@ -598,7 +598,7 @@ static PyMethodDef disk_methods[] = {
 
 int askew__preload_disk_setup(PyObject *module)
 {
-    /* The numbering of simulated fds, for askew/_disk.py: defined once. */
+    /* The numbering of simulated fds, for askew/_disk/: defined once. */
     if (PyModule_AddIntConstant(module, "DISK_FD_BASE", ASKEW_DISK_FD_BASE) < 0 ||
         PyModule_AddIntConstant(module, "DISK_FD_NODE_SHIFT", FD_NODE_SHIFT) < 0 ||
         PyModule_AddIntConstant(module, "DISK_FD_NODES_MAX", FD_NODES_MAX) < 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Refusals that user code cannot swallow. Every refusal askew makes inside
  * a run is noted here before it is raised: the Python-level ones
- * (_refuse in askew/_loop.py, Thread.start in askew/_determinism.py), the
+ * (refuse in askew/_loop/refusal.py, Thread.start in askew/_loop/patches.py), the
  * loop's own (a call from another thread), a blocking sleep past the time
  * budget, and the preload's (preload.c). The note adds the task and the
  * user's line to the exception's message and keeps the first refusal of the

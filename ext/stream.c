@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The TCP data path in C (stream.h). askew._core.Segment is the segment
- * askew/_sockets.py subclasses as _Segment; the path works on the state of
+ * askew/_net/tcp.py subclasses as Segment; the path works on the state of
  * one Endpoint (askew._core.Stream, stream_type.c) and what a Stack's
  * streams share (StreamStack). The common case runs here without a Python
  * frame: a write the window takes, cut into segments whose sizes the seed
  * draws (the same draws, in the same order, as the Python had them);
  * in-order data arriving for a live open socket; its delivery to a plain
- * Protocol's data_received. Everything else stays in askew/_sockets.py, and
+ * Protocol's data_received. Everything else stays in askew/_net/, and
  * every path here hands over to the Endpoint's method exactly where the
  * Python decides. Never reads a clock; draws only from the NET stream. The
  * Stream and StreamStack types (stream_type.c) and the network's
@@ -391,8 +391,7 @@ static PyType_Slot segment_slots[] = {
     {Py_tp_traverse, segment_traverse},
     {Py_tp_clear, segment_clear},
     {Py_tp_members, segment_members},
-    {Py_tp_doc,
-     "One segment on the wire (askew/_sockets.py's _Segment subclasses it)."},
+    {Py_tp_doc, "One segment on the wire (askew/_net/tcp.py's Segment subclasses it)."},
     {0, NULL},
 };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The TCP data path in C (stream.c), and the objects it works on: the
- * segment askew/_sockets.py puts on the wire (askew._core.Segment, made
+ * segment askew/_net/ puts on the wire (askew._core.Segment, made
  * here), the hot state of one endpoint (askew._core.Stream) and what a
  * Stack's streams share (askew._core.StreamStack), whose types live in
  * stream_type.c. A StreamStack makes its network ask the path first about
@@ -34,7 +34,7 @@ typedef struct askew_tcp_stack {
     PyObject_HEAD askew_network *net; /* the loop's network */
     PyObject *stack;                  /* the Python Stack: _dropped(segment) */
     PyObject *stats;                  /* stack.stats */
-    PyObject *segment_type;           /* askew/_sockets.py's _Segment */
+    PyObject *segment_type;           /* askew/_net/tcp.py's Segment */
     PyObject *buffered;               /* asyncio.BufferedProtocol */
     PyObject *deliver;                /* deliver(stream): what call_soon runs */
     PyObject *empty;                  /* b"" */
@@ -73,7 +73,7 @@ typedef struct askew_segment {
     PyObject_HEAD PyObject *src;
     PyObject *dst;
     PyObject *data;
-    PyObject *src_addr; /* a datagram's addresses (askew/_udp.py) */
+    PyObject *src_addr; /* a datagram's addresses (askew/_net/udp.py) */
     PyObject *to;
     askew_tcp *dst_s; /* dst's state: data the C path sent, else NULL */
     long long seq;

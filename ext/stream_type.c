@@ -261,7 +261,8 @@ static PyType_Slot stream_slots[] = {
     {Py_tp_methods, stream_methods},
     {Py_tp_members, stream_members},
     {Py_tp_getset, stream_getset},
-    {Py_tp_doc, "The hot state of one TCP endpoint (askew/_sockets.py's Endpoint._s)."},
+    {Py_tp_doc,
+     "The hot state of one TCP endpoint (askew/_net/endpoint.py's Endpoint._s)."},
     {0, NULL},
 };
 
@@ -361,7 +362,7 @@ static PyType_Slot stream_stack_slots[] = {
     {Py_tp_dealloc, stream_stack_dealloc},
     {Py_tp_traverse, stream_stack_traverse},
     {Py_tp_clear, stream_stack_clear},
-    {Py_tp_doc, "What the streams of one askew/_sockets.py Stack share."},
+    {Py_tp_doc, "What the streams of one askew/_net/stack.py Stack share."},
     {0, NULL},
 };
 

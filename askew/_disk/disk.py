@@ -32,7 +32,7 @@ from .._loop.nodes import TOKEN_SHIFT, node_var
 from . import mount as _mount
 
 # One numbering with the preload's disk hook (ext/preload_disk.c), so C code
-# and Python share descriptors; decoded in C (ext/disk.c, fd_decode).
+# and Python share descriptors; decoded in C (ext/disk_route.c, fd_decode).
 FD_BASE: int = _core.DISK_FD_BASE
 _FD_NODE_SHIFT: int = _core.DISK_FD_NODE_SHIFT
 NODES_MAX: int = _core.DISK_FD_NODES_MAX  # nodes with a disk: descriptors stay below 2**31
@@ -141,7 +141,7 @@ def route(path: Any) -> tuple[NodeDisk, str] | None:
 
 # (disk, handle) for a simulated descriptor, None for a real one;
 # OSError(EBADF) for a simulated one outside its node's code. The decoding
-# lives in C (ext/disk.c), once, for these and the patched os.fsync.
+# lives in C (ext/disk_route.c), once, for these and the patched os.fsync.
 fd_route: Any = _core.disk_fd_route
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .. import _core
 
 SEED_LIMIT = 2**64
-STRATEGIES: tuple[str, ...] = _core.STRATEGIES  # the engine's, by number (ext/loop.c)
+STRATEGIES: tuple[str, ...] = _core.STRATEGIES  # the engine's, by number (ext/loop_type.c)
 # The strategies whose every schedule stock asyncio could produce on some
 # machine (DESIGN §2, "Faithful schedules"); the others hunt harder but may
 # not, and their failure reports say so.

@@ -8,7 +8,7 @@ callback like any other, so adding a check changes the run's schedule,
 deterministically.
 
 always is a safety check: the C loop calls one hook after every step of the
-run (ext/loop.c, call_step_hook), which calls every predicate of the world in
+run (ext/loop_run.c, call_step_hook), which calls every predicate of the world in
 turn. It schedules nothing and draws nothing, so adding a check leaves the
 run's schedule and trace as they were. A violation raises out of the step
 loop at once, so the run ends at the step that broke the property.

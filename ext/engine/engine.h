@@ -56,10 +56,10 @@ enum askew_stream {
     ASKEW_STREAM_PYRANDOM = 6,
     /* Entropy drawn while a module is imported (ext/preload.c). */
     ASKEW_STREAM_IMPORT = 7,
-    /* askew.buggify's decisions (askew/_buggify.py), each point's name mixed
+    /* askew.buggify's decisions (askew/_explore/buggify.py), each point's name mixed
      * in. */
     ASKEW_STREAM_BUGGIFY = 8,
-    /* The swarm configuration a seed runs under (askew/_swarm.py). */
+    /* The swarm configuration a seed runs under (askew/_explore/swarm.py). */
     ASKEW_STREAM_SWARM = 9,
     /* The simulated disks' crash outcomes and faults (ext/engine/disk.c),
      * one derived stream per disk. */

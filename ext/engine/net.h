@@ -101,7 +101,7 @@ struct askew_net_stats {
  * draw) or to put a second copy on the wire (the duplicate draw), named by
  * the send's id (a duplicate's fault names the original's id). A run keeps
  * the first ASKEW_NET_FAULTS_MAX of them in order, for the shrinker
- * (askew/_shrink.py); drops by crash or cut are not listed: they follow
+ * (askew/_explore/shrink.py); drops by crash or cut are not listed: they follow
  * from crash and partition calls, which are faults of their own. */
 enum askew_net_fault_kind {
     ASKEW_NET_FAULT_DROP = 0, /* the loss draw said drop */
