@@ -16,7 +16,7 @@ ENGINE_HDR := $(wildcard ext/engine/*.h)
 CHECK_ENGINE_SRC := $(filter-out tests/c/check_preload%.c,$(sort $(wildcard tests/c/check_*.c)))
 C_SOURCES := $(wildcard ext/*.c ext/*.h ext/engine/*.c ext/engine/*.h preload/*.c preload/*.h tests/c/*.c tests/c/*.h)
 
-.PHONY: all build demo test test-c test-py test-installed lint asan bench clean fuzz
+.PHONY: all build demo test test-c test-py test-browser test-installed lint asan bench clean fuzz
 
 all: build
 
@@ -27,9 +27,16 @@ all: build
 build: .venv/bin/python
 	$(PYTHON) setup.py -q build_ext --inplace
 
-# The quickstart: it must find its bug (pytest exits 1) and print the seed.
+# The quickstart: it must find its bug, and the demo says so with its seed
+# and replay line (scripts/demo.py).
 demo: build
-	$(PYTHON) -m pytest -q -p no:cacheprovider examples/quickstart.py; test $$? -eq 1
+	$(PYTHON) scripts/demo.py
+
+# The timeline's tests that open the page in a real headless Chromium (they
+# skip, saying why, where there is none): Debian's chromium, then those tests.
+test-browser: build
+	WITH_CHROMIUM=1 bash ci/install-deps.sh
+	$(PYTHON) -m pytest -q tests/report/test_timeline.py
 
 $(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC)
 	@mkdir -p $(BUILD)

@@ -9,6 +9,7 @@ that hang or fail on purpose, so the main run never collects it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -29,6 +30,48 @@ collect_ignore = ["wrap_fixtures"]
 # The preload's own Check suite still runs there, under UBSan.
 if os.environ.get("ASKEW_ASAN"):
     collect_ignore += ["run/test_exec.py", "loop/test_preload.py"]
+
+# ---- hang guards ------------------------------------------------------------------
+
+# Every wall-clock limit the suite sets (a child process, a Check test) is a
+# guard against a hang, never a check of speed: generous, and multiplied by
+# HANG_GUARD_SCALE (default 1; e.g. HANG_GUARD_SCALE=5 on a machine that other
+# work keeps busy). CONTRIBUTING.md documents it.
+HANG_GUARD_SCALE = float(os.environ.get("HANG_GUARD_SCALE", "") or 1)
+# Children started together run at most this many at a time, so that a
+# module of subprocess tests does not bury a two-core machine under twenty.
+CHILDREN_AT_ONCE = max(1, os.cpu_count() or 1)
+
+
+def hang_guard(seconds: float) -> float:
+    """A wall-clock limit of `seconds` on a quiet machine, as scaled here."""
+    return seconds * HANG_GUARD_SCALE
+
+
+def run_all(
+    commands: dict[str, tuple[list[str], dict[str, str]]], *, cwd: Path, seconds: float
+) -> dict[str, tuple[int, str]]:
+    """Run each command (argv, environment), at most CHILDREN_AT_ONCE at a
+    time, each under the hang guard of `seconds`; name -> (exit status,
+    stdout and stderr together)."""
+
+    def run(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=hang_guard(seconds),
+            check=False,
+        )
+        return proc.returncode, proc.stdout
+
+    with concurrent.futures.ThreadPoolExecutor(CHILDREN_AT_ONCE) as pool:
+        futures = {name: pool.submit(run, *command) for name, command in commands.items()}
+        return {name: future.result() for name, future in futures.items()}
+
 
 # ---- helpers for the runner, world and determinism suites ----------------------
 
@@ -67,7 +110,7 @@ def run_pytest(
         env=child_env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=hang_guard(120),
         check=False,
     )
 
@@ -90,7 +133,7 @@ def json_in_hash_seeds(code: str, *args: str, hash_seeds: tuple[str, ...]) -> li
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=hang_guard(300),
             check=False,
         )
         assert proc.returncode == 0, proc.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import hang_guard
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -68,7 +69,11 @@ def test_a_bench_with_a_broken_askew_exits_non_zero_and_prints_no_n_a(tmp_path: 
         )
     )
     proc = subprocess.run(
-        [sys.executable, str(driver)], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(driver)],
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(120),
+        check=False,
     )
     assert proc.returncode != 0, proc.stdout
     assert "askew is broken on purpose" in proc.stderr
@@ -77,7 +82,9 @@ def test_a_bench_with_a_broken_askew_exits_non_zero_and_prints_no_n_a(tmp_path: 
 
 def test_a_failing_bench_child_raises(harness: ModuleType) -> None:
     with pytest.raises(harness.BenchFailed, match="exited 3"):
-        harness.run_child(["-c", "import sys; print('partial'); sys.exit(3)"], timeout=60)
+        harness.run_child(
+            ["-c", "import sys; print('partial'); sys.exit(3)"], timeout=hang_guard(60)
+        )
 
 
 def test_a_missing_peer_is_listed_unavailable_with_the_reason(

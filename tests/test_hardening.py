@@ -17,7 +17,7 @@ import weakref
 from typing import Any, NamedTuple
 
 import pytest
-from conftest import run_sim
+from conftest import hang_guard, run_sim
 
 import askew
 from askew._loop.loop import SimLoop
@@ -820,7 +820,11 @@ def test_a_second_import_of_the_core_gets_its_own_module_state() -> None:
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=hang_guard(60),
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"

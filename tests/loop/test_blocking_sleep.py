@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from conftest import hang_guard, run_sim
 from test_preload import LIB, _needs_askew, assert_ok, probe_dir, run_python
 
 import askew
@@ -66,7 +66,11 @@ def test_a_day_long_time_sleep_in_a_run_returns_at_once() -> None:
         """
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(120),
+        check=True,
     )
     assert out.stdout.strip() == "86400.0"
 
@@ -199,7 +203,7 @@ def test_time_sleep_on_another_thread_is_real_and_leaves_the_simulation_clock_al
     seen: dict[str, Any] = {}
 
     def other() -> None:
-        go.wait(timeout=60)
+        go.wait(timeout=hang_guard(60))
         seen["patched"] = time.sleep is _virtual.sleep
         seen["returned"] = time.sleep(0.001)
         seen["in_simulation"] = _virtual.in_simulation()
@@ -209,7 +213,7 @@ def test_time_sleep_on_another_thread_is_real_and_leaves_the_simulation_clock_al
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         go.set()
-        done.wait(timeout=60)  # this step blocks until the other thread has slept
+        done.wait(timeout=hang_guard(60))  # this step blocks until the other thread has slept
         return loop.time() - t0
 
     thread = threading.Thread(target=other)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from conftest import hang_guard, run_sim
 
 import askew
 
@@ -68,7 +68,7 @@ def _probe(tz: str, preload: bool = False) -> dict[str, object]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=hang_guard(120),
         check=False,
     )
     assert proc.returncode == 0, proc.stderr

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from conftest import hang_guard, run_sim
 from test_preload import LIB, _needs_askew, assert_ok, probe_dir, run_python
 
 import askew
@@ -176,7 +176,7 @@ def test_a_refusal_noted_on_another_thread_fails_the_run_naming_that_thread() ->
     go, done = threading.Event(), threading.Event()
 
     def other() -> None:
-        go.wait(timeout=60)
+        go.wait(timeout=hang_guard(60))
         try:
             _core._note_refusal(NondeterminismError("call_soon() called from another thread"))
         finally:
@@ -184,7 +184,7 @@ def test_a_refusal_noted_on_another_thread_fails_the_run_naming_that_thread() ->
 
     async def main() -> None:
         go.set()
-        done.wait(timeout=60)  # the other thread notes it during this step
+        done.wait(timeout=hang_guard(60))  # the other thread notes it during this step
         await asyncio.sleep(1)
 
     thread = threading.Thread(target=other, name="bystander")
@@ -345,7 +345,7 @@ def test_under_askew_exec_a_preload_refusal_does_not_stop_the_next_run_at_once(
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=hang_guard(300),
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

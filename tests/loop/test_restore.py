@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from conftest import hang_guard, run_sim
 
 import askew
 from askew.errors import NondeterminismError, SimulationFailure
@@ -123,7 +123,7 @@ def test_other_threads_see_the_real_clock_during_a_run() -> None:
     seen: dict[str, Any] = {}
 
     def watcher() -> None:
-        go.wait(timeout=60)
+        go.wait(timeout=hang_guard(60))
         seen["time"] = time.time()
         seen["in_simulation"] = askew._core.virtual.in_simulation()  # type: ignore[attr-defined]
         seen["urandom"] = os.urandom(8)
@@ -136,7 +136,7 @@ def test_other_threads_see_the_real_clock_during_a_run() -> None:
         await world.clock.advance(5)
         assert time.time() == 1577836805
         go.set()
-        assert done.wait(timeout=60)
+        assert done.wait(timeout=hang_guard(60))
         seen["sim_time"] = time.time()
 
     run_sim(body, strategy="fifo")  # exact times: no CPU time, no overshoot

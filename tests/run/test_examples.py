@@ -15,12 +15,12 @@ import importlib.util
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_all
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
@@ -53,22 +53,11 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _start(target: str, **env: str) -> subprocess.Popen[str]:
+def _command(target: str, **env: str) -> tuple[list[str], dict[str, str]]:
     # C code on a simulated disk (the sqlite examples) runs under askew-exec.
     exec_ = [sys.executable, "-m", "askew._run.exec"] if "/sqlite_" in target else []
-    return subprocess.Popen(
-        [*exec_, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target],
-        cwd=REPO,
-        env=_env(**env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
-    out, _ = proc.communicate(timeout=TIMEOUT)
-    return proc.returncode, out
+    argv = [*exec_, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target]
+    return argv, _env(**env)
 
 
 def _report(out: str) -> str:
@@ -98,21 +87,21 @@ Runs = dict[str, tuple[int, str]]
 
 @pytest.fixture(scope="module")
 def runs() -> Runs:
-    """Each example run once, all at the same time (each is a second or two)."""
-    procs = {p.name: _start(f"examples/{p.name}") for p in EXAMPLES if p not in MISSING}
-    return {name: _finish(proc) for name, proc in procs.items()}
+    """Each example run once (each is a second or two), a few at a time."""
+    commands = {p.name: _command(f"examples/{p.name}") for p in EXAMPLES if p not in MISSING}
+    return run_all(commands, cwd=REPO, seconds=TIMEOUT)
 
 
 @pytest.fixture(scope="module")
 def replays(runs: Runs) -> Runs:
-    """The replay line of each failing example's report, run as printed, all at once."""
-    procs = {}
+    """The replay line of each failing example's report, run as printed."""
+    commands = {}
     for name, (_rc, out) in runs.items():
         replay = _REPLAY.search(_report(out)) if _HEAD in out else None
         if replay is not None:
             (target,) = shlex.split(replay[2])
-            procs[name] = _start(target, ASKEW_SEED=replay[1], ASKEW_ITERATIONS="1")
-    return {name: _finish(proc) for name, proc in procs.items()}
+            commands[name] = _command(target, ASKEW_SEED=replay[1], ASKEW_ITERATIONS="1")
+    return run_all(commands, cwd=REPO, seconds=TIMEOUT)
 
 
 def test_there_are_examples() -> None:

@@ -21,13 +21,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import hang_guard
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.find_spec("askew")
 assert _spec is not None and _spec.submodule_search_locations is not None
 ASKEW_DIR = Path(next(iter(_spec.submodule_search_locations)))
 LIB = ASKEW_DIR / "libaskew-preload.so"
-TIMEOUT = 300
+TIMEOUT = hang_guard(300)
 
 needs_lib = pytest.mark.skipif(not LIB.is_file(), reason="needs the built preload (run `make`)")
 
@@ -311,7 +312,9 @@ def test_pytest_xdist_workers_inherit_the_preload(tmp_path: Path) -> None:
     importlib.util.find_spec("pytest_timeout") is None, reason="needs pytest-timeout"
 )
 def test_pytest_timeouts_thread_keeps_working_beside_a_simulation(tmp_path: Path) -> None:
-    proc = _pytest_under_askew(tmp_path, "--timeout=120", "--timeout-method=thread")
+    proc = _pytest_under_askew(
+        tmp_path, f"--timeout={hang_guard(120):g}", "--timeout-method=thread"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout
 
