@@ -15,9 +15,10 @@ nothing else here touches the runner or the loop.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
-import re
+import os
 import sys
 import weakref
 
@@ -29,7 +30,7 @@ from typing import Any
 from .. import _core
 from .._loop.config import check_name
 from .._loop.kinds import FAULT
-from .._loop.nodes import node_var
+from .._loop.nodes import TOKEN_SHIFT, node_var
 from .._world.world import World
 
 ACTIVATION = 0.25  # the chance a point is active in a run, as FoundationDB's
@@ -178,8 +179,11 @@ def _live_run() -> tuple[_Run, World] | None:
     return _run, world
 
 
-def buggify(name: str, probability: float = 0.25) -> bool:
-    """Whether to inject the fault named `name` here, now.
+def buggify(name: str | None = None, probability: float = 0.25) -> bool:
+    """Whether to inject the fault named `name` here, now; with no name,
+    the call site names it (`file.py:LINE`, the file's base name, so a
+    checkout anywhere gives the same runs), as FoundationDB's BUGGY is
+    named by its line.
 
     False outside a run of @askew.simulate (in plain code, in wrap mode, in
     another thread, after the run's end). Inside one, the point is active in
@@ -188,7 +192,11 @@ def buggify(name: str, probability: float = 0.25) -> bool:
     world event ("buggify NAME fired"), so it shows in failure reports and
     counts in the trace hash; a point that does not fire leaves no trace.
     """
-    check_name(name, "buggify")
+    if name is None:
+        caller = sys._getframe(1)
+        name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+    else:
+        check_name(name, "buggify")
     p = check_probability(probability, f"buggify({name!r})")
     live = _live_run()
     if live is None:
@@ -206,7 +214,7 @@ def buggify(name: str, probability: float = 0.25) -> bool:
         return False  # its draw is made all the same: later draws stay put
     point.fired += 1
     token = node_var.get(None)
-    node = -1 if token is None else token >> 32
+    node = -1 if token is None else token >> TOKEN_SHIFT
     world.log._emit(FAULT, node, f"buggify {name!r} fired")
     return True
 
@@ -250,12 +258,36 @@ def _fold() -> None:
         m.runs_true += true
 
 
-_LITERAL = re.compile(r"\b(buggify|sometimes)\(\s*(['\"])([^'\"\\\n]+)\2")
+def _written_calls(source: str, filename: str) -> dict[str, set[str]]:
+    """The names of the buggify and sometimes calls written in `source`: a
+    literal name, or for a buggify given none its call site's name, as
+    buggify() makes it."""
+    found: dict[str, set[str]] = {"buggify": set(), "sometimes": set()}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return found
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        kind = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if kind not in found:
+            continue
+        named = [k.value for k in node.keywords if k.arg == "name"]
+        first = node.args[0] if node.args else named[0] if named else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            found[kind].add(first.value)
+        elif kind == "buggify" and (
+            first is None or (isinstance(first, ast.Constant) and first.value is None)
+        ):
+            found[kind].add(f"{os.path.basename(filename)}:{node.lineno}")
+    return found
 
 
 def _written_names(fn: Any) -> tuple[frozenset[str], frozenset[str]]:
-    """The literal names of buggify and sometimes calls in fn's module,
-    read once per module and process (every sweep of a test asks)."""
+    """The names of buggify and sometimes calls in fn's module, read once
+    per module and process (every sweep of a test asks)."""
     module = sys.modules.get(getattr(fn, "__module__", "") or "")
     if module is None:
         return frozenset(), frozenset()
@@ -266,9 +298,7 @@ def _written_names(fn: Any) -> tuple[frozenset[str], frozenset[str]]:
             source = inspect.getsource(module)
         except (OSError, TypeError):
             source = ""
-        found: dict[str, set[str]] = {"buggify": set(), "sometimes": set()}
-        for kind, _quote, name in _LITERAL.findall(source):
-            found[kind].add(name)
+        found = _written_calls(source, str(getattr(module, "__file__", "") or ""))
         names = _written[key] = (frozenset(found["buggify"]), frozenset(found["sometimes"]))
     return names
 

@@ -5,6 +5,7 @@ world.eventually."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 import pytest
@@ -316,3 +317,35 @@ def test_a_sweep_that_met_no_point_prints_nothing(capsys: pytest.CaptureFixture[
 
     test()
     assert capsys.readouterr().err == ""
+
+
+def test_a_buggify_with_no_name_is_named_by_its_call_site() -> None:
+    async def body(world: askew.World, seen: dict[str, Any]) -> None:
+        seen["fired"] = [askew.buggify(probability=1.0) for _ in range(3)]
+        seen["line"] = inspect.currentframe().f_lineno - 1  # type: ignore[union-attr]
+
+    runs = _run(body, iterations=40)
+    name = f"test_buggify.py:{runs[0]['line']}"
+    fired = [r for r in runs if any(r["fired"])]
+    assert fired and len(fired) < len(runs)  # active in some runs, as a named point is
+    for r in fired:
+        assert r["fired"] == [True, True, True]
+        assert [e.text for e in r["events"] if e.kind == "fault"] == [f"buggify {name!r} fired"] * 3
+    summary = askew.coverage()
+    assert summary is not None and name in summary.points
+
+
+def test_unnamed_points_written_but_never_reached_are_listed_by_their_site() -> None:
+    from askew._explore.buggify import _written_calls
+
+    source = (
+        "import askew\n"
+        "def f():\n"
+        "    if askew.buggify():\n"
+        "        pass\n"
+        "    askew.buggify(name='named')\n"
+        "    askew.buggify(None, 0.5)\n"
+        "    askew.sometimes('mark', True)\n"
+    )
+    found = _written_calls(source, "/somewhere/else/module.py")
+    assert found == {"buggify": {"module.py:3", "named", "module.py:6"}, "sometimes": {"mark"}}
