@@ -85,6 +85,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->message_type);
     Py_VISIT(st->recv_expire_fn);
     Py_VISIT(st->future_type);
+    Py_VISIT(st->sim_future_type);
     Py_VISIT(st->future_done);
     Py_VISIT(st->future_cancelled);
     Py_VISIT(st->future_set_result);
@@ -107,6 +108,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->message_type);
     Py_CLEAR(st->recv_expire_fn);
     Py_CLEAR(st->future_type);
+    Py_CLEAR(st->sim_future_type);
     Py_CLEAR(st->future_done);
     Py_CLEAR(st->future_cancelled);
     Py_CLEAR(st->future_set_result);
