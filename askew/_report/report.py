@@ -62,6 +62,15 @@ class Outcome:
     nodes: list[str] | None = None
     spinning: list[str] = dataclasses.field(default_factory=list)
     views: list[str] = dataclasses.field(default_factory=list)  # timeline, trace JSON
+    # What user code raised after the verdict (docs/design.md §3): never a
+    # failure; what earlier runs left that surfaced in this one and was
+    # dropped; how many events the log had at the verdict.
+    teardown: list[str] = dataclasses.field(default_factory=list)
+    stale: int = 0
+    log_count: int = 0
+    # Whether the seed was re-run alone and gave the same trace: None if
+    # not checked, else what the report says (replay_alone_lines).
+    alone: list[str] | None = None
 
 
 def recent_events(loop: SimLoop, everything: bool) -> list[Event]:
@@ -111,13 +120,18 @@ def node_states(world: World) -> list[str]:
 def spinning_tasks(loop: SimLoop) -> list[str]:
     """The tasks still ready to run when a step budget ran out (the ones
     that kept each other busy), each with the line it is at."""
-    from asyncio import tasks
-
-    ready = [
-        t for t in tasks.all_tasks(loop) if not t.done() and getattr(t, "_fut_waiter", None) is None
-    ]
-    ready.sort(key=lambda t: getattr(t, "_askew_seq", 0))
+    ready = [t for t in loop._run_tasks() if getattr(t, "_fut_waiter", None) is None]
     return [f"{t.get_name()} at {describe_wait(t)}" for t in ready]
+
+
+def teardown_line(what: BaseException | dict[str, Any]) -> str:
+    """One line of a run's teardown log: an exception user code raised
+    after the verdict, or an exception-handler call (asyncio's context)."""
+    if isinstance(what, BaseException):
+        return _headline(what, None)
+    message = safe_repr(what.get("message", "exception handler called"), str)
+    exc = what.get("exception")
+    return f"{message}: {_headline(exc, None)}" if isinstance(exc, BaseException) else message
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -270,6 +284,16 @@ def _nodes_section(outcome: Outcome) -> list[str]:
     return lines
 
 
+def _teardown_section(outcome: Outcome) -> list[str]:
+    if not outcome.teardown:
+        return []
+    lines = ["", "  teardown (after the verdict: logged, never a failure)"]
+    lines += [f"    {line}" for line in outcome.teardown[:_FAULTS_SHOWN]]
+    if len(outcome.teardown) > _FAULTS_SHOWN:
+        lines.append(f"    ... {len(outcome.teardown) - _FAULTS_SHOWN} more")
+    return lines
+
+
 def _events_section(outcome: Outcome) -> list[str]:
     # A message delivered shows once, as its delivery.
     shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
@@ -300,6 +324,7 @@ def simulation_failure(
     lines += _faults_section(outcome)
     lines += _nodes_section(outcome)
     lines += _events_section(outcome)
+    lines += _teardown_section(outcome)
     replay = _simulated_replay(fn.__qualname__, seed)
     lines += ["", f"  replay: {replay}"]
     lines += [f"  {_view_name(path)}: {path}" for path in outcome.views]

@@ -21,8 +21,10 @@ import gc
 import inspect
 import io
 import os
+import sys
 import traceback
 import types
+import warnings
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -72,6 +74,7 @@ from .._report.report import (
     recent_events,
     simulation_failure,
     spinning_tasks,
+    teardown_line,
 )
 from .._world.world import World
 from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
@@ -346,6 +349,7 @@ def _sweeping(
         yield loop
     finally:
         disk_names.undo()
+        loop.set_exception_handler(None)
         loop.close()
         # issue 14: what the loop let go of is collected here, in this test,
         # while only this test's objects are unfrozen (a cheap collection).
@@ -616,6 +620,11 @@ def _run_once(
     swarm: _swarm.SwarmDraw | None = None,
     suppress: frozenset[int | str] = frozenset(),
 ) -> Outcome:
+    """One run of `fn` under `seed` on `loop`, to its end (docs/design.md §3):
+    the verdict is fixed when the test body returns or raises (or a node
+    raised before), and what the run's end does after it (its leftovers
+    settling, the dead zone, the collection of its garbage) is teardown,
+    logged in the outcome and never its failure."""
     __tracebackhide__ = True
     loop.reset(seed)
     scope.reseed(seed)
@@ -626,15 +635,18 @@ def _run_once(
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     failure: BaseException | None = None
+    teardown: list[str] = []
     try:
         loop.run_until_complete(fn(world, *args, **kwargs))
     except (KeyboardInterrupt, SystemExit):
-        _teardown(loop, world)
+        _teardown(loop, world, teardown)
         raise
     except BaseException as exc:
         failure = exc
     if world._failure is not None:
         failure = world._failure
+    if failure is None and errors:
+        failure = _unhandled(errors[0])
     time, steps = world.now, loop.steps
     nodes: list[str] | None = None
     spinning: list[str] = []
@@ -643,33 +655,30 @@ def _run_once(
         refused = isinstance(failure, NondeterminismError)
         kind = kinds.ASSERT if isinstance(failure, AssertionError) and not refused else kinds.ERROR
         world.log._emit(kind, -1, event_text(failure, world._failed_node))
-        # The state at the failure, before teardown cancels and unwinds.
+        # The state at the failure, before the run's end stops and unwinds it.
         nodes = node_states(world)
         if isinstance(failure, BudgetExceeded):
             spinning = spinning_tasks(loop)
     # Formatting the log costs more than a small run: only for a report or a
     # comparison. The log stays in the loop until its next reset.
-    events = recent_events(loop, want_events) if failure is not None or want_events else None
-    trace_hash = loop.trace_hash
+    events = recent_events(loop, want_events) if failure is not None or want_events else []
+    trace_hash, log_count = loop.trace_hash, loop._log_count()
     faults, faults_dropped = world.log._faults, world.log.faults_dropped
     fault_calls = world._all_faults()  # shrink3: with the network's message faults
-    teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
-    if nodes is None and (teardown_error is not None or errors):
-        nodes = node_states(world)  # a failure found at teardown: the state after it
-    # Collect this run's garbage now, while its exception handler is set: the
-    # world is cyclic (nodes point back at it), so an unretrieved task
-    # exception in node state would otherwise surface in a later iteration,
-    # which its seed replayed alone would not reproduce.
-    del world
-    gc.collect()
-    if failure is None:
-        failure = teardown_error
-    if failure is None and errors:
-        failure = _unhandled(errors[0])
-    loop.set_exception_handler(None)
-    if events is None:
-        events = recent_events(loop, False) if failure is not None else []
+    with _dead_zone(teardown):
+        _teardown(loop, world, teardown)
+        # Collect this run's garbage now, in its dead zone: the world is
+        # cyclic (nodes point back at it), and what it held (an unretrieved
+        # exception, a pending task) would otherwise be finalized in a later
+        # iteration, which its seed replayed alone would not see.
+        del world
+        gc.collect()
+    loop._end_run()
+    # Until the next run sets its own, what reaches the handler is this
+    # run's leftovers, after its end (the log's payloads freed at the next
+    # reset): dropped, as the dead zone drops it.
+    loop.set_exception_handler(_after_the_run)
     return Outcome(
         failure,
         failed_node,
@@ -682,15 +691,45 @@ def _run_once(
         fault_calls=fault_calls,
         nodes=nodes,
         spinning=spinning,
+        teardown=teardown,
+        stale=loop._stale,
+        log_count=log_count,
     )
 
 
-def _teardown(loop: SimLoop, world: World) -> BaseException | None:
-    """End the run: the world's side first (pending tasks, crashed nodes),
-    then the loop's."""
-    error = world._end_run()
-    loop._end_run()
-    return error
+@contextlib.contextmanager
+def _dead_zone(log: list[str]) -> Iterator[None]:
+    """What user code does at the end of a run reaches no one but `log`: a
+    warning (a stream a closed coroutine let go of is "unclosed") and an
+    exception a finalizer raised (sys.unraisablehook) are teardown lines,
+    never an error of the test that is running (pytest turns both into one)."""
+
+    def unraisable(what: Any) -> None:
+        said = what.err_msg or "Exception ignored"
+        exc = what.exc_value
+        log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            yield
+        log.extend(f"{w.category.__name__}: {w.message}" for w in seen)
+    finally:
+        sys.unraisablehook = hook
+
+
+def _teardown(loop: SimLoop, world: World, log: list[str]) -> None:
+    """End the run: the world's side first (power off, leftovers, the dead
+    zone), then the loop's. What user code raises from here on, and what
+    reaches the exception handler, goes to `log`."""
+    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
+    log.extend(teardown_line(exc) for exc in world._end_run())
+
+
+def _after_the_run(loop: SimLoop, context: dict[str, Any]) -> None:
+    """The exception handler between two runs of a sweep: nobody's news."""
 
 
 def _unhandled(context: dict[str, Any]) -> BaseException:
