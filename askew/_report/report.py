@@ -326,7 +326,7 @@ def simulation_failure(
     lines += _events_section(outcome)
     lines += _teardown_section(outcome)
     replay = _simulated_replay(fn.__qualname__, seed)
-    lines += ["", f"  replay: {replay}"]
+    lines += ["", *(outcome.alone or []), f"  replay: {replay}"]
     lines += [f"  {_view_name(path)}: {path}" for path in outcome.views]
     lines += [f"  note: {note}" for note in notes(config, exc)]
     cls = type(exc) if isinstance(exc, SimulationFailure) else SimulationFailure
@@ -339,6 +339,45 @@ def simulation_failure(
     report.trace_hash = outcome.trace_hash
     report.replay = replay
     return report
+
+
+def first_difference(a: Sequence[Event], a_start: int, b: Sequence[Event], b_start: int) -> str:
+    """Where two runs' logs first differ, each given as its kept events and
+    the number of the first of them (a ring keeps only the newest)."""
+    start = max(a_start, b_start)
+    xs, ys = a[start - a_start :], b[start - b_start :]
+    for k, (x, y) in enumerate(zip(xs, ys, strict=False)):
+        if x != y:
+            return f"first divergent event #{start + k}:\n    here:  {x}\n    alone: {y}"
+    if len(xs) != len(ys):
+        k = min(len(xs), len(ys))
+        longer, which = (xs, "here") if len(xs) > len(ys) else (ys, "alone")
+        return f"the run {which} logged more events, from #{start + k}: {longer[k]}"
+    return "their logs agree; they diverge in scheduling decisions"
+
+
+def replay_alone_lines(
+    same: bool,
+    where: str = "",
+    again_failed: bool = True,
+    alone_twice_agree: bool = True,
+) -> list[str]:
+    """The report's "replays alone" line: the seed re-run alone, in a fresh
+    world, gave this run's trace; or how it did not, and the likely cause."""
+    if same:
+        return ["  replays alone: yes"]
+    what = "fails otherwise" if again_failed else "passes"
+    cause = (
+        "state left by an earlier iteration (module globals, caches, class attributes, "
+        "or the process state docs/determinism.md lists as not reset)"
+        if alone_twice_agree
+        else "the run is not deterministic even alone (a real clock, a thread, an identity "
+        "hash: run it with ASKEW_CHECK_DETERMINISM=1)"
+    )
+    return [
+        f"  replays alone: no: alone, in a fresh world, it {what}; {where}",
+        f"  likely cause: {cause}",
+    ]
 
 
 def _view_name(path: str) -> str:

@@ -81,6 +81,9 @@ class World:
         self._failed_node: int | None = None
         self._ended = False
         self._powered_off = False  # the verdict is in (_end_run)
+        # Swarm's window (a, b) of every latency range a link is given, as
+        # fractions of it (askew/_explore/swarm.py); None: the range as given.
+        self._latency_window: tuple[float, float] | None = None
         self._wire: _core.Network = loop._net
         loop._set_node_var(node_var)
         self._wire.set_payload_check(check_payload)
@@ -175,6 +178,14 @@ class World:
             fewest, default = self._nodes_asked
             out.append((f"{NODES_KEY}:{fewest}-{default}", 0.0, f"{default} nodes"))
         return out
+
+    def _reshape_latency(self, lo_ns: int, hi_ns: int) -> tuple[int, int]:
+        """A link's latency range as the run draws from it: under swarm, the
+        seed's window of it (never outside it); else the range itself."""
+        if self._latency_window is None:
+            return lo_ns, hi_ns
+        a, b = self._latency_window
+        return lo_ns + round((hi_ns - lo_ns) * a), lo_ns + round((hi_ns - lo_ns) * b)
 
     def _check_live(self) -> None:
         if self._ended:
