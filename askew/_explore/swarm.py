@@ -75,22 +75,30 @@ def _strength(span: tuple[float, float], u: float) -> float:
     return lo * (hi / lo) ** u if lo > 0 else lo + (hi - lo) * u
 
 
-def draw(seed: int, swarm: Swarm | bool = True) -> SwarmDraw:
-    """The configuration of run `seed` under `swarm`. Twelve draws from the
-    swarm stream, always all of them, in this order: for the CPU bound, the
-    overshoot bound, the reshaping window, the latency, loss and
-    duplication, whether it is on, then its strength (the window and the
-    latency take two). So a knob switched on or off never moves another's."""
-    knobs = Swarm() if swarm is True else swarm
+def _draws(seed: int) -> tuple[list[bool], list[list[float]]]:
+    """Run `seed`'s fourteen draws from the swarm stream, always all of them,
+    in this order: for the CPU bound, the overshoot bound, the reshaping
+    window, the latency, loss and duplication, whether it is on, then its
+    strength (the window and the latency take two). So a knob a Swarm
+    switches on or off never moves another's draws."""
     rng = random.Random(int(_core.seed_stream(seed, _core.STREAM_SWARM)))
-
-    def on() -> bool:
-        return rng.random() < 0.5
-
     flags, draws = [], []
     for width in (1, 1, 2, 2, 1, 1):
-        flags.append(on())
+        flags.append(rng.random() < 0.5)
         draws.append([rng.random() for _ in range(width)])
+    return flags, draws
+
+
+def flags(seed: int) -> tuple[bool, ...]:
+    """Which knobs run `seed` switches on where its Swarm names them (the
+    pattern coverage feedback leans towards, askew/_explore/coverage.py)."""
+    return tuple(_draws(seed)[0])
+
+
+def draw(seed: int, swarm: Swarm | bool = True) -> SwarmDraw:
+    """The configuration of run `seed` under `swarm` (True: askew.Swarm())."""
+    knobs = Swarm() if swarm is True else swarm
+    flags, draws = _draws(seed)
     if not isinstance(knobs, Swarm):
         return SwarmDraw(None, None, None, None, None, None)
 

@@ -306,6 +306,7 @@ _REPORT = re.compile(
     needed      #0     0\.000s  partition \{0, 1\} \| \{2, 3\}  \(passes without it\)
   shrunk: every fault is needed
 
+  replays alone: yes
   replay: ASKEW_SEED=8 ASKEW_ITERATIONS=1 pytest '(?P<nodeid>[^']+)'(
   note: PYTHONHASHSEED is random .*)?$"""
 )
