@@ -17,6 +17,7 @@ STREAM_USER: int
 STREAM_PYRANDOM: int
 STREAM_BUGGIFY: int
 STREAM_SWARM: int
+STREAM_NUMPY: int
 WALL_EPOCH: int  # the default wall epoch, Unix seconds (2020-01-01)
 WALL_EPOCH_MAX_NS: int  # the latest epoch a loop takes, Unix ns
 # Loop._run's status codes (ext/loop.h).

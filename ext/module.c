@@ -66,6 +66,7 @@ static int module_exec(PyObject *module)
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_BUGGIFY", ASKEW_STREAM_BUGGIFY) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_SWARM", ASKEW_STREAM_SWARM) < 0 ||
+        PyModule_AddIntConstant(module, "STREAM_NUMPY", ASKEW_STREAM_NUMPY) < 0 ||
         PyModule_AddIntConstant(module, "WALL_EPOCH", (long)ASKEW_WALL_EPOCH_S) < 0 ||
         PyModule_AddIntConstant(module, "WALL_EPOCH_MAX_NS",
                                 (long)ASKEW_WALL_EPOCH_MAX_NS) < 0)

@@ -14,6 +14,7 @@ askew/_loop/executor.py's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import random
 import sys
@@ -21,7 +22,7 @@ import threading
 import types
 import weakref
 from asyncio import base_events, coroutines, events, futures, tasks
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, NoReturn, TypeVar
 
 from .. import _core
@@ -451,6 +452,23 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             error = exc
         tasks._unregister_task(task)
         return error
+
+    @contextlib.contextmanager
+    def _frozen(self) -> Iterator[None]:
+        """The run's dead zone, after its verdict and its leftovers settled:
+        what user code still runs (a finally, a close, a finalizer) runs as
+        inside the run, on this loop and its virtual clocks, but no clock
+        moves (a time.sleep returns at once) and nothing it schedules runs.
+        The dead zone lasts until the next reset; the loop is active only
+        inside this block."""
+        self._set_dead(True)
+        self._enter()
+        events._set_running_loop(self)
+        try:
+            yield
+        finally:
+            events._set_running_loop(None)
+            self._leave()
 
     def _end_run(self) -> None:
         """Drop what is left of the run once its world has ended: ready

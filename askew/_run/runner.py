@@ -6,7 +6,8 @@ into a plain sync function that pytest collects like any other; its other
 parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
 seed derived from (S, i), so the seed a report names replays alone. One
 loop is reset and reused across iterations. A run ends through the
-world's and the loop's own methods (World._end_run, SimLoop._end_run); its
+world's and the loop's own methods (World._power_off and _release, around
+SimLoop._frozen, the dead zone; then SimLoop._end_run); its
 report is askew._report's. run_iterations runs a range of a test's
 iterations the same way for `askew sweep` (askew._run.sweep), and the pytest
 plugin follows each sweep through `observer` (its progress line).
@@ -729,7 +730,7 @@ def _run_once(
     try:
         loop.run_until_complete(fn(world, *args, **kwargs))
     except (KeyboardInterrupt, SystemExit):
-        _teardown(loop, world, teardown)
+        _teardown(loop, [world], teardown)
         raise
     except BaseException as exc:
         failure = exc
@@ -756,14 +757,11 @@ def _run_once(
     faults, faults_dropped = world.log._faults, world.log.faults_dropped
     fault_calls = world._all_faults()  # shrink3: with the network's message faults
     failed_node = world._failed_node
-    with _dead_zone(teardown):
-        _teardown(loop, world, teardown)
-        # Collect this run's garbage now, in its dead zone: the world is
-        # cyclic (nodes point back at it), and what it held (an unretrieved
-        # exception, a pending task) would otherwise be finalized in a later
-        # iteration, which its seed replayed alone would not see.
-        del world
-        gc.collect()
+    # The world is cyclic (nodes point back at it): only _teardown, which
+    # collects the run's garbage in its dead zone, may still hold it.
+    ending = [world]
+    del world
+    _teardown(loop, ending, teardown, collect=True)
     loop._end_run()
     # Until the next run sets its own, what reaches the handler is this
     # run's leftovers, after its end (the log's payloads freed at the next
@@ -788,17 +786,19 @@ def _run_once(
 
 
 @contextlib.contextmanager
-def _dead_zone(log: list[str]) -> Iterator[None]:
-    """What user code does at the end of a run reaches no one but `log`: a
-    warning (a stream a closed coroutine let go of is "unclosed") and an
-    exception a finalizer raised (sys.unraisablehook) are teardown lines,
-    never an error of the test that is running (pytest turns both into one)."""
+def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
+    """What user code does at the end of a run reaches no one but `log`:
+    what reaches the exception handler, a warning (a stream a closed
+    coroutine let go of is "unclosed") and an exception a finalizer raised
+    (sys.unraisablehook) are teardown lines, never an error of the test
+    that is running (pytest turns the last two into one)."""
 
     def unraisable(what: Any) -> None:
         said = what.err_msg or "Exception ignored"
         exc = what.exc_value
         log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
 
+    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
     hook = sys.unraisablehook
     sys.unraisablehook = unraisable
     try:
@@ -810,12 +810,20 @@ def _dead_zone(log: list[str]) -> Iterator[None]:
         sys.unraisablehook = hook
 
 
-def _teardown(loop: SimLoop, world: World, log: list[str]) -> None:
-    """End the run: the world's side first (power off, leftovers, the dead
-    zone), then the loop's. What user code raises from here on, and what
-    reaches the exception handler, goes to `log`."""
-    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
-    log.extend(teardown_line(exc) for exc in world._end_run())
+def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool = False) -> None:
+    """End the run of the world `ending` holds (it lets go of it): power
+    off, then the dead zone, in which, with `collect`, the run's garbage is
+    collected, so that what it held (an unretrieved exception, a pending
+    task) is finalized now and not in a later iteration, which its seed
+    replayed alone would not see. What user code raised goes to `log`."""
+    world = ending.pop()
+    with _quiet(loop, log):
+        log.extend(map(teardown_line, world._power_off()))
+        with loop._frozen():
+            log.extend(map(teardown_line, world._release()))
+            del world
+            if collect:
+                gc.collect()
 
 
 def _after_the_run(loop: SimLoop, context: dict[str, Any]) -> None:

@@ -3,7 +3,7 @@
 node's disk. A crash is a power cut: the incarnation's tasks never run
 again while the run is live (no finally, no except), kept until the run
 ends so that no collector runs their cleanup; then their coroutines are
-closed in the run's dead zone (World._end_run)."""
+closed in the run's dead zone (World._release)."""
 
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ class World:
         self._failure: BaseException | None = None
         self._failed_node: int | None = None
         self._ended = False
-        self._powered_off = False  # the verdict is in (_end_run)
+        self._powered_off = False  # the verdict is in (_power_off)
         # Swarm's window (a, b) of every latency range a link is given, as
         # fractions of it (askew/_explore/swarm.py); None: the range as given.
         self._latency_window: tuple[float, float] | None = None
@@ -322,16 +322,12 @@ class World:
         """The node's hostname: the `name=` given at spawn, or node-<id>."""
         return self._hostnames[self._node_id(node, "hostname")]
 
-    def _end_run(self) -> list[BaseException]:
-        """End this world's run once its verdict is in (askew._run.runner
-        calls it, then ends the loop's run; docs/design.md §3). The world
-        powers off: every node stops as a crash stops it, its pauses end with
-        it. The test body's leftover tasks are cancelled and settle inside
-        the run. Then, in the dead zone (time frozen, a crashed node's sends
-        dropped), every task of the run that will not run again has its
-        coroutine closed, as the node it ran as, and leaves asyncio's
-        registry. Returns what user code raised meanwhile: teardown, never
-        a failure."""
+    def _power_off(self) -> list[BaseException]:
+        """The first half of the end of this world's run, once its verdict is
+        in (askew._run.runner calls it; docs/design.md §3): every node stops
+        as a crash stops it, its pauses end with it, and the test body's
+        leftover tasks are cancelled and settle inside the run. Returns what
+        they raised: teardown, never a failure."""
         loop = self._loop
         self._powered_off = True
         for pause in self._pauses:
@@ -345,17 +341,20 @@ class World:
                 loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
                 slot.token = -1
         leftovers = [t for t in loop._run_tasks() if getattr(t, "_askew_owner", -1) < 0]
-        raised = loop._settle(leftovers)
-        loop._set_dead(True)
-        # The network goes first: its connections close, so that a stream a
-        # closed coroutine lets go of is not "unclosed". A node's disk stays
-        # until the coroutines are closed: what a finally writes must land
-        # on the simulated disk (which ends with the world), not the host's.
+        return list(loop._settle(leftovers))
+
+    def _release(self) -> list[BaseException]:
+        """The second half, in the run's dead zone (SimLoop._frozen: time
+        stands still, a crashed node's sends are dropped): every task of the
+        run that will not run again has its coroutine closed, as the node it
+        ran as, and leaves asyncio's registry; then the world ends. The
+        network ends first, so that a stream a closed coroutine lets go of
+        is not "unclosed"; a node's disk last, so that what a finally writes
+        lands on the simulated disk (which ends with the world), never on
+        the host's. Returns what the closing raised."""
+        loop = self._loop
         _host.end(self)
-        for task in loop._run_tasks():
-            error = loop._detach(task)
-            if error is not None:
-                raised.append(error)
+        raised = [error for task in loop._run_tasks() if (error := loop._detach(task))]
         self._crashed.clear()
         self._ended = True
         _disk.end(self)
