@@ -38,7 +38,8 @@ static inline struct fields *future_fields(PyObject *self)
     return (struct fields *)((char *)self + future_offset);
 }
 
-static inline void set_fields(PyObject *self, uint64_t seq, uint64_t epoch, int64_t owner)
+static inline void set_fields(PyObject *self, uint64_t seq, uint64_t epoch,
+                              int64_t owner)
 {
     struct fields *f = task_fields(self);
     f->seq = seq;
@@ -78,8 +79,8 @@ PyObject *askew__task_make(const struct askew_state *st, PyObject *args, PyObjec
     return self;
 }
 
-PyObject *askew__future_make(const struct askew_state *st, PyObject *kwds,
-                             uint64_t seq, uint64_t epoch)
+PyObject *askew__future_make(const struct askew_state *st, PyObject *kwds, uint64_t seq,
+                             uint64_t epoch)
 {
     /* Future.__init__ puts the future in no set: the fields may follow it. */
     PyObject *self = PyObject_Call((PyObject *)st->sim_future_type, st->empty_tuple,
@@ -145,7 +146,8 @@ static PyObject *future_get_epoch(PyObject *self, void *Py_UNUSED(closure))
     return PyLong_FromUnsignedLongLong(future_fields(self)->epoch);
 }
 
-#define SEQ_DOC   "Creation number in its run (0: made outside a loop; hashes by identity)."
+#define SEQ_DOC                                                                        \
+    "Creation number in its run (0: made outside a loop; hashes by identity)."
 #define EPOCH_DOC "The epoch of the run that made it (0: unknown)."
 
 static PyGetSetDef task_getset[] = {

@@ -22,7 +22,7 @@ import threading
 import types
 import weakref
 from asyncio import base_events, coroutines, events, futures, tasks
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Coroutine, Iterator
 from typing import Any, NoReturn, TypeVar
 
 from .. import _core
@@ -60,7 +60,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         self._task_factory: Any = None
         self._exception_handler: Any = None
         self._current_handle: Any = None
-        self._asyncgens: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        self._asyncgens: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._asyncgens_shutdown_called = False
         self._executor_shutdown_called = False
         self._default_executor: Any = None
@@ -447,7 +447,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             ctx.run(node_var.set, owner)
         error: BaseException | None = None
         try:
-            ctx.run(task.get_coro().close)  # type: ignore[union-attr]
+            ctx.run(task.get_coro().close)
         except Exception as exc:  # a finally that raised: teardown
             error = exc
         tasks._unregister_task(task)

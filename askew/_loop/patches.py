@@ -466,7 +466,7 @@ class Scope:
         uuid = sys.modules.get("uuid")
         if uuid is not None:
             # uuid1 never repeats a timestamp: the last one would carry over.
-            uuid._last_timestamp = None
+            uuid._last_timestamp = None  # type: ignore[attr-defined]
 
 
 def _save_globals() -> list[tuple[Any, Any]]:

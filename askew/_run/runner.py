@@ -592,7 +592,7 @@ def _sweep(
             if watch is not None:
                 watch.sweep_begins(fn, base, n)
             if _coverage.enabled() and n > 1:
-                feedback = _coverage.Feedback(loop, base, config.swarm)
+                feedback = _coverage.Feedback(loop, base, bool(config.swarm))
             for i in range(n):
                 seed = feedback.seed(i) if feedback else iteration_seed(base, i)
                 calls: list[tuple[int | str, float, str]] = []

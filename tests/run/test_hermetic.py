@@ -296,9 +296,12 @@ def test_test_body_tasks_that_swallow_their_cancellation_never_fail_the_run() ->
                     if gives_up and len(log) % 2 == 0:
                         raise
 
-        asyncio.create_task(stubborn(once, True))
-        asyncio.create_task(stubborn(always, False))
+        left = [
+            asyncio.create_task(stubborn(once, True)),
+            asyncio.create_task(stubborn(always, False)),
+        ]
         await world.clock.advance(1)
+        assert not any(t.done() for t in left)
 
     test()
     assert len(once) == 2 * 5

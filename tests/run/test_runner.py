@@ -17,9 +17,9 @@ from conftest import run_pytest, run_sim
 
 import askew
 from askew import _core
-from askew.errors import BudgetExceeded, DeadlockError, NondeterminismError, SimulationFailure
 from askew._loop.loop import SimLoop
 from askew._run import runner
+from askew.errors import BudgetExceeded, DeadlockError, NondeterminismError, SimulationFailure
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
