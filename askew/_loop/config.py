@@ -265,25 +265,14 @@ def _epoch_range(what: str, value: object) -> str:
 
 def check_span(value: object, what: str) -> tuple[float, float]:
     """A (lo, hi) pair of seconds with 0 <= lo <= hi <= MAX_SPAN_S."""
-    if (
-        not isinstance(value, (tuple, list))
-        or len(value) != 2
-        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
-    ):
-        raise TypeError(f"{what} must be a pair (lo, hi) of seconds, not {value!r}")
-    lo, hi = (float(v) for v in value)
-    if not (0.0 <= lo <= hi <= MAX_SPAN_S):  # also false for NaN
-        raise ValueError(
-            f"{what} must satisfy 0 <= lo <= hi <= {MAX_SPAN_S:g} seconds, got {value!r}"
-        )
-    return lo, hi
+    return check_range(value, what, MAX_SPAN_S, "seconds")
 
 
 def span_ns(span: tuple[float, float]) -> tuple[int, int]:
     return round(span[0] * 1e9), round(span[1] * 1e9)
 
 
-def _check_range(value: object, what: str, limit: float, unit: str) -> tuple[float, float]:
+def check_range(value: object, what: str, limit: float, unit: str) -> tuple[float, float]:
     """A (lo, hi) pair with 0 <= lo <= hi <= limit."""
     if (
         not isinstance(value, (tuple, list))
@@ -330,7 +319,7 @@ class Swarm:
         for name, (unit, limit) in SWARM_KNOBS.items():
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, _check_range(value, f"Swarm({name})", limit, unit))
+                object.__setattr__(self, name, check_range(value, f"Swarm({name})", limit, unit))
 
     def text(self) -> str:
         """As ASKEW_SWARM and --askew-swarm spell it: 1 for the defaults,

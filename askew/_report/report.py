@@ -329,6 +329,11 @@ def simulation_failure(
     lines += ["", *(outcome.alone or []), f"  replay: {replay}"]
     lines += [f"  {_view_name(path)}: {path}" for path in outcome.views]
     lines += [f"  note: {note}" for note in notes(config, exc)]
+    if outcome.stale:
+        lines.append(
+            f"  note: {outcome.stale} leftover(s) of earlier runs on this loop (a callback, "
+            "a finalizer) surfaced in this run and were dropped, not charged to it"
+        )
     cls = type(exc) if isinstance(exc, SimulationFailure) else SimulationFailure
     report = cls(lines[0])
     report.report = "\n".join(lines)

@@ -25,7 +25,9 @@ import pytest
 
 import askew
 from askew import _core
+from askew._loop.config import RunConfig
 from askew._loop.loop import SETTLE_ROUNDS, SimLoop
+from askew._report.report import simulation_failure
 from askew._run import runner
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -249,6 +251,9 @@ def test_a_callback_of_a_future_from_an_earlier_run_is_dropped_and_counted() -> 
         loop.close()
     assert woke == []
     assert outcome.failure is None and outcome.stale == 1
+    outcome.failure = AssertionError("a failure of the second run")
+    report = simulation_failure(second, 2, 0, outcome, RunConfig()).report
+    assert "note: 1 leftover(s) of earlier runs on this loop (a callback, a finalizer)" in report
 
 
 def test_a_task_of_an_earlier_run_destroyed_in_a_later_one_is_not_its_failure() -> None:

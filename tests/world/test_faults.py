@@ -227,7 +227,7 @@ def test_a_sweep_that_crashes_and_restarts_nodes_passes_every_iteration() -> Non
     # iteration and fail it with "Task was destroyed but it is pending!".
     # A node's finally never runs inside a run: a crashed incarnation's, and
     # those the power-off at the run's end stops, run once, in that run's
-    # dead zone, after its verdict (docs/design.md §3).
+    # dead zone, after its verdict, on its frozen clocks (docs/design.md §3).
     unwound: list[tuple[bool, bool]] = []
 
     async def fragile(node: Any) -> None:
@@ -247,7 +247,7 @@ def test_a_sweep_that_crashes_and_restarts_nodes_passes_every_iteration() -> Non
         await world.clock.advance(2)
 
     test()
-    assert sorted(unwound) == [(False, False)] * 12 + [(True, False)] * 12
+    assert sorted(unwound) == [(False, True)] * 12 + [(True, True)] * 12
 
 
 async def cleaner(node: Any, log: list[str]) -> None:
