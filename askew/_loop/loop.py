@@ -113,6 +113,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         finally:
             self._dropping_run = False
         self._random_state = None
+        self._main_task: asyncio.Future[Any] | None = None
 
     @property
     def seed(self) -> int:
@@ -225,6 +226,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             fut = tasks.ensure_future(future, loop=self)
         if new_task:
             fut._log_destroy_pending = False  # type: ignore[attr-defined]
+            self._main_task = fut
         # asyncio's done callback stops whichever run is going when it runs.
         # When a run ends in an error raised between steps (a refusal raised
         # at the end of the step that finished `fut`, a KeyboardInterrupt),
@@ -388,6 +390,9 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
     def _run_tasks(self) -> list[asyncio.Task[Any]]:
         """This run's pending tasks, in creation order (a task an earlier run
         left, and a task made by a user's factory, are not this run's)."""
+        if self._tasks_made <= 1:  # at most the task run_until_complete made
+            main = self._main_task
+            return [main] if isinstance(main, asyncio.Task) and not main.done() else []
         epoch = self._epoch
         return sorted(
             (

@@ -81,6 +81,7 @@ class World:
         self._failed_node: int | None = None
         self._ended = False
         self._powered_off = False  # the verdict is in (_power_off)
+        self._pending: list[asyncio.Task[Any]] | None = None  # _power_off's, for _release
         # Swarm's window (a, b) of every latency range a link is given, as
         # fractions of it (askew/_explore/swarm.py); None: the range as given.
         self._latency_window: tuple[float, float] | None = None
@@ -340,7 +341,10 @@ class World:
                 self._wire.crash(node_id)
                 loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
                 slot.token = -1
-        leftovers = [t for t in loop._run_tasks() if getattr(t, "_askew_owner", -1) < 0]
+        pending = loop._run_tasks()
+        leftovers = [t for t in pending if getattr(t, "_askew_owner", -1) < 0]
+        # Without leftovers nothing runs before _release: the list holds.
+        self._pending = None if leftovers else pending
         return list(loop._settle(leftovers))
 
     def _release(self) -> list[BaseException]:
@@ -354,7 +358,9 @@ class World:
         the host's. Returns what the closing raised."""
         loop = self._loop
         _host.end(self)
-        raised = [error for task in loop._run_tasks() if (error := loop._detach(task))]
+        pending = loop._run_tasks() if self._pending is None else self._pending
+        self._pending = None
+        raised = [error for task in pending if (error := loop._detach(task))]
         self._crashed.clear()
         self._ended = True
         _disk.end(self)

@@ -15,10 +15,14 @@ is not analysed.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 import sys
 import time
 import types
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +35,7 @@ from askew._report.report import simulation_failure
 from askew._run import runner
 
 pytestmark = pytest.mark.usefixtures("clean_env")
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- the store ------------------------------------------------------------------
@@ -188,6 +193,53 @@ def test_every_50th_seed_of_2000_swarmed_runs_of_the_store_replays_alone_with_it
         seed = runner.iteration_seed(22, i)
         askew.Replay.run(test_store, seed)
         assert hashes[seed] == swept[seed], (i, seed)
+
+
+_UNDER_EXEC = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import askew, test_hermetic as t
+from askew._run import runner
+
+hashes = {}
+
+@askew.simulate(seed=23, iterations=400, swarm=True)
+async def test_store(world):
+    await t.store(world, quorum=2)
+    hashes[world.seed] = world._loop.trace_hash
+
+outcomes, _ = runner.run_iterations(test_store, 23, 0, 400)
+swept = dict(hashes)
+seeds = [runner.iteration_seed(23, i) for i in range(0, 400, 50)]
+for seed in seeds:
+    askew.Replay.run(test_store, seed)
+diverged = [seed for seed in seeds if hashes[seed] != swept[seed]]
+print(json.dumps([askew.preload_active(), [o.headline for o in outcomes if o.headline], diverged]))
+"""
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not (REPO / "askew" / "libaskew-preload.so").is_file(),
+    reason="needs Linux and the built preload (run `make`)",
+)
+def test_under_askew_exec_swarmed_store_seeds_replay_alone_with_their_hash() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_")}
+    env.pop("PYTEST_ADDOPTS", None)
+    if not os.environ.get("ASKEW_ASAN"):  # under `make asan`, libasan stays first
+        env.pop("LD_PRELOAD", None)
+    env["PYTHONPATH"] = str(REPO)
+    here = str(Path(__file__).resolve().parent)
+    proc = subprocess.run(
+        [sys.executable, "-m", "askew._run.exec", sys.executable, "-c", _UNDER_EXEC, here],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    live, failures, diverged = json.loads(proc.stdout.splitlines()[-1])
+    assert live and failures == [] and diverged == []
 
 
 @pytest.mark.parametrize("swarm", [False, True])
@@ -449,3 +501,28 @@ def test_a_failure_that_depends_on_an_earlier_iteration_says_so_and_is_not_analy
     # The two runs alone (the fourth and fifth in this process) differ too.
     assert "likely cause: the run is not deterministic even alone" in report
     assert report.index("which faults mattered") < report.index("replays alone")
+
+
+def test_askew_sweep_prints_no_seed_as_reproducible_that_it_did_not_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from askew._run import sweep
+
+    @askew.simulate(seed=1, iterations=3)
+    async def test(world: askew.World) -> None:
+        assert world.seed == 1, "fails but for the base seed"
+
+    checked, _ = runner.run_iterations(test, 1, 0, 3)
+    assert [o.replays_alone for o in checked] == [None, True, True]
+    monkeypatch.setenv("ASKEW_CHECK_REPLAY", "0")
+    unchecked, _ = runner.run_iterations(test, 1, 0, 3)
+    assert [o.replays_alone for o in unchecked] == [None, None, None]
+    lines = [
+        sweep._alone_line(sweep.Failure(o.iteration, o.seed, "", "", o.replays_alone))
+        for o in (checked[1], unchecked[1])
+    ]
+    assert lines == [
+        "  replays alone: yes",
+        "  replays alone: not checked (ASKEW_CHECK_REPLAY=0)",
+    ]
+    assert "\n  replays alone: yes\n" in (checked[1].report or "")
