@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._explore.buggify import buggify as buggify
     from ._explore.buggify import coverage as coverage
     from ._explore.buggify import sometimes as sometimes
+    from ._loop.config import Swarm as Swarm
     from ._loop.loop import SimLoop as SimLoop
     from ._loop.loop import new_event_loop as new_event_loop
     from ._loop.loop import run as run
@@ -48,6 +49,7 @@ _LAZY = {
     "Replay": "._run.runner",
     "SimLoop": "._loop.loop",
     "SimulationFailure": ".errors",
+    "Swarm": "._loop.config",
     "World": "._world.world",
     "buggify": "._explore.buggify",
     "check": ".check",

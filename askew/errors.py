@@ -42,6 +42,9 @@ class SimulationFailure(AssertionError):
     trace_hash: int | None = None
     report: str = ""
     replay: str = ""
+    # Whether the seed, re-run alone in a fresh world, gave the same trace
+    # (None: not checked); the report's "replays alone" line says the same.
+    replays_alone: bool | None = None
 
     def __str__(self) -> str:
         return self.report or super().__str__()

@@ -30,9 +30,10 @@ struct askew_state {
     PyTypeObject *timer_handle_type;
     PyTypeObject *task_type;
     PyTypeObject *network_type;
-    PyTypeObject *message_type; /* askew.Message, a struct sequence */
-    PyObject *recv_expire_fn;   /* the callback of a recv()'s timeout */
-    PyObject *future_type;      /* _asyncio.Future itself */
+    PyTypeObject *message_type;    /* askew.Message, a struct sequence */
+    PyObject *recv_expire_fn;      /* the callback of a recv()'s timeout */
+    PyObject *future_type;         /* _asyncio.Future itself */
+    PyTypeObject *sim_future_type; /* askew._core.Future: what create_future makes */
     /* Future's methods through their descriptors: no attribute lookup per
      * call on the hot paths (a message delivered, a sleep's timer firing). */
     PyObject *future_done;

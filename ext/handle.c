@@ -108,7 +108,9 @@ int askew__handle_run(askew_handle *h)
     h->nargs = 0;
     PyObject *res;
     if (callback == st->set_result_unless_cancelled && nargs == 2 &&
-        args_tuple == NULL && Py_IS_TYPE(args[0], (PyTypeObject *)st->future_type))
+        args_tuple == NULL &&
+        (Py_IS_TYPE(args[0], st->sim_future_type) ||
+         Py_IS_TYPE(args[0], (PyTypeObject *)st->future_type)))
         /* asyncio.sleep's timer: the same two checks, without a frame */
         res = askew__future_set_result_unless_cancelled(st, args[0], args[1]) < 0
                   ? NULL

@@ -140,7 +140,7 @@ int askew__loop_consume_ns(void *ctx, int64_t ns)
     struct askew_loop_state *loop = ctx;
     if (ns < 0)
         return -EINVAL;
-    if (ns == 0)
+    if (ns == 0 || loop->dead)
         return 0;
     const int64_t node = loop->node_current;
     const int64_t local = askew__loop_local_ns(loop);

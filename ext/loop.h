@@ -30,6 +30,13 @@ struct askew_loop_state {
     struct askew_rng entropy;
     uint64_t handle_seq;
     uint64_t task_seq;
+    uint64_t future_seq;
+    /* Which run this is: each reset starts a new epoch (from 1). What an
+     * earlier run made and surfaces in this one is dropped, and counted in
+     * `stale`: a callback of a Future or Task of another epoch (loop_sched.c),
+     * an exception-handler call or a finalizer about one (askew/_loop/loop.py). */
+    uint64_t epoch;
+    uint64_t stale;
     int64_t node_current;  /* the node whose callback runs now, -1 for the world */
     int64_t wall_epoch_ns; /* Unix ns the wall clocks read at virtual time 0 */
     unsigned long thread_id;
@@ -55,6 +62,10 @@ struct askew_loop_state {
     char stopping;
     char closed;
     char debug;
+    /* The dead zone at the end of a run (set by _set_dead, cleared by the
+     * next reset): the run's verdict is in, and what user code still runs
+     * (a finally, a close, a finalizer) moves no clock. */
+    char dead;
 };
 
 /* The default wall epoch in Unix ns (preload/askew_preload.h's, in s). */
@@ -111,7 +122,8 @@ int askew__entropy_fill(void *ctx, void *buf, size_t len);
  * thread moves the clock); time.sleep's, the preload's sleep hook, a disk
  * latency. 0; -EINVAL for ns < 0; -EOVERFLOW past the end of virtual time
  * (ASKEW_VIRTUAL_END_NS); -ETIME past the run's time budget (max_time). The
- * clock does not move on an error. */
+ * clock does not move on an error, nor in the dead zone (time is frozen
+ * there: 0 at once). */
 int askew__loop_consume_ns(void *ctx, int64_t ns);
 
 #endif

@@ -236,6 +236,10 @@ PyObject *askew__loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
     askew_rng_seed(&self->entropy, askew_seed_stream(seed, ASKEW_STREAM_ENTROPY));
     self->handle_seq = 0;
     self->task_seq = 0;
+    self->future_seq = 0;
+    self->epoch++;
+    self->stale = 0;
+    self->dead = 0;
     self->node_current = -1;
     self->stopping = 0;
     askew__skew_reset(&self->skews);

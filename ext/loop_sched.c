@@ -166,6 +166,20 @@ PyObject *askew__loop_call_soon_impl(struct askew_loop_state *self, PyObject *ca
     return (PyObject *)h;
 }
 
+/* A Future or Task of an earlier run that completes in this one (it was
+ * kept somewhere, and set or cancelled now) schedules its done callbacks as
+ * call_soon(callback, future): they would run that run's code in this one.
+ * The call is dropped and counted; its handle is returned cancelled. */
+__attribute__((cold, noinline)) static PyObject *
+drop_stale(struct askew_loop_state *self, PyObject *callback, PyObject *context)
+{
+    self->stale++;
+    askew_handle *h = make_handle(self, /* timer */ 0, callback, NULL, 0, context);
+    if (h != NULL)
+        askew__handle_cancel(h);
+    return (PyObject *)h;
+}
+
 PyObject *askew__loop_call_soon(struct askew_loop_state *self, PyObject *const *args,
                                 Py_ssize_t nargsf, PyObject *kwnames)
 {
@@ -181,6 +195,11 @@ PyObject *askew__loop_call_soon(struct askew_loop_state *self, PyObject *const *
         check_open(self) < 0 || check_thread(self, "call_soon") < 0 ||
         check_callback(self, args[0], "call_soon") < 0)
         return NULL;
+    if (nargs == 2) {
+        const uint64_t made = askew__made_epoch(self->state, args[1]);
+        if (made != 0 && made != self->epoch)
+            return drop_stale(self, args[0], context);
+    }
     return askew__loop_call_soon_impl(self, args[0], args + 1, nargs - 1, context);
 }
 
@@ -296,14 +315,14 @@ PyObject *askew__loop_new_future(struct askew_loop_state *self)
     /* Future(loop=self) through a keyword dict made once per loop: a
      * vectorcall with kwnames builds a dict every time, and Future() with no
      * loop asks for the running one, which costs a getpid() system call in
-     * asyncio's C code. */
+     * asyncio's C code. Numbered in the run, as a Task is, for its hash. */
     if (self->future_kwargs == NULL) {
         self->future_kwargs = Py_BuildValue("{sO}", "loop", (PyObject *)self);
         if (self->future_kwargs == NULL)
             return NULL;
     }
-    return PyObject_Call(self->state->future_type, self->state->empty_tuple,
-                         self->future_kwargs);
+    return askew__future_make(self->state, self->future_kwargs, ++self->future_seq,
+                              self->epoch);
 }
 
 PyObject *askew__loop_create_future(struct askew_loop_state *self,
@@ -349,7 +368,7 @@ static PyObject *make_task(struct askew_loop_state *self, PyObject *coro,
     PyObject *args = PyTuple_Pack(1, coro); // new reference
     if (args == NULL)
         return NULL;
-    PyObject *task = askew__task_make(self->state, args, kwds, seq, owner);
+    PyObject *task = askew__task_make(self->state, args, kwds, seq, self->epoch, owner);
     Py_DECREF(args);
     return task;
 }

@@ -350,6 +350,39 @@ static PyObject *loop_get_tasks_made(struct askew_loop_state *self, void *Py_UNU
     return PyLong_FromUnsignedLongLong(self->task_seq);
 }
 
+static PyObject *loop_get_epoch(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong(self->epoch);
+}
+
+/* _stale: what earlier runs left that surfaced and was dropped. Python adds
+ * the exception-handler calls and finalizers it drops (_note_stale). */
+static PyObject *loop_get_stale(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong(self->stale);
+}
+
+static PyObject *loop_note_stale(struct askew_loop_state *self, PyObject *Py_UNUSED(i))
+{
+    self->stale++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loop_get_dead(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->dead);
+}
+
+/* _set_dead(flag): enter (or leave) the dead zone of this run. */
+static PyObject *loop_set_dead(struct askew_loop_state *self, PyObject *flag)
+{
+    const int v = PyObject_IsTrue(flag);
+    if (v < 0)
+        return NULL;
+    self->dead = (char)v;
+    Py_RETURN_NONE;
+}
+
 static PyObject *loop_get_pending(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
     return PyLong_FromSize_t(askew_sched_pending(&self->sched) +
@@ -484,6 +517,8 @@ static PyMethodDef loop_methods[] = {
     {"_coverage_take", (PyCFunction)loop_coverage_take, METH_NOARGS, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
     {"_reset", (PyCFunction)askew__loop_reset, METH_O, NULL},
+    {"_set_dead", (PyCFunction)loop_set_dead, METH_O, NULL},
+    {"_note_stale", (PyCFunction)loop_note_stale, METH_NOARGS, NULL},
     {"_clear", (PyCFunction)askew__loop_clear, METH_NOARGS, NULL},
     {"_mark_closed", (PyCFunction)askew__loop_mark_closed, METH_NOARGS, NULL},
     {"_configure", (PyCFunction)loop_configure, METH_VARARGS, NULL},
@@ -507,6 +542,9 @@ static PyGetSetDef loop_getset[] = {
     {"_trace_count", (getter)loop_get_events, NULL, NULL, NULL},
     {"_pending", (getter)loop_get_pending, NULL, NULL, NULL},
     {"_tasks_made", (getter)loop_get_tasks_made, NULL, NULL, NULL},
+    {"_epoch", (getter)loop_get_epoch, NULL, NULL, NULL},
+    {"_stale", (getter)loop_get_stale, NULL, NULL, NULL},
+    {"_dead", (getter)loop_get_dead, NULL, NULL, NULL},
     {"_node", (getter)loop_get_node, (setter)loop_set_node, NULL, NULL},
     {"_strategy", (getter)loop_get_strategy, NULL, NULL, NULL},
     {"_net", (getter)loop_get_net, NULL, NULL, NULL},

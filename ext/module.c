@@ -66,6 +66,7 @@ static int module_exec(PyObject *module)
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_BUGGIFY", ASKEW_STREAM_BUGGIFY) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_SWARM", ASKEW_STREAM_SWARM) < 0 ||
+        PyModule_AddIntConstant(module, "STREAM_NUMPY", ASKEW_STREAM_NUMPY) < 0 ||
         PyModule_AddIntConstant(module, "WALL_EPOCH", (long)ASKEW_WALL_EPOCH_S) < 0 ||
         PyModule_AddIntConstant(module, "WALL_EPOCH_MAX_NS",
                                 (long)ASKEW_WALL_EPOCH_MAX_NS) < 0)
@@ -85,6 +86,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->message_type);
     Py_VISIT(st->recv_expire_fn);
     Py_VISIT(st->future_type);
+    Py_VISIT(st->sim_future_type);
     Py_VISIT(st->future_done);
     Py_VISIT(st->future_cancelled);
     Py_VISIT(st->future_set_result);
@@ -107,6 +109,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->message_type);
     Py_CLEAR(st->recv_expire_fn);
     Py_CLEAR(st->future_type);
+    Py_CLEAR(st->sim_future_type);
     Py_CLEAR(st->future_done);
     Py_CLEAR(st->future_cancelled);
     Py_CLEAR(st->future_set_result);

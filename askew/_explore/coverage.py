@@ -21,7 +21,6 @@ alone as always.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import sys
 from typing import Any
@@ -47,7 +46,7 @@ Pattern = tuple[bool, ...]
 
 def pattern(seed: int) -> Pattern:
     """Which swarm knobs run `seed` has on."""
-    return tuple(value is not None for value in dataclasses.astuple(_swarm.draw(seed)))
+    return _swarm.flags(seed)
 
 
 class Feedback:

@@ -46,6 +46,14 @@ Fault = tuple[int | str, float, str]
 Rerun = Callable[[frozenset[int | str]], tuple[str | None, int]]
 
 _SHOWN = 24  # the fault calls the report lists one by one
+# The section a failure gets instead of the analysis when its seed, re-run
+# unchanged and alone, did not give its trace: every re-run without a fault
+# would differ for that other reason, and read as "every fault is needed".
+UNREPRODUCED = [
+    "",
+    "  which faults mattered: not analysed: the seed re-run unchanged did not fail "
+    "the same way (see below), so no re-run without a fault could say what it did",
+]
 MESSAGES_TRIED = 16  # message faults tried alone, the most recent first
 _SAID = 4  # the faults the summary sentence names per verdict
 

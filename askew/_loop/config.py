@@ -265,22 +265,83 @@ def _epoch_range(what: str, value: object) -> str:
 
 def check_span(value: object, what: str) -> tuple[float, float]:
     """A (lo, hi) pair of seconds with 0 <= lo <= hi <= MAX_SPAN_S."""
+    return check_range(value, what, MAX_SPAN_S, "seconds")
+
+
+def span_ns(span: tuple[float, float]) -> tuple[int, int]:
+    return round(span[0] * 1e9), round(span[1] * 1e9)
+
+
+def check_range(value: object, what: str, limit: float, unit: str) -> tuple[float, float]:
+    """A (lo, hi) pair with 0 <= lo <= hi <= limit."""
     if (
         not isinstance(value, (tuple, list))
         or len(value) != 2
         or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
     ):
-        raise TypeError(f"{what} must be a pair (lo, hi) of seconds, not {value!r}")
+        raise TypeError(f"{what} must be a pair (lo, hi) of {unit}, not {value!r}")
     lo, hi = (float(v) for v in value)
-    if not (0.0 <= lo <= hi <= MAX_SPAN_S):  # also false for NaN
-        raise ValueError(
-            f"{what} must satisfy 0 <= lo <= hi <= {MAX_SPAN_S:g} seconds, got {value!r}"
-        )
+    if not (0.0 <= lo <= hi <= limit):  # also false for NaN
+        raise ValueError(f"{what} must satisfy 0 <= lo <= hi <= {limit:g} {unit}, got {value!r}")
     return lo, hi
 
 
-def span_ns(span: tuple[float, float]) -> tuple[int, int]:
-    return round(span[0] * 1e9), round(span[1] * 1e9)
+# What Swarm varies, in the order of its fields and of its draws: the
+# knobs' units and limits (their ASKEW_SWARM spelling is the field name).
+SWARM_KNOBS: dict[str, tuple[str, float]] = {
+    "cpu": ("seconds", MAX_SPAN_S),
+    "overshoot": ("seconds", MAX_SPAN_S),
+    "latency": ("seconds", MAX_SPAN_S),
+    "loss": ("probability", 1.0),
+    "duplicate": ("probability", 1.0),
+}
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """What swarm varies per seed (docs/exploration.md, "Swarm"): each knob
+    given a (lo, hi) range is on in half the seeds, at a strength drawn from
+    that range. The defaults vary only what leaves a test's promise intact:
+    the upper bound of each callback's CPU cost (`cpu`) and of a timer's
+    overshoot (`overshoot`); and every link's latency is reshaped inside the
+    range the test gave it. `latency` (every link's range drawn inside
+    this one, which may lie outside the test's), `loss` and `duplicate`
+    change what a test on a lossless default link was promised: they are
+    opt-in, by name. None switches a knob off."""
+
+    cpu: tuple[float, float] | None = (100e-6, 10e-3)
+    overshoot: tuple[float, float] | None = (1e-3, 100e-3)
+    latency: tuple[float, float] | None = None
+    loss: tuple[float, float] | None = None
+    duplicate: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        for name, (unit, limit) in SWARM_KNOBS.items():
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, check_range(value, f"Swarm({name})", limit, unit))
+
+    def text(self) -> str:
+        """As ASKEW_SWARM and --askew-swarm spell it: 1 for the defaults,
+        else each knob as name=lo..hi, a default one switched off as name=off."""
+        default = Swarm()
+        words = []
+        for name in SWARM_KNOBS:
+            value = getattr(self, name)
+            if value != getattr(default, name):
+                words.append(
+                    f"{name}=off" if value is None else f"{name}={value[0]!r}..{value[1]!r}"
+                )
+        return ",".join(words) or "1"
+
+
+def check_swarm(value: object) -> Swarm | None:
+    """simulate(swarm=...): True (the default Swarm), False, or a Swarm."""
+    if isinstance(value, Swarm):
+        return value
+    if isinstance(value, bool):
+        return Swarm() if value else None
+    raise TypeError(f"swarm must be a bool or an askew.Swarm, not {type(value).__name__} {value!r}")
 
 
 @dataclass(frozen=True)
@@ -295,7 +356,8 @@ class RunConfig:
     executor: str = "refuse"
     pct_depth: int = DEFAULT_PCT_DEPTH
     pct_steps: int = DEFAULT_PCT_STEPS
-    swarm: bool = False
+    # True is Swarm(); kept as the Swarm, or False when off.
+    swarm: bool | Swarm = False
     # Any form check_wall_epoch takes; kept as an aware UTC datetime.
     wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH
     # Set by askew._explore.swarm on the config of one swarm run: its report line.
@@ -311,7 +373,7 @@ class RunConfig:
         check_executor(self.executor)
         check_pct_depth(self.pct_depth)
         check_pct_steps(self.pct_steps)
-        check_flag(self.swarm, "swarm")
+        object.__setattr__(self, "swarm", check_swarm(self.swarm) or False)
         object.__setattr__(self, "wall_epoch", check_wall_epoch(self.wall_epoch))
 
     @property

@@ -5,20 +5,24 @@ The hot half (call_soon, call_later, call_at, time, create_future,
 create_task, the run loop) is C, in askew._core.Loop. This file adds the
 rest of asyncio.AbstractEventLoop: running and stopping with the stdlib's
 error messages, async generators, the exception handler API and the end of
-a run. Its I/O methods are askew/_loop/hostio.py's (served by the network layer,
-or refused), its threads and executors askew/_loop/executor.py's.
+a run (its epochs, the settling of leftover tasks and the dead zone,
+docs/design.md §3). Its I/O methods are askew/_loop/hostio.py's (served by
+the network layer, or refused), its threads and executors
+askew/_loop/executor.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import random
 import sys
 import threading
 import types
 import weakref
 from asyncio import base_events, coroutines, events, futures, tasks
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Coroutine, Iterator
 from typing import Any, NoReturn, TypeVar
 
 from .. import _core
@@ -28,6 +32,7 @@ from .config import GC_EVERY_STEPS, RunConfig, WallEpoch, check_seed, span_ns
 from .executor import ExecutorMethods
 from .frames import describe_wait
 from .hostio import IOMethods
+from .nodes import node_var
 from .patches import scope
 from .text import safe_repr
 
@@ -37,6 +42,14 @@ _core._configure_errors(NondeterminismError)
 
 _HAS_EAGER = sys.version_info >= (3, 12)
 _CoroutineType = types.CoroutineType
+_OURS = (_core.Task, _core.Future)
+
+# Settling a run's leftover tasks (the end of a run, docs/design.md §3):
+# rounds of cancelling what is not done and letting it run, each round at
+# most SETTLE_SECONDS of virtual time, all of them at most SETTLE_STEPS steps.
+SETTLE_ROUNDS = 3
+SETTLE_SECONDS = 60.0
+SETTLE_STEPS = 100_000
 
 
 class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop):  # type: ignore[misc]
@@ -47,7 +60,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         self._task_factory: Any = None
         self._exception_handler: Any = None
         self._current_handle: Any = None
-        self._asyncgens: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        self._asyncgens: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._asyncgens_shutdown_called = False
         self._executor_shutdown_called = False
         self._default_executor: Any = None
@@ -61,14 +74,15 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         self._apply_config()
         self.reset(seed)
 
-    def _apply_config(self, *, budgets: bool = True) -> None:
-        """Hand the config to C; budgets=False lifts the step and time
-        budgets (teardown after a run that spent them)."""
+    def _apply_config(self, *, max_steps: int | None = None) -> None:
+        """Hand the config to C; `max_steps` replaces both budgets with a
+        step budget of its own (settling a run's leftovers after a run that
+        spent them)."""
         cfg = self._config
         self._configure(
             cfg.strategy,
-            cfg.max_steps if budgets else 0,
-            cfg.max_time_ns if budgets else 0,
+            cfg.max_steps if max_steps is None else max_steps,
+            cfg.max_time_ns if max_steps is None else 0,
             GC_EVERY_STEPS,
             span_ns(cfg.cpu),
             span_ns(cfg.overshoot),
@@ -99,6 +113,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         finally:
             self._dropping_run = False
         self._random_state = None
+        self._main_task: asyncio.Future[Any] | None = None
 
     @property
     def seed(self) -> int:
@@ -188,10 +203,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         )
 
     def _deadlock_report(self) -> str:
-        pending = sorted(
-            (t for t in tasks.all_tasks(self) if not t.done()),
-            key=lambda t: getattr(t, "_askew_seq", 0),
-        )
+        pending = self._run_tasks()
         lines = [
             f"deadlock: nothing is ready and no timer is pending, but the run is not done "
             f"(seed={self.seed}, t={self.time():.6f}s, steps={self.steps})"
@@ -214,6 +226,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             fut = tasks.ensure_future(future, loop=self)
         if new_task:
             fut._log_destroy_pending = False  # type: ignore[attr-defined]
+            self._main_task = fut
         # asyncio's done callback stops whichever run is going when it runs.
         # When a run ends in an error raised between steps (a refusal raised
         # at the end of the step that finished `fut`, a KeyboardInterrupt),
@@ -304,11 +317,24 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             }
         )
 
-    # The stdlib's exception handler API works unchanged on this loop.
+    # The stdlib's exception handler API works unchanged on this loop, but
+    # for what an earlier run left behind.
     get_exception_handler: Any = base_events.BaseEventLoop.get_exception_handler
     set_exception_handler: Any = base_events.BaseEventLoop.set_exception_handler
     default_exception_handler: Any = base_events.BaseEventLoop.default_exception_handler
-    call_exception_handler: Any = base_events.BaseEventLoop.call_exception_handler
+    _call_exception_handler: Any = base_events.BaseEventLoop.call_exception_handler
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        """As asyncio's, except that a call about a task or future of an
+        earlier run (its finalizer: "Task was destroyed but it is pending!",
+        "exception was never retrieved") is dropped and counted: it is no
+        news of this run, and the seed alone would never see it."""
+        for key in ("task", "future"):
+            made = context.get(key)
+            if isinstance(made, _OURS) and made._askew_epoch not in (0, self._epoch):
+                self._note_stale()
+                return
+        self._call_exception_handler(context)
 
     # ---- async generators, shutdown ---------------------------------------
 
@@ -323,15 +349,18 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
                 source=self,
                 stacklevel=2,
             )
-        self._asyncgens[agen] = None
+        self._asyncgens[agen] = self._epoch
 
     _dropping_run = False
 
     def _asyncgen_finalizer_hook(self, agen: Any) -> None:
-        self._asyncgens.pop(agen, None)
-        # A generator dropped with its run (reset) is dropped like the run's
-        # tasks: an aclose() task made now would be dropped unawaited.
-        if not self.is_closed() and not self._dropping_run:
+        epoch = self._asyncgens.pop(agen, None)
+        if epoch is not None and epoch != self._epoch:
+            self._note_stale()  # an earlier run's generator: its finally is not this run's
+            return
+        # A generator dropped with its run (reset), or in its dead zone, is
+        # dropped like the run's tasks: an aclose() task made now would never run.
+        if not self.is_closed() and not self._dropping_run and not self._dead:
             self.call_soon_threadsafe(self.create_task, agen.aclose())
 
     async def shutdown_asyncgens(self) -> None:
@@ -356,49 +385,95 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
     def _timer_handle_cancelled(self, handle: Any) -> None:
         """Called by asyncio.TimerHandle.cancel; askew's own handles need nothing."""
 
-    def _cancel_pending(
-        self, waits_for: Callable[[asyncio.Task[Any]], bool]
-    ) -> tuple[BaseException | None, BaseException | None]:
-        """Cancel the run's pending tasks, in creation order, and run until
-        those `waits_for` accepts have finished (World._end_run calls it).
-        Returns what stopped that run early, if anything, and the first
-        error a cancelled task finished with."""
-        # The main task is done by now: with no other task made, none is pending.
-        if self._tasks_made <= 1 or self.is_closed():
-            return None, None
-        pending = sorted(
-            (t for t in asyncio.all_tasks(self) if not t.done()),
+    # ---- the end of a run (docs/design.md §3) -------------------------------
+
+    def _run_tasks(self) -> list[asyncio.Task[Any]]:
+        """This run's pending tasks, in creation order (a task an earlier run
+        left, and a task made by a user's factory, are not this run's)."""
+        if self._tasks_made <= 1:  # at most the task run_until_complete made
+            main = self._main_task
+            return [main] if isinstance(main, asyncio.Task) and not main.done() else []
+        epoch = self._epoch
+        return sorted(
+            (
+                t
+                for t in tasks.all_tasks(self)
+                if not t.done() and getattr(t, "_askew_epoch", 0) in (0, epoch)
+            ),
             key=lambda t: getattr(t, "_askew_seq", 0),
         )
-        if not pending:
-            return None, None
-        for task in pending:
-            task.cancel()
-        live = [t for t in pending if waits_for(t)]
+
+    def _settle(self, leftovers: list[asyncio.Task[Any]]) -> list[BaseException]:
+        """Cancel `leftovers` (the test body's tasks still pending when its
+        verdict is in) and run until they are done, inside the run: in
+        SETTLE_ROUNDS rounds, each cancelling again what is not done (3.11's
+        wait_for can swallow a cancellation) and letting it run for up to
+        SETTLE_SECONDS of virtual time, within SETTLE_STEPS steps in all.
+        What is still pending after that is left to the dead zone. Returns
+        what they raised, and what stopped the settling early: teardown,
+        never a failure."""
+        if not leftovers or self.is_closed():
+            return []
 
         async def settle() -> None:
-            for _ in range(1000):
-                if all(t.done() for t in live):
+            for _ in range(SETTLE_ROUNDS):
+                live = [t for t in leftovers if not t.done()]
+                if not live:
                     return
-                await asyncio.sleep(0)
+                for task in live:
+                    task.cancel()
+                await asyncio.wait(live, timeout=SETTLE_SECONDS)
 
-        stopped: BaseException | None = None
-        # A run that failed on its step or time budget has spent it: lift both
-        # while the cancelled tasks finish (settle() is bounded on its own).
-        self._apply_config(budgets=False)
+        raised: list[BaseException] = []
+        self._apply_config(max_steps=SETTLE_STEPS)
         try:
             self.run_until_complete(settle())
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            stopped = exc
+            raised.append(exc)
         finally:
             self._apply_config()
-        raised: BaseException | None = None
-        for task in pending:  # every error is retrieved, so none is logged later
+        for task in leftovers:  # each error retrieved, so none is logged later
             if task.done() and not task.cancelled() and task.exception() is not None:
-                raised = raised or task.exception()
-        return stopped, raised
+                raised.append(task.exception())  # type: ignore[arg-type]
+        return raised
+
+    def _detach(self, task: asyncio.Task[Any]) -> BaseException | None:
+        """In the dead zone: let go of a task of this run that will never run
+        again (a crashed or powered-off node's, a leftover the settling did
+        not finish). Its coroutine is closed as the node it ran as, so what
+        a finally still does is that node's, and the task leaves asyncio's
+        registry, so no later run sees it. What the closing raised."""
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
+        ctx = contextvars.copy_context()
+        owner = getattr(task, "_askew_owner", -1)
+        if owner >= 0:
+            ctx.run(node_var.set, owner)
+        error: BaseException | None = None
+        try:
+            ctx.run(task.get_coro().close)
+        except Exception as exc:  # a finally that raised: teardown
+            error = exc
+        tasks._unregister_task(task)
+        return error
+
+    @contextlib.contextmanager
+    def _frozen(self) -> Iterator[None]:
+        """The run's dead zone, after its verdict and its leftovers settled:
+        what user code still runs (a finally, a close, a finalizer) runs as
+        inside the run, on this loop and its virtual clocks, but no clock
+        moves (a time.sleep returns at once) and nothing it schedules runs.
+        The dead zone lasts until the next reset; the loop is active only
+        inside this block."""
+        self._set_dead(True)
+        self._enter()
+        events._set_running_loop(self)
+        try:
+            yield
+        finally:
+            events._set_running_loop(None)
+            self._leave()
 
     def _end_run(self) -> None:
         """Drop what is left of the run once its world has ended: ready

@@ -10,8 +10,12 @@ calendar functions (localtime, gmtime, ctime, asctime, strftime) with no time
 given read virtual clocks too; the local time zone is UTC (TZ=UTC, unless the
 run sets its own); logging's start time is the run's wall epoch, so records'
 relativeCreated count virtual time since it; the global `random` module is
-reseeded from the run's seed; Thread.start is refused on the simulation
-thread; the cyclic gc only runs when the loop says.
+reseeded from the run's seed at every run start, and so is numpy's legacy
+global generator (`np.random.seed`, `rand`, `randint`, `choice`) when numpy
+is loaded, from a stream of its own, and uuid1's last timestamp is
+forgotten (docs/determinism.md lists what is reset and what is not);
+Thread.start is refused on the simulation thread; the cyclic gc only runs
+when the loop says.
 
 The rest of what the Python layer can reach, on the simulation thread only:
 an unseeded `random.Random()` (and `random.seed()`), `random.SystemRandom`,
@@ -282,6 +286,9 @@ class Scope:
         self._nesting = Nesting()
         self._names = NameSwap()
         self._saved_random: Any = None
+        # Process-global generators beside `random` (numpy's legacy one,
+        # uuid1's last timestamp), saved at the outermost open.
+        self._saved_globals: list[tuple[Any, Any]] = []
         self._gc_was_enabled = False
         self._saved_tz: str | None = None
         self._saved_log_start: Any = None
@@ -300,6 +307,7 @@ class Scope:
         if not self._nesting.enter():
             return
         self._saved_random = random.getstate()
+        self._saved_globals = _save_globals()
         self._gc_was_enabled = gc.isenabled()
         try:
             for name in _TIME_NAMES:
@@ -406,6 +414,8 @@ class Scope:
         self._exit_host_state()
         if self._saved_random is not None:
             random.setstate(self._saved_random)
+        _restore_globals(self._saved_globals)
+        self._saved_globals = []
         if self._gc_was_enabled:
             gc.enable()
         self._saved_random = None
@@ -439,7 +449,9 @@ class Scope:
 
     @staticmethod
     def reseed(seed: int) -> None:
-        """Seed the global `random` module for the run `seed`."""
+        """Reset the process-global state a run can read for the run `seed`:
+        the global `random` module, numpy's legacy generator (if loaded),
+        tempfile's name generator and uuid1's last timestamp."""
         # What random.seed(int) does, without the Python wrapper's checks:
         # seed the module's generator in C and forget a cached gauss value.
         inst: Any = random._inst
@@ -447,6 +459,34 @@ class Scope:
         inst.gauss_next = None
         # Each run names its temporary files from its own entropy.
         tempfile._name_sequence = None  # type: ignore[attr-defined]
+        np_random = sys.modules.get("numpy.random")
+        if np_random is not None:
+            word = int(_core.seed_stream(seed, _core.STREAM_NUMPY))
+            np_random.seed([word & 0xFFFFFFFF, word >> 32])
+        uuid = sys.modules.get("uuid")
+        if uuid is not None:
+            # uuid1 never repeats a timestamp: the last one would carry over.
+            uuid._last_timestamp = None  # type: ignore[attr-defined]
+
+
+def _save_globals() -> list[tuple[Any, Any]]:
+    """What Scope.reseed changes beside `random`, as (module, state)."""
+    saved: list[tuple[Any, Any]] = []
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        saved.append((np_random, np_random.get_state()))
+    uuid = sys.modules.get("uuid")
+    if uuid is not None:
+        saved.append((uuid, uuid._last_timestamp))
+    return saved
+
+
+def _restore_globals(saved: list[tuple[Any, Any]]) -> None:
+    for module, state in saved:
+        if module.__name__ == "uuid":
+            module._last_timestamp = state
+        else:
+            module.set_state(state)
 
 
 scope = Scope()

@@ -18,7 +18,9 @@ from .config import (
     MAX_SPAN_S,
     SEED_LIMIT,
     STRATEGIES,
+    SWARM_KNOBS,
     RunConfig,
+    Swarm,
     check_max_steps,
     check_max_time,
     check_pct_depth,
@@ -95,6 +97,14 @@ def env_views(test: str, seed: int) -> tuple[str | None, str | None]:
         name = "".join(c if c.isalnum() or c in "._-" else "_" for c in test)
         timeline = os.path.join(folder, f"{name}-{seed}.html")
     return timeline, trace_json
+
+
+def env_check_replay(default: bool) -> bool:
+    """ASKEW_CHECK_REPLAY: whether a failing seed is re-run alone in a fresh
+    world before its report (--askew-check-replay); `default` when unset (on
+    under pytest and in `askew sweep`)."""
+    raw = os.environ.get("ASKEW_CHECK_REPLAY", "")
+    return parse_flag(raw, "ASKEW_CHECK_REPLAY") if raw.strip() else default
 
 
 def env_flag(name: str) -> bool:
@@ -174,6 +184,33 @@ def parse_flag(text: str, what: str) -> bool:
     raise ValueError(f"{what} must be 0 or 1, got {text!r}")
 
 
+def parse_swarm(text: str, what: str) -> Swarm | bool:
+    """Swarm written as text: 0/1 (off, the default Swarm), or knobs as
+    name=lo..hi (name=off for a default one), comma separated, each over
+    the defaults: "loss=0..0.2,duplicate=0..0.05"."""
+    word = text.strip().lower()
+    if word in ("0", "1", "false", "true", "no", "yes", "off", "on"):
+        return parse_flag(word, what)
+    changes: dict[str, tuple[float, float] | None] = {}
+    for item in word.replace(" ", "").split(","):
+        name, eq, value = item.partition("=")
+        lo, dots, hi = value.partition("..")
+        try:
+            pair = None if value == "off" else (float(lo), float(hi))
+        except ValueError:
+            pair, dots = None, ""
+        if name not in SWARM_KNOBS or not eq or (value != "off" and not dots):
+            raise ValueError(
+                f"{what} must be 0, 1, or knobs as name=lo..hi or name=off separated by "
+                f"commas, the names {', '.join(SWARM_KNOBS)} (say loss=0..0.2), got {text!r}"
+            )
+        changes[name] = pair
+    try:
+        return Swarm(**changes)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
 def parse_executor(text: str, what: str) -> str:
     if text.strip() not in EXECUTORS:
         raise ValueError(f"{what} must be one of {', '.join(EXECUTORS)}, got {text!r}")
@@ -202,7 +239,7 @@ KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "executor": ("ASKEW_EXECUTOR", parse_executor),
     "pct_depth": ("ASKEW_PCT_DEPTH", parse_pct_depth),
     "pct_steps": ("ASKEW_PCT_STEPS", parse_pct_steps),
-    "swarm": ("ASKEW_SWARM", parse_flag),
+    "swarm": ("ASKEW_SWARM", parse_swarm),
     "wall_epoch": ("ASKEW_WALL_EPOCH", parse_wall_epoch),
 }
 # Wrap mode runs executor work inline unless told otherwise (docs/wrapping.md
@@ -252,9 +289,12 @@ def strategy_note(config: RunConfig) -> str | None:
 
 def swarm_note(config: RunConfig) -> str | None:
     """What a failure report says of the swarm configuration it ran under."""
-    if config.swarm_note is None:
+    if config.swarm_note is None or not isinstance(config.swarm, Swarm):
         return None
-    return f"{config.swarm_note}; the seed decides it: replay with swarm on"
+    return (
+        f"{config.swarm_note}; the seed decides it: replay with the same swarm "
+        f"(ASKEW_SWARM={config.swarm.text()})"
+    )
 
 
 def env_knob_assignments() -> list[str]:
@@ -267,6 +307,8 @@ def knob_text(value: object) -> str:
     """A parsed knob as its ASKEW_* variable or option spells it (a span as LO,HI)."""
     if isinstance(value, tuple):
         return ",".join(map(repr, value))
+    if isinstance(value, Swarm):
+        return value.text()
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, datetime.datetime):
@@ -287,6 +329,7 @@ ENV_VARIABLES = frozenset(
         "ASKEW_TIMELINE",
         "ASKEW_TRACE_JSON",
         "ASKEW_CHECK_DETERMINISM",
+        "ASKEW_CHECK_REPLAY",
         "ASKEW_DEBUG",
         "ASKEW_PRELOAD_UNRESOLVED",
         "ASKEW_SUPPRESS",

@@ -62,6 +62,15 @@ class Outcome:
     nodes: list[str] | None = None
     spinning: list[str] = dataclasses.field(default_factory=list)
     views: list[str] = dataclasses.field(default_factory=list)  # timeline, trace JSON
+    # What user code raised after the verdict (docs/design.md §3): never a
+    # failure; what earlier runs left that surfaced in this one and was
+    # dropped; how many events the log had at the verdict.
+    teardown: list[str] = dataclasses.field(default_factory=list)
+    stale: int = 0
+    log_count: int = 0
+    # Whether the seed was re-run alone and gave the same trace: None if
+    # not checked, else what the report says (replay_alone_lines).
+    alone: list[str] | None = None
 
 
 def recent_events(loop: SimLoop, everything: bool) -> list[Event]:
@@ -111,13 +120,18 @@ def node_states(world: World) -> list[str]:
 def spinning_tasks(loop: SimLoop) -> list[str]:
     """The tasks still ready to run when a step budget ran out (the ones
     that kept each other busy), each with the line it is at."""
-    from asyncio import tasks
-
-    ready = [
-        t for t in tasks.all_tasks(loop) if not t.done() and getattr(t, "_fut_waiter", None) is None
-    ]
-    ready.sort(key=lambda t: getattr(t, "_askew_seq", 0))
+    ready = [t for t in loop._run_tasks() if getattr(t, "_fut_waiter", None) is None]
     return [f"{t.get_name()} at {describe_wait(t)}" for t in ready]
+
+
+def teardown_line(what: BaseException | dict[str, Any]) -> str:
+    """One line of a run's teardown log: an exception user code raised
+    after the verdict, or an exception-handler call (asyncio's context)."""
+    if isinstance(what, BaseException):
+        return _headline(what, None)
+    message = safe_repr(what.get("message", "exception handler called"), str)
+    exc = what.get("exception")
+    return f"{message}: {_headline(exc, None)}" if isinstance(exc, BaseException) else message
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -270,6 +284,16 @@ def _nodes_section(outcome: Outcome) -> list[str]:
     return lines
 
 
+def _teardown_section(outcome: Outcome) -> list[str]:
+    if not outcome.teardown:
+        return []
+    lines = ["", "  teardown (after the verdict: logged, never a failure)"]
+    lines += [f"    {line}" for line in outcome.teardown[:_FAULTS_SHOWN]]
+    if len(outcome.teardown) > _FAULTS_SHOWN:
+        lines.append(f"    ... {len(outcome.teardown) - _FAULTS_SHOWN} more")
+    return lines
+
+
 def _events_section(outcome: Outcome) -> list[str]:
     # A message delivered shows once, as its delivery.
     shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
@@ -300,10 +324,16 @@ def simulation_failure(
     lines += _faults_section(outcome)
     lines += _nodes_section(outcome)
     lines += _events_section(outcome)
+    lines += _teardown_section(outcome)
     replay = _simulated_replay(fn.__qualname__, seed)
-    lines += ["", f"  replay: {replay}"]
+    lines += ["", *(outcome.alone or []), f"  replay: {replay}"]
     lines += [f"  {_view_name(path)}: {path}" for path in outcome.views]
     lines += [f"  note: {note}" for note in notes(config, exc)]
+    if outcome.stale:
+        lines.append(
+            f"  note: {outcome.stale} leftover(s) of earlier runs on this loop (a callback, "
+            "a finalizer) surfaced in this run and were dropped, not charged to it"
+        )
     cls = type(exc) if isinstance(exc, SimulationFailure) else SimulationFailure
     report = cls(lines[0])
     report.report = "\n".join(lines)
@@ -314,6 +344,45 @@ def simulation_failure(
     report.trace_hash = outcome.trace_hash
     report.replay = replay
     return report
+
+
+def first_difference(a: Sequence[Event], a_start: int, b: Sequence[Event], b_start: int) -> str:
+    """Where two runs' logs first differ, each given as its kept events and
+    the number of the first of them (a ring keeps only the newest)."""
+    start = max(a_start, b_start)
+    xs, ys = a[start - a_start :], b[start - b_start :]
+    for k, (x, y) in enumerate(zip(xs, ys, strict=False)):
+        if x != y:
+            return f"first divergent event #{start + k}:\n    here:  {x}\n    alone: {y}"
+    if len(xs) != len(ys):
+        k = min(len(xs), len(ys))
+        longer, which = (xs, "here") if len(xs) > len(ys) else (ys, "alone")
+        return f"the run {which} logged more events, from #{start + k}: {longer[k]}"
+    return "their logs agree; they diverge in scheduling decisions"
+
+
+def replay_alone_lines(
+    same: bool,
+    where: str = "",
+    again_failed: bool = True,
+    alone_twice_agree: bool = True,
+) -> list[str]:
+    """The report's "replays alone" line: the seed re-run alone, in a fresh
+    world, gave this run's trace; or how it did not, and the likely cause."""
+    if same:
+        return ["  replays alone: yes"]
+    what = "fails otherwise" if again_failed else "passes"
+    cause = (
+        "state left by an earlier iteration (module globals, caches, class attributes, "
+        "or the process state docs/determinism.md lists as not reset)"
+        if alone_twice_agree
+        else "the run is not deterministic even alone (a real clock, a thread, an identity "
+        "hash: run it with ASKEW_CHECK_DETERMINISM=1)"
+    )
+    return [
+        f"  replays alone: no: alone, in a fresh world, it {what}; {where}",
+        f"  likely cause: {cause}",
+    ]
 
 
 def _view_name(path: str) -> str:

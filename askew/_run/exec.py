@@ -51,7 +51,8 @@ wrap options (each needs --wrap; pytest's --askew-NAME options are the same):
   --executor E       inline (default under --wrap) or refuse (ASKEW_EXECUTOR)
   --pct-depth D      PCT's bug depth, default 3 (ASKEW_PCT_DEPTH)
   --pct-steps K      PCT's estimate of a run's steps, default 1000 (ASKEW_PCT_STEPS)
-  --swarm 0|1        a seeded random subset of fault knobs per seed (ASKEW_SWARM)
+  --swarm 0|1|K=LO..HI  per seed, CPU cost, overshoot and latency inside each link's
+                     range; loss=, duplicate=, latency= by name (ASKEW_SWARM)
   --wall-epoch DATE  what the wall clock reads at t=0, default 2020-01-01; ISO-8601
                      or Unix seconds (ASKEW_WALL_EPOCH)
 """

@@ -31,6 +31,7 @@ import pytest
 from .._loop.frames import PACKAGE_DIR
 from .._loop.settings import (
     KNOBS,
+    env_check_replay,
     env_flag,
     env_iterations,
     env_knobs,
@@ -67,7 +68,11 @@ _KNOB_HELP = {
     "executor": ("E", "inline (the wrap default: executor work runs at a loop step) or refuse"),
     "pct_depth": ("D", "the bug depth PCT aims at (default 3)"),
     "pct_steps": ("K", "PCT's estimate of a run's steps (default 1000)"),
-    "swarm": ("0|1", "a seeded random subset of fault knobs per seed"),
+    "swarm": (
+        "0|1|KNOB=LO..HI,...",
+        "per seed, a seeded subset of CPU cost, overshoot and latency inside each link's "
+        "range; loss, duplicate, latency beyond it by name (loss=0..0.2)",
+    ),
     "wall_epoch": ("DATE", "what the wall clock reads at t=0: 2026-01-01 or Unix seconds"),
 }
 
@@ -137,6 +142,13 @@ def _add_shrink_options(group: Any) -> None:
         help="wall-time budget of that analysis per failure (default 10; as ASKEW_SHRINK_SECONDS)",
     )
     group.addoption(
+        "--askew-check-replay",
+        default=None,
+        metavar="0|1",
+        help="after a failure, re-run its seed alone in a fresh world and say whether it "
+        "replays alone (default 1 under pytest; as ASKEW_CHECK_REPLAY)",
+    )
+    group.addoption(
         "--askew-db",
         default=None,
         metavar="PATH|off",
@@ -149,12 +161,14 @@ def _configure_shrink(config: pytest.Config) -> None:
     for option, variable in (
         ("askew_shrink", "ASKEW_SHRINK"),
         ("askew_shrink_seconds", "ASKEW_SHRINK_SECONDS"),
+        ("askew_check_replay", "ASKEW_CHECK_REPLAY"),
         ("askew_db", "ASKEW_DB"),
     ):
         text = config.getoption(option, None)
         if text is not None:
             os.environ[variable] = str(text)
     env_shrink()  # a bad value is one usage error now, not one per failure
+    env_check_replay(True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

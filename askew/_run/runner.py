@@ -6,7 +6,8 @@ into a plain sync function that pytest collects like any other; its other
 parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
 seed derived from (S, i), so the seed a report names replays alone. One
 loop is reset and reused across iterations. A run ends through the
-world's and the loop's own methods (World._end_run, SimLoop._end_run); its
+world's and the loop's own methods (World._power_off and _release, around
+SimLoop._frozen, the dead zone; then SimLoop._end_run); its
 report is askew._report's. run_iterations runs a range of a test's
 iterations the same way for `askew sweep` (askew._run.sweep), and the pytest
 plugin follows each sweep through `observer` (its progress line).
@@ -21,6 +22,7 @@ import gc
 import inspect
 import io
 import os
+import sys
 import traceback
 import types
 from collections.abc import Callable, Coroutine, Iterable, Iterator
@@ -44,6 +46,7 @@ from .._loop.config import (
     DEFAULT_WALL_EPOCH,
     SEED_LIMIT,
     RunConfig,
+    Swarm,
     WallEpoch,
     check_iterations,
     check_seed,
@@ -52,6 +55,7 @@ from .._loop.frames import PACKAGE_DIR
 from .._loop.loop import SimLoop
 from .._loop.patches import NameSwap, scope
 from .._loop.settings import (
+    env_check_replay,
     env_flag,
     env_iterations,
     env_knobs,
@@ -66,13 +70,17 @@ from .._report.report import (
     Outcome,
     divergence,
     event_text,
+    first_difference,
     interrupted,
     node_states,
     own_cause,
     recent_events,
+    replay_alone_lines,
     simulation_failure,
     spinning_tasks,
+    teardown_line,
 )
+from .._world.log import Event, event_from_entry
 from .._world.world import World
 from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
 
@@ -101,7 +109,7 @@ def simulate(
     executor: str = "refuse",
     pct_depth: int = DEFAULT_PCT_DEPTH,
     pct_steps: int = DEFAULT_PCT_STEPS,
-    swarm: bool = False,
+    swarm: bool | Swarm = False,
     wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH,
     check_determinism: bool = False,
 ) -> Any:
@@ -113,8 +121,11 @@ def simulate(
     schedules asyncio could produce), "fifo", "pct" (faithful too: PCT's
     random loop priorities aiming at bugs of depth pct_depth, with change
     points spread over pct_steps steps), "interleave" or "shuffle".
-    swarm: each seed also switches on a seeded subset of the fault knobs
-    (docs/exploration.md, "Swarm"); the report names it.
+    swarm: True (askew.Swarm()) or an askew.Swarm: each seed also varies a
+    seeded subset of what leaves the test's promise intact (CPU cost,
+    overshoot, each link's latency inside its range), and of the knobs the
+    Swarm names (loss, duplication, latency beyond the range;
+    docs/exploration.md, "Swarm"); the report names the configuration.
     cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
     and of timer lateness under "faithful". max_steps / max_time: per-run
     budgets (callbacks, virtual seconds). executor="inline" runs
@@ -298,6 +309,7 @@ class IterationOutcome:
     headline: str | None = None  # the report's first line; None if the run passed
     report: str | None = None  # the report a pytest run would show
     signature: str | None = None  # what groups failures: failure_signature()
+    replays_alone: bool | None = None  # None: not checked (ASKEW_CHECK_REPLAY=0)
 
 
 _NOT_USER = (PACKAGE_DIR, os.path.dirname(os.__file__) + os.sep)
@@ -346,6 +358,7 @@ def _sweeping(
         yield loop
     finally:
         disk_names.undo()
+        loop.set_exception_handler(None)
         loop.close()
         # issue 14: what the loop let go of is collected here, in this test,
         # while only this test's objects are unfrozen (a cheap collection).
@@ -372,14 +385,17 @@ def _iteration(
     views: tuple[str | None, str | None] | None = None,
     suppress: frozenset[int | str] = frozenset(),
     calls: list[tuple[int | str, float, str]] | None = None,
+    alone: bool = False,
 ) -> SimulationFailure | None:
     """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
-    its report if it failed, and the run's fault calls added to `calls`. A
-    determinism check that finds two traces raises NondeterminismError."""
+    its report if it failed, and the run's fault calls added to `calls`.
+    With `alone`, a failure is first re-run alone in a fresh world and its
+    report says whether it replays alone. A determinism check that finds
+    two traces raises NondeterminismError."""
     __tracebackhide__ = True
     run_config, drawn = config, None
     if config.swarm:  # the seed decides the configuration
-        drawn = _swarm.draw(seed)
+        drawn = _swarm.draw(seed, config.swarm)
         run_config = _swarm.run_config(config, drawn)
         loop._config = run_config
         loop._apply_config()
@@ -388,18 +404,71 @@ def _iteration(
         again = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
         if again.trace_hash != outcome.trace_hash:
             raise NondeterminismError(divergence(fn, seed, i, outcome, again))
-    written = _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
     if outcome.failure is None:
+        _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
         return None
+    same: bool | None = None
+    if alone:
+        same, outcome.alone = _replay_alone(
+            loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
+        )
+    written = _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
     if calls is not None:
         calls.extend(outcome.fault_calls)
     failure = simulation_failure(
         fn, seed, i, dataclasses.replace(outcome, views=written), run_config
     )
     failure.__cause__ = own_cause(outcome.failure)
+    failure.replays_alone = same
     if suppress:  # its replay names the calls it skipped
         _set_replay(failure, _suppressed_replay(failure.replay, suppress))
     return failure
+
+
+def _replay_alone(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    config: RunConfig,
+    drawn: _swarm.SwarmDraw | None,
+    suppress: frozenset[int | str],
+    first: Outcome,
+) -> tuple[bool, list[str]]:
+    """Re-run a failed seed alone, on a fresh loop of its own: whether it
+    gave the same trace, and the report's lines saying so. If it did not,
+    the two logs (`loop` still holds the failed run's) name the first event
+    that differs, and one more run alone tells state left by earlier runs
+    (the two alone runs agree) from a run that is not deterministic at all."""
+
+    def alone() -> tuple[Outcome, list[Event], int]:
+        fresh = SimLoop(seed, config)
+        try:
+            got = _run_once(fresh, fn, seed, args, kwargs, False, drawn, suppress)
+            return got, *_verdict_log(fresh, got)
+        finally:
+            fresh.set_exception_handler(None)
+            fresh.close()
+
+    again, events, start = alone()
+    if again.trace_hash == first.trace_hash:
+        return True, replay_alone_lines(True)
+    here, here_start = _verdict_log(loop, first)
+    third = alone()[0]
+    where = first_difference(here, here_start, events, start)
+    failed = again.failure is not None
+    return False, replay_alone_lines(False, where, failed, third.trace_hash == again.trace_hash)
+
+
+def _verdict_log(loop: SimLoop, outcome: Outcome) -> tuple[list[Event], int]:
+    """The events `loop` logged in `outcome`'s run up to its verdict (what
+    it logged at its end is left out), and the number of the first."""
+    kept = loop._log_recent(kinds.LOG_KEPT)
+    after = loop._log_count() - outcome.log_count
+    if after > 0:
+        kept = kept[:-after]
+    return [event_from_entry(e) for e in kept], outcome.log_count - len(kept)
 
 
 def _write_views(
@@ -466,9 +535,20 @@ def _analyse_faults(
         return failure_signature(again), again.steps or 0
 
     found = _shrink.analyse(rerun, calls, signature, failure.steps or 0, budget)
-    section = found.lines(_suppressed_replay(failure.replay, found.suppressed()))
-    mark = f"\n\n  replay: {failure.replay}"
-    failure.report = failure.report.replace(mark, "\n" + "\n".join(section) + mark)
+    _insert_section(failure, found.lines(_suppressed_replay(failure.replay, found.suppressed())))
+
+
+def _insert_section(failure: SimulationFailure, section: list[str]) -> None:
+    """Put a section into the report before its replay lines (the one that
+    says whether it replays alone, the replay command)."""
+    replay = f"\n  replay: {failure.replay}"
+    head, sep, tail = failure.report.partition("\n\n  replays alone:")
+    if sep:
+        failure.report = head + "\n" + "\n".join(section) + sep + tail
+    else:
+        failure.report = failure.report.replace(
+            "\n" + replay, "\n" + "\n".join(section) + "\n" + replay
+        )
 
 
 def _sweep(
@@ -495,6 +575,9 @@ def _sweep(
             base = int.from_bytes(_real_urandom(8), "little")
         iterations = env_iterations() or spec.iterations
     check = spec.check_determinism or env_flag("ASKEW_CHECK_DETERMINISM")
+    # The replay-alone check: on by default under pytest; the fault
+    # analysis needs its re-run, so it runs whenever the analysis would.
+    alone = env_check_replay("PYTEST_CURRENT_TEST" in os.environ) or budget > 0
     n = iterations or spec.iterations
     # ASKEW_STRATEGY and the other knob variables (the plugin's options) override
     # the decorator's arguments, as ASKEW_SEED does.
@@ -508,19 +591,24 @@ def _sweep(
             if watch is not None:
                 watch.sweep_begins(fn, base, n)
             if _coverage.enabled() and n > 1:
-                feedback = _coverage.Feedback(loop, base, config.swarm)
+                feedback = _coverage.Feedback(loop, base, bool(config.swarm))
             for i in range(n):
                 seed = feedback.seed(i) if feedback else iteration_seed(base, i)
                 calls: list[tuple[int | str, float, str]] = []
                 failure = _iteration(
-                    loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls
+                    loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls, alone
                 )
                 if feedback is not None:
                     feedback.observe(seed)
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
-                    if budget > 0 and calls:  # no faults: nothing to analyse
+                    analyse = budget > 0 and bool(calls)  # no faults: nothing to analyse
+                    if analyse and not failure.replays_alone:
+                        # Re-runs without a fault say what the fault did only
+                        # if the run without none is this one (issue 24).
+                        _insert_section(failure, _shrink.UNREPRODUCED)
+                    elif analyse:
                         _analyse_faults(
                             failure,
                             calls,
@@ -575,6 +663,7 @@ def run_iterations(
     if not 0 <= start <= stop <= SEED_LIMIT:
         raise ValueError(f"iterations [{start}, {stop}) are not a range within [0, 2**64]")
     check = spec.check_determinism or env_flag("ASKEW_CHECK_DETERMINISM")
+    alone = env_check_replay(True)  # a sweep prints no seed it did not check
     config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
     outcomes: list[IterationOutcome] = []
     coverage: list[_buggify.Summary] = []
@@ -587,7 +676,7 @@ def run_iterations(
         for i in range(start, stop):
             seed = iteration_seed(base, i)
             try:
-                failure = _iteration(loop, fn, seed, i, (), {}, check, config)
+                failure = _iteration(loop, fn, seed, i, (), {}, check, config, alone=alone)
             except NondeterminismError as exc:
                 failure = exc
             if feedback is not None:
@@ -597,7 +686,12 @@ def run_iterations(
                 continue
             report = getattr(failure, "report", None) or str(failure)
             outcome = IterationOutcome(
-                i, seed, report.splitlines()[0], report, failure_signature(failure)
+                i,
+                seed,
+                report.splitlines()[0],
+                report,
+                failure_signature(failure),
+                getattr(failure, "replays_alone", None),
             )
             outcomes.append(outcome)
             del failure  # its traceback holds the run: collect it with the run
@@ -616,6 +710,11 @@ def _run_once(
     swarm: _swarm.SwarmDraw | None = None,
     suppress: frozenset[int | str] = frozenset(),
 ) -> Outcome:
+    """One run of `fn` under `seed` on `loop`, to its end (docs/design.md §3):
+    the verdict is fixed when the test body returns or raises (or a node
+    raised before), and what the run's end does after it (its leftovers
+    settling, the dead zone, the collection of its garbage) is teardown,
+    logged in the outcome and never its failure."""
     __tracebackhide__ = True
     loop.reset(seed)
     scope.reseed(seed)
@@ -626,15 +725,18 @@ def _run_once(
     errors: list[dict[str, Any]] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     failure: BaseException | None = None
+    teardown: list[str] = []
     try:
         loop.run_until_complete(fn(world, *args, **kwargs))
     except (KeyboardInterrupt, SystemExit):
-        _teardown(loop, world)
+        _teardown(loop, [world], teardown)
         raise
     except BaseException as exc:
         failure = exc
     if world._failure is not None:
         failure = world._failure
+    if failure is None and errors:
+        failure = _unhandled(errors[0])
     time, steps = world.now, loop.steps
     nodes: list[str] | None = None
     spinning: list[str] = []
@@ -643,33 +745,27 @@ def _run_once(
         refused = isinstance(failure, NondeterminismError)
         kind = kinds.ASSERT if isinstance(failure, AssertionError) and not refused else kinds.ERROR
         world.log._emit(kind, -1, event_text(failure, world._failed_node))
-        # The state at the failure, before teardown cancels and unwinds.
+        # The state at the failure, before the run's end stops and unwinds it.
         nodes = node_states(world)
         if isinstance(failure, BudgetExceeded):
             spinning = spinning_tasks(loop)
     # Formatting the log costs more than a small run: only for a report or a
     # comparison. The log stays in the loop until its next reset.
-    events = recent_events(loop, want_events) if failure is not None or want_events else None
-    trace_hash = loop.trace_hash
+    events = recent_events(loop, want_events) if failure is not None or want_events else []
+    trace_hash, log_count = loop.trace_hash, loop._log_count()
     faults, faults_dropped = world.log._faults, world.log.faults_dropped
     fault_calls = world._all_faults()  # shrink3: with the network's message faults
-    teardown_error = _teardown(loop, world)
     failed_node = world._failed_node
-    if nodes is None and (teardown_error is not None or errors):
-        nodes = node_states(world)  # a failure found at teardown: the state after it
-    # Collect this run's garbage now, while its exception handler is set: the
-    # world is cyclic (nodes point back at it), so an unretrieved task
-    # exception in node state would otherwise surface in a later iteration,
-    # which its seed replayed alone would not reproduce.
+    # The world is cyclic (nodes point back at it): only _teardown, which
+    # collects the run's garbage in its dead zone, may still hold it.
+    ending = [world]
     del world
-    gc.collect()
-    if failure is None:
-        failure = teardown_error
-    if failure is None and errors:
-        failure = _unhandled(errors[0])
-    loop.set_exception_handler(None)
-    if events is None:
-        events = recent_events(loop, False) if failure is not None else []
+    _teardown(loop, ending, teardown, collect=True)
+    loop._end_run()
+    # Until the next run sets its own, what reaches the handler is this
+    # run's leftovers, after its end (the log's payloads freed at the next
+    # reset): dropped, as the dead zone drops it.
+    loop.set_exception_handler(_after_the_run)
     return Outcome(
         failure,
         failed_node,
@@ -682,15 +778,55 @@ def _run_once(
         fault_calls=fault_calls,
         nodes=nodes,
         spinning=spinning,
+        teardown=teardown,
+        stale=loop._stale,
+        log_count=log_count,
     )
 
 
-def _teardown(loop: SimLoop, world: World) -> BaseException | None:
-    """End the run: the world's side first (pending tasks, crashed nodes),
-    then the loop's."""
-    error = world._end_run()
-    loop._end_run()
-    return error
+@contextlib.contextmanager
+def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
+    """What user code does at the end of a run reaches no one but `log`:
+    what reaches the exception handler and an exception a finalizer raised
+    (sys.unraisablehook: under -W error, a stream a closed coroutine let go
+    of warns "unclosed" in its __del__) are teardown lines, never an error
+    of the test that is running (pytest turns an unraisable into one). A
+    warning that is no error is left to the warning filters: it fails
+    nothing, and pytest lists it (decision: catching warnings cost 15 µs a
+    run)."""
+
+    def unraisable(what: Any) -> None:
+        said = what.err_msg or "Exception ignored"
+        exc = what.exc_value
+        log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
+
+    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
+    hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+
+
+def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool = False) -> None:
+    """End the run of the world `ending` holds (it lets go of it): power
+    off, then the dead zone, in which, with `collect`, the run's garbage is
+    collected, so that what it held (an unretrieved exception, a pending
+    task) is finalized now and not in a later iteration, which its seed
+    replayed alone would not see. What user code raised goes to `log`."""
+    world = ending.pop()
+    with _quiet(loop, log):
+        log.extend(map(teardown_line, world._power_off()))
+        with loop._frozen():
+            log.extend(map(teardown_line, world._release()))
+            del world
+            if collect:
+                gc.collect()
+
+
+def _after_the_run(loop: SimLoop, context: dict[str, Any]) -> None:
+    """The exception handler between two runs of a sweep: nobody's news."""
 
 
 def _unhandled(context: dict[str, Any]) -> BaseException:

@@ -246,6 +246,7 @@ class Failure:
     seed: int
     signature: str
     headline: str
+    replays_alone: bool | None = None  # None: not checked (ASKEW_CHECK_REPLAY=0)
 
 
 @dataclass
@@ -285,7 +286,7 @@ def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
     outcomes, coverage = run_iterations(_test, base, start, stop, edges)
     cpu = time.process_time() - began
     failures = [
-        Failure(o.iteration, o.seed, o.signature or "", o.headline or "")
+        Failure(o.iteration, o.seed, o.signature or "", o.headline or "", o.replays_alone)
         for o in outcomes
         if o.headline is not None
     ]
@@ -606,6 +607,7 @@ class _Collector:
         lines = [f"FAIL seed={failure.seed} iteration={failure.iteration}: {failure.headline}"]
         if n == 0:
             lines.append(f"  new signature: {failure.signature}")
+        lines.append(_alone_line(failure))
         lines.append(f"  replay: {replay_command(failure.seed, self.options.test_id)}")
         print("\n".join(lines), file=self.out, flush=True)
 
@@ -615,6 +617,16 @@ class _Collector:
 
     def close(self) -> None:
         self.progress.clear()
+
+
+def _alone_line(failure: Failure) -> str:
+    """Whether the seed was checked to replay alone: a sweep prints no seed
+    as reproducible that it did not check."""
+    if failure.replays_alone is None:
+        return "  replays alone: not checked (ASKEW_CHECK_REPLAY=0)"
+    if failure.replays_alone:
+        return "  replays alone: yes"
+    return "  replays alone: NO: alone it runs otherwise (state left by an earlier iteration?)"
 
 
 def summary(result: SweepResult) -> str:
@@ -638,6 +650,7 @@ def summary(result: SweepResult) -> str:
             f"  {sig}: {len(members)} seed(s), smallest seed {first.seed} "
             f"(iteration {first.iteration}): {first.headline}"
         )
+        lines.append(f"  {_alone_line(first)}")
         lines.append(f"    replay: {replay_command(first.seed, result.test_id)}")
     coverage = result.coverage
     if coverage is not None and (coverage.points or coverage.marks):

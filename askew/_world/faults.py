@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """world.faults: crash, restart, pause, clock skew and the faults of a
 node's disk. A crash is a power cut: the incarnation's tasks never run
-again (no finally, no except), kept until the run ends so that no collector
-runs their cleanup."""
+again while the run is live (no finally, no except), kept until the run
+ends so that no collector runs their cleanup; then their coroutines are
+closed in the run's dead zone (World._release)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from .._disk import disk as _disk
@@ -40,14 +40,9 @@ class Faults:
         token = slot.token
         # Exactly this incarnation's tasks stop; kept alive until the run
         # ends, since a collected coroutine would run its finally blocks,
-        # which a power cut never does. One pass over the loop's live tasks
+        # which a power cut never does. One pass over the run's live tasks
         # per crash; the node's own list holds only its dead incarnations'.
-        dead = [
-            t
-            for t in asyncio.all_tasks(w._loop)
-            if getattr(t, "_askew_owner", -1) == token and not t.done()
-        ]
-        dead.sort(key=lambda t: getattr(t, "_askew_seq", 0))
+        dead = [t for t in w._loop._run_tasks() if getattr(t, "_askew_owner", -1) == token]
         w._crashed.setdefault(node_id, []).extend(dead)
         w._wire.crash(node_id)
         w._loop._pause(node_id, 0, -1, None)  # a power cut ends any pause

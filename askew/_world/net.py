@@ -110,7 +110,7 @@ class Network:
             hi = check_seconds(latency[1], "latency hi")
             if lo > hi:
                 raise ValueError(f"latency must be (lo, hi) with lo <= hi, got {latency!r}")
-            lo_ns, hi_ns = round(lo * 1e9), round(hi * 1e9)
+            lo_ns, hi_ns = w._reshape_latency(round(lo * 1e9), round(hi * 1e9))
         if loss is not None:
             loss_ppm = check_ppm(loss, "loss")
         if duplicate is not None:

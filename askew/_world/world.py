@@ -25,7 +25,7 @@ from .._disk import disk as _disk
 from .._disk.view import DiskView
 from .._loop import kinds
 from .._loop.config import check_seconds
-from .._loop.nodes import TOKEN_SHIFT, node_var
+from .._loop.nodes import node_var
 from .._loop.settings import MESSAGE_FAULTS, NODES_KEY
 from .._loop.text import short_repr
 from .._net import host as _host
@@ -72,12 +72,19 @@ class World:
         self.faults = Faults(self)
         self.log = Log(self)
         self._slots: list[_Slot] = []
-        # Per node, the tasks of its crashed incarnations, in creation order.
+        # Per node, the tasks of its crashed incarnations, in creation order:
+        # held so that no collector closes them (and runs their finally)
+        # before the run's dead zone does.
         self._crashed: dict[int, list[asyncio.Task[Any]]] = {}
         self._pauses: list[_Pause] = []
         self._failure: BaseException | None = None
         self._failed_node: int | None = None
         self._ended = False
+        self._powered_off = False  # the verdict is in (_power_off)
+        self._pending: list[asyncio.Task[Any]] | None = None  # _power_off's, for _release
+        # Swarm's window (a, b) of every latency range a link is given, as
+        # fractions of it (askew/_explore/swarm.py); None: the range as given.
+        self._latency_window: tuple[float, float] | None = None
         self._wire: _core.Network = loop._net
         loop._set_node_var(node_var)
         self._wire.set_payload_check(check_payload)
@@ -173,6 +180,14 @@ class World:
             out.append((f"{NODES_KEY}:{fewest}-{default}", 0.0, f"{default} nodes"))
         return out
 
+    def _reshape_latency(self, lo_ns: int, hi_ns: int) -> tuple[int, int]:
+        """A link's latency range as the run draws from it: under swarm, the
+        seed's window of it (never outside it); else the range itself."""
+        if self._latency_window is None:
+            return lo_ns, hi_ns
+        a, b = self._latency_window
+        return lo_ns + round((hi_ns - lo_ns) * a), lo_ns + round((hi_ns - lo_ns) * b)
+
     def _check_live(self) -> None:
         if self._ended:
             raise RuntimeError(
@@ -261,7 +276,7 @@ class World:
         task.add_done_callback(lambda t: self._node_done(node_id, token, t))
 
     def _node_done(self, node_id: int, token: int, task: asyncio.Task[Any]) -> None:
-        if task.cancelled() or self._slots[node_id].token != token:
+        if task.cancelled() or self._slots[node_id].token != token or self._powered_off:
             return
         exc = task.exception()
         if exc is not None and self._failure is None:
@@ -289,27 +304,6 @@ class World:
             resolved.append(ids)
         return _Partition(self, resolved)
 
-    def _owner_crashed(self, task: asyncio.Task[Any]) -> bool:
-        """Whether task belongs to an incarnation that has crashed (and so
-        never runs again)."""
-        token = getattr(task, "_askew_owner", -1)
-        if token < 0:
-            return False
-        node_id = token >> TOKEN_SHIFT
-        return node_id < len(self._slots) and self._slots[node_id].token != token
-
-    def _end_pauses(self) -> None:
-        """At close-down every pause ends, as the test's own process would
-        resume its nodes: their cleanup runs as that of the others."""
-        for pause in self._pauses:
-            pause._resume()
-        self._pauses.clear()
-
-    def _end(self) -> None:
-        self._ended = True
-        _host.end(self)
-        _disk.end(self)
-
     def disk(self, node: int | NodeHandle) -> Any:
         """The test body's view of node's simulated disk (askew/_disk/view.py
         DiskView): read, exists, listdir, walk, usage, as the node sees it
@@ -329,36 +323,48 @@ class World:
         """The node's hostname: the `name=` given at spawn, or node-<id>."""
         return self._hostnames[self._node_id(node, "hostname")]
 
-    def _end_run(self) -> BaseException | None:
-        """End this world's run; askew._run.runner calls it once the test has
-        returned, then ends the loop's run. Every pause ends, the tasks still
-        pending are cancelled and let finish, and the coroutines of crashed
-        incarnations are closed. Returns the error a node's cleanup raised."""
-        self._end_pauses()
-        # Tasks of crashed incarnations never run again: wait for the rest.
-        stopped, raised = self._loop._cancel_pending(lambda t: not self._owner_crashed(t))
-        error: BaseException | None = raised
-        if stopped is not None:
-            # A node whose cleanup raised stopped the loop: its error is the news.
-            error = self._failure if self._failure is not None else stopped
-        self._end()
-        # The tasks of crashed nodes are still pending and never run again.
-        # Close their coroutines here, at a fixed point after the run and with
-        # the world ended, instead of leaving them to the collector: collected
-        # later, they would report "Task was destroyed but it is pending!" to
-        # whichever run's exception handler is set then (failing that run, or
-        # a later iteration, which a replay of its seed alone would not) and
-        # unwind in its middle.
-        for node_id in sorted(self._crashed):
-            for task in self._crashed[node_id]:
-                if not task.done():
-                    task._log_destroy_pending = False  # type: ignore[attr-defined]
-                    try:
-                        task.get_coro().close()
-                    except Exception:  # a dead node's unwinding has no one to tell
-                        pass
+    def _power_off(self) -> list[BaseException]:
+        """The first half of the end of this world's run, once its verdict is
+        in (askew._run.runner calls it; docs/design.md §3): every node stops
+        as a crash stops it, its pauses end with it, and the test body's
+        leftover tasks are cancelled and settle inside the run. Returns what
+        they raised: teardown, never a failure."""
+        loop = self._loop
+        self._powered_off = True
+        for pause in self._pauses:
+            pause._over = True
+            if pause._timer is not None:
+                pause._timer.cancel()
+        self._pauses.clear()
+        for node_id, slot in enumerate(self._slots):
+            if slot.token != -1:
+                self._wire.crash(node_id)
+                loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
+                slot.token = -1
+        pending = loop._run_tasks()
+        leftovers = [t for t in pending if getattr(t, "_askew_owner", -1) < 0]
+        # Without leftovers nothing runs before _release: the list holds.
+        self._pending = None if leftovers else pending
+        return list(loop._settle(leftovers))
+
+    def _release(self) -> list[BaseException]:
+        """The second half, in the run's dead zone (SimLoop._frozen: time
+        stands still, a crashed node's sends are dropped): every task of the
+        run that will not run again has its coroutine closed, as the node it
+        ran as, and leaves asyncio's registry; then the world ends. The
+        network ends first, so that a stream a closed coroutine lets go of
+        is not "unclosed"; a node's disk last, so that what a finally writes
+        lands on the simulated disk (which ends with the world), never on
+        the host's. Returns what the closing raised."""
+        loop = self._loop
+        _host.end(self)
+        pending = loop._run_tasks() if self._pending is None else self._pending
+        self._pending = None
+        raised = [error for task in pending if (error := loop._detach(task))]
         self._crashed.clear()
-        return error
+        self._ended = True
+        _disk.end(self)
+        return raised
 
     # The world's checks and history (askew/_world/monitors.py, history.py): kept together at
     # the end of the class.

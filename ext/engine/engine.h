@@ -64,6 +64,9 @@ enum askew_stream {
     /* The simulated disks' crash outcomes and faults (ext/engine/disk.c),
      * one derived stream per disk. */
     ASKEW_STREAM_DISK = 10,
+    /* numpy's legacy global generator, reseeded at every run start when
+     * numpy is loaded (askew/_loop/patches.py). */
+    ASKEW_STREAM_NUMPY = 11,
 };
 
 uint64_t askew_splitmix64_next(uint64_t *state);

@@ -27,16 +27,17 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 BASE = 13
 
 # Runs within which each strategy finds each bug from BASE: faithful, pct,
-# swarm, interleave.
+# swarm, interleave. Swarm's column was measured again when swarm=True
+# stopped adding loss and duplication to lossless links (issue 22).
 FOUND_WITHIN = {
-    "lost_update": (1, 1, 1, 1),
+    "lost_update": (1, 1, 2, 1),
     "stale_read": (1, 1, 1, 1),
-    "split_brain": (8, 8, 5, 8),
-    "double_spend": (6, 6, 2, 6),
-    "lease_pause": (2, 3, 1, 9),
+    "split_brain": (8, 8, 9, 8),
+    "double_spend": (6, 6, 6, 6),
+    "lease_pause": (2, 3, 3, 9),
     "stale_cache": (4, 2, 4, 2),
     "rare_branch": (4, 4, 4, 4),
-    "lost_ack": (1, 1, 1, 1),
+    "lost_ack": (1, 1, 3, 1),
 }
 STRATEGIES = ("faithful", "pct", "swarm", "interleave")
 

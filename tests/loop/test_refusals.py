@@ -73,8 +73,9 @@ def test_a_caught_refusal_still_fails_the_run_once() -> None:
 
     failure = _failure_of(body)
     assert type(failure) is NondeterminismError
-    # The run ends at the step that was refused: its time, not a second later.
-    assert len(went_on) == 1 and failure.time == went_on[0] < 0.001
+    # The run ends at the step that was refused: its time, not a second later
+    # (twice: the run, and its seed re-run alone before the report).
+    assert len(went_on) == 2 and failure.time == went_on[0] == went_on[1] < 0.001
     refusal = failure.__cause__
     assert isinstance(refusal, NondeterminismError)
     assert refusal.task == "Task-1 running body()"
