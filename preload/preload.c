@@ -242,19 +242,29 @@ __attribute__((noinline)) void askew__refuse(const struct askew_preload_hooks *h
 
 /* ---- the control API ------------------------------------------------- */
 
+/* The calling thread's stack, found once per thread: for the main thread
+ * pthread_getattr_np reads /proc/self/maps, which cost an empty run more
+ * than the run itself when it was asked at every enter. A thread's stack
+ * does not move while the thread lives (the main thread's may grow down
+ * past what was read; the frame walk then stops early, never faults). */
+static __thread uintptr_t t_stack_lo, t_stack_hi;
+
 static void stack_bounds(void)
 {
-    pthread_attr_t attr;
-    void *addr = NULL;
-    size_t size = 0;
-    sim_stack_lo = sim_stack_hi = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-        sim_stack_lo = (uintptr_t)addr;
-        sim_stack_hi = (uintptr_t)addr + size;
+    if (t_stack_hi == 0) {
+        pthread_attr_t attr;
+        void *addr = NULL;
+        size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+                t_stack_lo = (uintptr_t)addr;
+                t_stack_hi = (uintptr_t)addr + size;
+            }
+            pthread_attr_destroy(&attr);
+        }
     }
-    pthread_attr_destroy(&attr);
+    sim_stack_lo = t_stack_lo;
+    sim_stack_hi = t_stack_hi;
 }
 
 static int api_enter(const struct askew_preload_hooks *hooks)
