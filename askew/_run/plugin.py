@@ -28,6 +28,7 @@ import _pytest
 import pluggy
 import pytest
 
+from .._loop import preload as _preload
 from .._loop.frames import PACKAGE_DIR
 from .._loop.settings import (
     KNOBS,
@@ -420,6 +421,23 @@ class SimulatedReports:
         self.replay_first = bool(config.getoption("lf", False)) and cache is not None
         self.changed = False
         self.db = _seed_db(config)
+        self._take_crashes()
+
+    def _take_crashes(self) -> None:
+        """Seeds whose process died after a refusal (the preload's records,
+        docs/preload.md): failed for --lf and kept in the seed database."""
+        if self.db is None or hasattr(self.config, "workerinput"):
+            return
+        lastfailed = getattr(self.config.pluginmanager.get_plugin("lfplugin"), "lastfailed", None)
+        for record in _preload.take_crash_records(str(self.db.root / _preload.CRASH_DIR)):
+            test, seed = record.get("test"), int(record["seed"])
+            if not test:
+                continue
+            self.db.record(test, seed, [])
+            self.failed[test] = seed
+            self.changed = True
+            if isinstance(lastfailed, dict):
+                lastfailed[test] = True
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -430,9 +448,16 @@ class SimulatedReports:
         if self.db is not None and simulated:
             first += [seed for seed in self.db.seeds(item.nodeid) if seed != lf]
         _runner.sweeps.begin(first)
+        if simulated:  # what a death after a refusal reports: docs/preload.md
+            replay = _report.replay_command(0, item.nodeid)
+            crashes = None if self.db is None else str(self.db.root / _preload.CRASH_DIR)
+            _preload.note_test(
+                item.nodeid, replay.replace("ASKEW_SEED=0 ", "ASKEW_SEED={seed} ", 1), crashes
+            )
         try:
             return (yield)
         finally:
+            _preload.note_test(None)
             _runner.sweeps.end()
 
     @pytest.hookimpl(wrapper=True)

@@ -64,6 +64,12 @@ enum askew_stream {
     /* The simulated disks' crash outcomes and faults (ext/engine/disk.c),
      * one derived stream per disk. */
     ASKEW_STREAM_DISK = 10,
+    /* libc's global generators (rand, random, drand48), reseeded per run
+     * by the preload (ext/preload.c hands it this stream's seed). */
+    ASKEW_STREAM_LIBC = 11,
+    /* Each node's pid and thread ids as the preload and askew/_loop/identity.py
+     * report them (ext/preload_identity.c). */
+    ASKEW_STREAM_IDENTITY = 12,
 };
 
 uint64_t askew_splitmix64_next(uint64_t *state);
