@@ -5,7 +5,9 @@
  * seed. So from a run's first refusal until it leaves, the fatal signals
  * (SIGABRT, which abort and std::terminate raise, and the crashes SIGSEGV,
  * SIGBUS, SIGILL, SIGFPE, SIGSYS) first print the run's seed, the refused
- * call and the replay command to stderr, and leave the same as a record
+ * call and the replay command to stderr (the real one: pytest's capture of
+ * fd 2 dies with the process, so the plugin hands down a copy taken
+ * before it began), and leave the same as a record
  * in the directory the extension names (the pytest plugin reads it on its
  * next start: docs/preload.md), then go on to whatever handler was there
  * (faulthandler's, or the default death). The handler uses only raw system
@@ -169,34 +171,50 @@ static int write_record(int sig, const char *refused, char *path, size_t size)
 
 /* ---- the handler ---------------------------------------------------------- */
 
+/* Where the report goes: the note's "fd" (a copy of stderr taken before
+ * pytest captured fd 2, whose capture dies with the process), else fd 2. */
+static int report_fd(void)
+{
+    size_t len = 0;
+    const char *v = note_value("fd", &len);
+    int fd = 0;
+    for (size_t i = 0; v != NULL && i < len && i < 9; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return 2;
+        fd = fd * 10 + (v[i] - '0');
+    }
+    return v != NULL && len > 0 ? fd : 2;
+}
+
 static void report(int sig, const char *name)
 {
     const char *refused = askew__first_refusal();
+    const int out = report_fd();
     char num[24];
-    put(2, "askew: the process is dying of ");
-    put(2, name);
-    put(2, " (signal ");
-    put(2, decimal((uint64_t)sig, num));
-    put(2, ") inside a simulation, after the preload refused ");
-    put(2, refused != NULL ? refused : "a call");
-    put(2, "()\naskew:   seed: ");
-    put(2, decimal(death_seed, num));
+    put(out, "askew: the process is dying of ");
+    put(out, name);
+    put(out, " (signal ");
+    put(out, decimal((uint64_t)sig, num));
+    put(out, ") inside a simulation, after the preload refused ");
+    put(out, refused != NULL ? refused : "a call");
+    put(out, "()\naskew:   seed: ");
+    put(out, decimal(death_seed, num));
     size_t len = 0;
     const char *replay = note_value("replay", &len);
-    put(2, "\naskew:   replay: ");
+    put(out, "\naskew:   replay: ");
     if (replay != NULL) {
-        put_with_seed(2, replay, len);
+        put_with_seed(out, replay, len);
     } else {
-        put(2, "the same command with ASKEW_SEED=");
-        put(2, num);
-        put(2, " ASKEW_ITERATIONS=1");
+        put(out, "the same command with ASKEW_SEED=");
+        put(out, num);
+        put(out, " ASKEW_ITERATIONS=1");
     }
     char path[4200];
     if (write_record(sig, refused, path, sizeof(path)) == 0) {
-        put(2, "\naskew:   recorded for the next session: ");
-        put(2, path);
+        put(out, "\naskew:   recorded for the next session: ");
+        put(out, path);
     }
-    put(2, "\n");
+    put(out, "\n");
 }
 
 static void on_fatal(int sig, siginfo_t *info, void *context)

@@ -31,6 +31,7 @@ __all__ = [
     "LIBRARY_NAME",
     "PreloadPathError",
     "check_preload_path",
+    "keep_stderr",
     "ld_preload_with",
     "library_path",
     "note_test",
@@ -122,11 +123,27 @@ def preload_status() -> dict[str, Any]:
 CRASH_DIR = "crashes"
 
 
-def note_test(nodeid: str | None, replay: str = "", directory: str | None = None) -> None:
+def keep_stderr() -> int | None:
+    """A copy of stderr as it is now, for a death report to reach when fd 2
+    is captured later (pytest captures it after loading its plugins, and the
+    capture dies with the process); None when it cannot be had."""
+    try:
+        return os.dup(2)
+    except OSError:
+        return None
+
+
+def note_test(
+    nodeid: str | None,
+    replay: str = "",
+    directory: str | None = None,
+    report_fd: int | None = None,
+) -> None:
     """What a death after a refusal reports, from now until the next call:
-    the test's node id, its replay command ("{seed}" stands for the seed)
-    and the directory the record goes to (None: printed only). None as the
-    node id: nothing but the seed. A no-op without the extension."""
+    the test's node id, its replay command ("{seed}" stands for the seed),
+    the directory the record goes to (None: printed only) and the fd the
+    report is written to (None: 2). None as the node id: nothing but the
+    seed, on fd 2. A no-op without the extension."""
     core = _core_module()
     if core is None or not hasattr(core, "_preload_note"):
         return
@@ -136,6 +153,8 @@ def note_test(nodeid: str | None, replay: str = "", directory: str | None = None
     lines = [f"test={nodeid}", f"replay={replay}"]
     if directory is not None:
         lines.append(f"dir={directory}")
+    if report_fd is not None:
+        lines.append(f"fd={report_fd}")
     text = "\n".join(line.replace("\n", " ") for line in lines) + "\n"
     try:
         core._preload_note(text)
