@@ -34,9 +34,7 @@ needs_preload = pytest.mark.skipif(
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("ASKEW_") and k not in _DROP
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_") and k not in _DROP}
     env.update(extra)
     return env
 

@@ -133,7 +133,7 @@ return [os.stat(path).st_mtime, os.stat(t.name).st_mtime, time.time()]
     ],
 )
 def test_a_timer_armed_in_real_time_is_refused(arm: str) -> None:
-    value, refused = one_run(
+    _value, refused = one_run(
         f"""
 signal.signal(signal.SIGALRM, lambda *a: None)
 try:

@@ -58,8 +58,17 @@ def test_other():
 
 def _session(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "askew._run.exec", "--", sys.executable, "-m", "pytest", "-q"]
-        + list(args),
+        [
+            sys.executable,
+            "-m",
+            "askew._run.exec",
+            "--",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            *args,
+        ],
         cwd=tmp_path,
         env=child_env(**env),
         capture_output=True,
