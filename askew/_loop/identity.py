@@ -14,8 +14,10 @@ preload. What stays consistent with them: `threading.current_thread()`
 still finds the thread (threading keeps threads by their real ident), the
 simulation thread's `Thread.ident` and `native_id` read the node's, a
 signal to the node's pid (`os.kill(os.getpid(), ...)`) or thread
-(`signal.pthread_kill`) reaches this process and thread, and
-`sys._current_frames()` is keyed by the node's ident for this thread.
+(`signal.pthread_kill`) reaches this process and thread, one to any other
+pid or to a process group is refused (a seeded pid may be a real
+process's), and `sys._current_frames()` is keyed by the node's ident for
+this thread.
 Outside a simulation every one of these is the host's. askew's own code
 asks `_thread.get_ident`, which is never patched. Installed by the scope
 (askew/_loop/patches.py), put back when it closes; a world names each node
@@ -34,6 +36,7 @@ import threading
 from typing import Any
 
 from .. import _core
+from .refusal import refuse
 
 _virtual: Any = _core.virtual
 _identity = _core._identity
@@ -42,6 +45,8 @@ _gethostname = socket.gethostname
 _uname = os.uname
 _getpid = os.getpid
 _getppid = os.getppid
+_kill = os.kill
+_killpg = os.killpg
 _get_ident = _thread.get_ident
 _get_native_id = _thread.get_native_id
 _current_thread = threading.current_thread
@@ -144,6 +149,27 @@ def _native_id(thread: threading.Thread) -> int | None:
     return _real(_thread_native_id, thread)
 
 
+_KILL_HINT = (
+    "A node is a process of its own: os.getpid() is its pid, and a signal to it reaches "
+    "this process; signal other nodes with node.send, or run this code outside the run."
+)
+
+
+def kill(pid: int, signalnum: int) -> None:
+    me = _node()
+    if me is not None:
+        if pid != me[1] and pid != _getpid():
+            refuse(f"os.kill({pid}, ...)", _KILL_HINT, "would signal a process outside the run")
+        pid = _getpid()
+    _kill(pid, signalnum)
+
+
+def killpg(pgid: int, signalnum: int) -> None:
+    if _node() is not None:
+        refuse("os.killpg()", _KILL_HINT, "would signal processes outside the run")
+    _killpg(pgid, signalnum)
+
+
 def pthread_kill(thread_id: int, signalnum: int) -> None:
     me = _node()
     if me is not None and thread_id == me[3]:
@@ -173,5 +199,7 @@ def install(names: Any) -> None:
     names.set(threading, "current_thread", current_thread)
     names.set(threading.Thread, "ident", property(_ident))
     names.set(threading.Thread, "native_id", property(_native_id))
+    names.set(os, "kill", kill)
+    names.set(os, "killpg", killpg)
     names.set(signal, "pthread_kill", pthread_kill)
     names.set(sys, "_current_frames", current_frames)

@@ -122,20 +122,49 @@ def test_a_signal_to_the_nodes_pid_reaches_this_process_and_another_is_refused()
             world.spawn(node)
             await asyncio.sleep(1)
         test()
-        refused = None
-        @askew.simulate(seed=5, iterations=1)
-        async def kills(world):
+        import ctypes
+        libc = ctypes.CDLL(None)
+        refused = []
+        for call in (lambda: os.kill(1, 0), lambda: libc.kill(1, 0), lambda: os.killpg(0, 0)):
+            @askew.simulate(seed=5, iterations=1)
+            async def kills(world):
+                try:
+                    call()  # init, or whatever pid 1 is: outside the run
+                except (PermissionError, askew.NondeterminismError):
+                    pass  # caught or not, the run fails
             try:
-                os.kill(1, 0)  # init, or whatever pid 1 is: outside the run
-            except PermissionError:
-                pass  # caught or not, the run fails
-        try:
-            kills()
-        except askew.NondeterminismError as exc:
-            refused = str(exc).splitlines()[0]
+                kills()
+            except askew.NondeterminismError as exc:
+                refused.append(str(exc).splitlines()[0])
         print(json.dumps([got, refused]))
         """
     )
-    got, refused = out
+    got, (python, c, group) = out
     assert got == ["usr1", "usr1"]
-    assert refused is not None and "kill() was refused" in refused, refused
+    assert "os.kill(1, ...) inside a simulation would signal a process outside" in python
+    assert "kill() was refused inside the simulation" in c
+    assert "os.killpg() inside a simulation" in group
+
+
+def test_without_the_preload_python_sees_the_same_identity_and_signals_still_arrive() -> None:
+    code = """
+        import asyncio, json, os, signal, socket, threading, askew
+        got, seen = [], {}
+        signal.signal(signal.SIGUSR1, lambda *a: got.append("usr1"))
+        @askew.simulate(seed=7, iterations=1)
+        async def test(world):
+            async def node(n):
+                await asyncio.sleep(0.1)
+                seen[n.id] = [socket.gethostname(), os.getpid(), threading.get_ident()]
+                os.kill(os.getpid(), signal.SIGUSR1)  # the node's pid: this process
+                await asyncio.sleep(0)
+            world.spawn(node, name="db1")
+            await asyncio.sleep(1)
+        test()
+        print(json.dumps([seen[0], got]))
+        """
+    plain = run_json(code, preload=False)
+    preloaded = run_json(code)
+    assert plain == preloaded
+    (host, _pid, _ident), got = plain
+    assert host == "db1" and got == ["usr1"]
