@@ -90,15 +90,38 @@ assert libc.sysinfo(ctypes.byref(info)) == 0
 assert libc.adjtimex(ctypes.byref(tx)) >= 0
 assert libc.ntp_gettimex(ctypes.byref(ntp)) >= 0
 ticks = libc.syscall({100 if x86 else 153}, ctypes.byref(tms))  # SYS_times
+usage = (ctypes.c_long * 18)()
+assert libc.syscall({98 if x86 else 165}, 0, usage) == 0  # SYS_getrusage(RUSAGE_SELF)
 return [info.uptime, int(time.monotonic()), tx.sec, ntp.sec, int(time.time()),
-        ticks // os.sysconf("SC_CLK_TCK"), tms.stime]
+        ticks // os.sysconf("SC_CLK_TCK"), tms.stime,
+        usage[0] + usage[1] / 1e6, usage[2] + usage[3] / 1e6, time.process_time()]
 """
     )
     assert refused is None
-    uptime, monotonic, timex, ntp, wall, elapsed, stime = value  # type: ignore[misc]
+    uptime, monotonic, timex, ntp, wall, elapsed, stime, user, system, cpu = value  # type: ignore[misc]
     assert uptime == monotonic == elapsed == 5
     assert timex == ntp == wall < 1600000000  # 2020, not today
-    assert stime == 0
+    assert stime == system == 0
+    assert abs(user - cpu) < 1e-6  # the node's virtual CPU time, all of it user time
+
+
+def test_a_timerfd_made_before_the_run_cannot_be_read_inside_it() -> None:
+    out = run_json(
+        """
+        import ctypes, json, askew
+        libc = ctypes.CDLL(None)
+        fd = libc.timerfd_create(1, 0)  # CLOCK_MONOTONIC, before the run
+        assert fd >= 0
+        async def main():
+            libc.timerfd_gettime(fd, ctypes.create_string_buffer(32))
+        try:
+            askew.run(main(), seed=1)
+            print(json.dumps("read"))
+        except askew.NondeterminismError as exc:
+            print(json.dumps(str(exc).splitlines()[0]))
+        """
+    )
+    assert "timerfd_gettime() was refused inside the simulation" in out, out
 
 
 def test_a_file_written_in_a_run_carries_the_nodes_wall_clock(tmp_path: Path) -> None:
