@@ -13,9 +13,10 @@
 // saw pass, or -1 if the wait claimed the predicate held.
 extern "C" long long probe_wait_for_ms(int ms)
 {
-    std::mutex m;
-    std::condition_variable cv;
-    bool ready = false;
+    // Static: nobody else could lock them anyway (no other thread runs).
+    static std::mutex m;
+    static std::condition_variable cv;
+    const bool ready = false;
     std::unique_lock<std::mutex> lock(m);
     const auto start = std::chrono::steady_clock::now();
     const bool got = cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return ready; });
