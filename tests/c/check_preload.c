@@ -851,24 +851,21 @@ START_TEST(test_sim_timed_waits_time_out_at_once_unless_ready)
 }
 END_TEST
 
-/* The interpreter's code, as the extension marks it: here the test
- * program's own text stands for it. */
-static void mark_self_as_interp(struct askew_preload_hooks *h)
+/* A condvar on CLOCK_MONOTONIC, as libstdc++ and CPython make them. */
+static void monotonic_cond(pthread_cond_t *cond)
 {
-    Dl_info info;
-    ck_assert_int_ne(dladdr((void *)&mark_self_as_interp, &info), 0);
-    h->interp[0].lo = (uintptr_t)&mark_self_as_interp - (1u << 20);
-    h->interp[0].hi = (uintptr_t)&mark_self_as_interp + (1u << 20);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 START_TEST(test_sim_a_timed_condvar_wait_costs_its_time_and_times_out)
 {
-    pthread_condattr_t ca;
     pthread_cond_t cond;
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cond, &ca);
+    monotonic_cond(&cond);
     ck_assert_int_eq(api->enter(&sleep_hooks), 0);
     /* 200 virtual ms ahead: the wait moves the clock on by that much
      * (std::condition_variable::wait_for then sees its deadline pass). */
@@ -896,12 +893,9 @@ END_TEST
 
 START_TEST(test_sim_the_interpreters_condvar_waits_translate_virtual_deadlines)
 {
-    pthread_condattr_t ca;
     pthread_cond_t cond;
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cond, &ca);
+    monotonic_cond(&cond);
     struct askew_preload_hooks h = sleep_hooks;
     mark_self_as_interp(&h);
     ck_assert_int_eq(api->enter(&h), 0);
@@ -1486,10 +1480,5 @@ static Suite *preload_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(preload_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(preload_suite());
 }

@@ -164,8 +164,7 @@ START_TEST(test_the_node_has_its_identity_and_a_signal_to_it_reaches_this_proces
     api->leave();
     ck_assert_int_eq(getpid(), real);
     /* The interpreter's own getpid is the host's (3.11's asyncio). */
-    h.interp[0].lo = (uintptr_t)&test_identity - (1u << 20);
-    h.interp[0].hi = (uintptr_t)&test_identity + (1u << 20);
+    mark_self_as_interp(&h);
     ck_assert_int_eq(api->enter(&h), 0);
     ck_assert_int_eq(getpid(), real);
     api->leave();
@@ -416,10 +415,5 @@ static Suite *hermetic_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(hermetic_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(hermetic_suite());
 }

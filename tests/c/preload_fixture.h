@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -129,6 +130,14 @@ static inline int64_t ns(const struct timespec *ts)
     return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
+/* The interpreter's code, as the extension marks it (hooks->interp): here
+ * the test program's own text stands for it. */
+static inline void mark_self_as_interp(struct askew_preload_hooks *h)
+{
+    h->interp[0].lo = (uintptr_t)&mark_self_as_interp - (1u << 20);
+    h->interp[0].hi = (uintptr_t)&mark_self_as_interp + (1u << 20);
+}
+
 static inline const char *last_call(void)
 {
     static struct askew_violation v;
@@ -137,6 +146,18 @@ static inline const char *last_call(void)
         return "";
     ck_assert_int_eq(api->violation_get(n - 1, &v), 0);
     return v.call;
+}
+
+/* Run a suite in fork mode (each test in its own child, so a test that
+ * enters a simulation cannot leak it into the next); the exit status. */
+static inline int run_suite(Suite *suite)
+{
+    SRunner *sr = srunner_create(suite);
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 #endif

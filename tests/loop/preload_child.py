@@ -10,10 +10,13 @@ every run happens in a child; the timeout is a hang guard only.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -39,11 +42,31 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_exec(
-    code: str, *args: str, cwd: Path | None = None, preload: bool = True, **extra: str
+# Prepended to every script: `run_once(body)` runs `body(world)` (a function
+# or an async one) in one simulated run and returns {"value": what it
+# returned} or {"refused": the first line of the refusal that failed it}.
+PREAMBLE = """\
+import inspect as _inspect
+import askew as _askew
+
+def run_once(body, seed=1):
+    out = {}
+    @_askew.simulate(seed=seed, iterations=1)
+    async def test(world):
+        value = body(world)
+        out["value"] = await value if _inspect.isawaitable(value) else value
+    try:
+        test()
+    except _askew.NondeterminismError as exc:
+        return {"refused": str(exc).splitlines()[0]}
+    return out
+"""
+
+
+def run_argv(
+    argv: list[str], *, cwd: Path | None = None, preload: bool = True, **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    """`python -c code *args` under askew-exec (or without it)."""
-    argv = [sys.executable, "-c", textwrap.dedent(code), *args]
+    """`argv` (a python command line) under askew-exec, or without it."""
     if preload:
         argv = [sys.executable, "-m", "askew._run.exec", "--", *argv]
     return subprocess.run(
@@ -57,6 +80,14 @@ def run_exec(
     )
 
 
+def run_exec(
+    code: str, *args: str, cwd: Path | None = None, preload: bool = True, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -c code *args`, after PREAMBLE, under askew-exec (or without it)."""
+    script = PREAMBLE + textwrap.dedent(code)
+    return run_argv([sys.executable, "-c", script, *args], cwd=cwd, preload=preload, **extra)
+
+
 def result(proc: subprocess.CompletedProcess[str]) -> Any:
     """The JSON value the child printed last; the child must have exited 0."""
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
@@ -65,3 +96,22 @@ def result(proc: subprocess.CompletedProcess[str]) -> Any:
 
 def run_json(code: str, *args: str, **kwargs: Any) -> Any:
     return result(run_exec(code, *args, **kwargs))
+
+
+@functools.cache
+def _built_cxx_probe() -> Path | None:
+    cxx = shutil.which(os.environ.get("CXX", "c++"))
+    if cxx is None:
+        return None
+    out = Path(tempfile.mkdtemp(prefix="askew-cxx-")) / "libprobe_cxx.so"
+    source = Path(__file__).resolve().parents[1] / "c" / "probe_cxx.cc"
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(out), str(source)], check=True)
+    return out
+
+
+def cxx_probe() -> Path:
+    """tests/c/probe_cxx.cc built into a library for ctypes, once per session."""
+    built = _built_cxx_probe()
+    if built is None:
+        pytest.skip("needs a C++ compiler")
+    return built

@@ -8,34 +8,24 @@ the child's hang guard, never an assertion on time."""
 
 from __future__ import annotations
 
-import os
 import platform
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from preload_child import needs_preload, run_json
+from preload_child import cxx_probe, needs_preload, run_json
 
 pytestmark = needs_preload
-REPO = Path(__file__).resolve().parents[2]
 
 # Run `body` (the source of an async function of the world) once, and print
-# [what it returned, or the first line of the refusal that failed it].
+# [what it returned, or None, and the first line of the refusal that failed
+# it, or None].
 _ONE_RUN = """
-import asyncio, ctypes, json, os, signal, sys, time, askew
+import asyncio, ctypes, json, os, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 async def body(world):
 {body}
-out = {{}}
-@askew.simulate(seed=9, iterations=1)
-async def test(world):
-    out["value"] = await body(world)
-try:
-    test()
-    print(json.dumps([out.get("value"), None]))
-except askew.NondeterminismError as exc:
-    print(json.dumps([out.get("value"), str(exc).splitlines()[0]]))
+out = run_once(body, seed=9)
+print(json.dumps([out.get("value"), out.get("refused")]))
 """
 
 
@@ -210,22 +200,7 @@ def test_select_on_a_pipe_from_a_child_started_before_the_run_is_refused() -> No
     assert "select() was refused" in out["outside"] and "fed from outside" in out["outside"]
 
 
-@pytest.fixture(scope="module")
-def cxx_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cxx = shutil.which(os.environ.get("CXX", "c++"))
-    if cxx is None:
-        pytest.skip("needs a C++ compiler")
-    out = tmp_path_factory.mktemp("cxx") / "libprobe_cxx.so"
-    subprocess.run(
-        [cxx, "-shared", "-fPIC", "-O1", "-o", str(out), str(REPO / "tests/c/probe_cxx.cc")],
-        check=True,
-    )
-    return out
-
-
-def test_a_timed_condvar_wait_in_cxx_moves_virtual_time_to_its_deadline(
-    cxx_probe: Path,
-) -> None:
+def test_a_timed_condvar_wait_in_cxx_moves_virtual_time_to_its_deadline() -> None:
     # std::condition_variable::wait_for(lk, 200ms, pred) ends only once
     # steady_clock passes the deadline: a wait that cost no virtual time
     # would never end (the child's hang guard would trip).
@@ -236,7 +211,7 @@ t0 = time.monotonic()
 waited = probe.probe_wait_for_ms(200)
 return [waited, round(time.monotonic() - t0, 6)]
 """,
-        str(cxx_probe),
+        str(cxx_probe()),
     )
     assert refused is None
     assert value == [200, 0.2]

@@ -10,30 +10,20 @@ thread (item 25). Every run happens in a child."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from preload_child import TIMEOUT, child_env, needs_preload, run_exec, run_json
+from preload_child import (
+    cxx_probe,
+    needs_preload,
+    run_argv,
+    run_exec,
+    run_json,
+)
 
 pytestmark = needs_preload
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def cxx_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cxx = shutil.which(os.environ.get("CXX", "c++"))
-    if cxx is None:
-        pytest.skip("needs a C++ compiler")
-    out = tmp_path_factory.mktemp("cxx") / "libprobe_cxx.so"
-    subprocess.run(
-        [cxx, "-shared", "-fPIC", "-O1", "-o", str(out), str(REPO / "tests/c/probe_cxx.cc")],
-        check=True,
-    )
-    return out
 
 
 # A simulated test whose second iteration starts a C++ std::thread: the
@@ -57,31 +47,13 @@ def test_other():
 
 
 def _session(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "askew._run.exec",
-            "--",
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            *args,
-        ],
-        cwd=tmp_path,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    return run_argv([sys.executable, "-m", "pytest", "-q", *args], cwd=tmp_path, **env)
 
 
 def test_a_death_after_a_refusal_names_the_seed_and_the_next_session_knows_it(
-    tmp_path: Path, cxx_probe: Path
+    tmp_path: Path,
 ) -> None:
-    (tmp_path / "test_mod.py").write_text(_DYING_SUITE.format(probe=str(cxx_probe)))
+    (tmp_path / "test_mod.py").write_text(_DYING_SUITE.format(probe=str(cxx_probe())))
     seed = int(
         run_exec(
             "from askew._run.runner import iteration_seed; print(iteration_seed(77, 1))",
@@ -107,9 +79,7 @@ def test_a_death_after_a_refusal_names_the_seed_and_the_next_session_knows_it(
     assert [row["seeds"] for row in rows] == [[[seed, 1]]]  # remembered, passed once since
 
 
-def test_a_death_outside_pytest_still_prints_the_seed_and_how_to_replay(
-    cxx_probe: Path,
-) -> None:
+def test_a_death_outside_pytest_still_prints_the_seed_and_how_to_replay() -> None:
     proc = run_exec(
         """
         import ctypes, sys, askew
@@ -117,7 +87,7 @@ def test_a_death_outside_pytest_still_prints_the_seed_and_how_to_replay(
             ctypes.CDLL(sys.argv[1]).probe_start_thread()
         askew.run(main(), seed=123)
         """,
-        str(cxx_probe),
+        str(cxx_probe()),
     )
     assert proc.returncode != 0
     assert "askew: the process is dying of SIGABRT" in proc.stderr
@@ -129,21 +99,17 @@ def test_a_death_outside_pytest_still_prints_the_seed_and_how_to_replay(
 def test_posix_aio_is_refused_inside_a_run() -> None:
     out = run_json(
         """
-        import ctypes, json, askew
+        import ctypes, json
         libc = ctypes.CDLL(None, use_errno=True)
-        out = []
-        for name in ("aio_read", "aio_write", "aio_read64"):
-            async def main():
-                return getattr(libc, name)(ctypes.create_string_buffer(512))
-            try:
-                askew.run(main(), seed=1)
-                out.append("ran")
-            except askew.NondeterminismError as exc:
-                out.append(str(exc).splitlines()[0])
-        print(json.dumps(out))
+        calls = ("aio_read", "aio_write", "aio_read64")
+        print(json.dumps([
+            run_once(lambda w: getattr(libc, name)(ctypes.create_string_buffer(512)))
+            for name in calls
+        ]))
         """
     )
-    for line in out:
+    for outcome in out:
+        line = outcome["refused"]
         assert "was refused inside the simulation" in line and "thread" in line, line
 
 
@@ -176,19 +142,14 @@ def test_rsa_pkcs1v15_signing_passes_and_key_generation_is_still_refused(
         return eck.sign(b"m", ec.ECDSA(hashes.SHA256())).hex()
     async def keygen():
         return str(rsa.generate_private_key(public_exponent=65537, key_size=1024))
-    out = {}
-    for f in (sign, pss, ecdsa, keygen):
-        try:
-            out[f.__name__] = askew.run(f(), seed=1)
-        except askew.NondeterminismError as exc:
-            out[f.__name__] = "refused: " + str(exc).splitlines()[0]
-    print(json.dumps(out))
+    print(json.dumps({f.__name__: run_once(lambda w: f()) for f in (sign, pss, ecdsa, keygen)}))
     """
     first = run_json(code, str(tmp_path / "key.pem"))
-    assert isinstance(first["sign"], list) and len(first["sign"]) == 40
-    assert first["sign"] == run_json(code, str(tmp_path / "key.pem"))["sign"]
+    signatures = first["sign"]["value"]
+    assert isinstance(signatures, list) and len(signatures) == 40
+    assert signatures == run_json(code, str(tmp_path / "key.pem"))["sign"]["value"]
     for name in ("pss", "ecdsa", "keygen"):  # their output is the generator's
-        assert first[name].startswith("refused: time() from "), first[name]
+        assert "time() from " in first[name]["refused"], first[name]
 
 
 def test_sqlites_sorter_threads_are_not_refused() -> None:
