@@ -60,8 +60,16 @@ _thread_native_id: property = threading.Thread.native_id  # type: ignore[assignm
 _platform_uname()
 
 
+# Linux keeps a hostname in 64 bytes (HOST_NAME_MAX, utsname's nodename).
+HOSTNAME_MAX = 64
+
+
 def name_node(node: int, hostname: str) -> None:
-    """The hostname node `node` reports inside a run (World.spawn calls it)."""
+    """The hostname node `node` reports inside a run (World.spawn calls it).
+    A name longer than a kernel's hostname can be (a long FQDN) reports its
+    first label, as a host named by its short name does."""
+    if len(hostname) > HOSTNAME_MAX:
+        hostname = hostname.split(".", 1)[0]
     _core._name_node(node, hostname)
 
 

@@ -83,6 +83,27 @@ def test_identities_replay_across_processes_and_follow_the_seed() -> None:
     assert [first[k]["pid"] for k in "01"] != [other[k]["pid"] for k in "01"]
 
 
+def test_a_name_longer_than_a_hostname_reports_its_first_label() -> None:
+    long_name = "db1." + ".".join(["a" * 60] * 3)
+    out = run_json(
+        f"""
+        import asyncio, ctypes, json, socket
+        libc = ctypes.CDLL(None)
+        seen = []
+        def node(world):
+            async def run(n):
+                name = ctypes.create_string_buffer(128)
+                libc.gethostname(name, 128)
+                seen.append([socket.gethostname(), name.value.decode()])
+            world.spawn(run, name={long_name!r})
+            return asyncio.sleep(1)
+        run_once(node)
+        print(json.dumps(seen))
+        """
+    )
+    assert out == [["db1", "db1"]]
+
+
 def test_a_restarted_node_is_a_new_process_with_the_same_name() -> None:
     out = run_json(
         """
