@@ -2,14 +2,17 @@
 /* The extension's side of libaskew-preload.so: finds its control API with
  * dlsym(RTLD_DEFAULT) at module init (never links against it: a copy loaded
  * late would interpose nothing), self-tests it, hands it the loop's clock,
- * entropy and sleep hooks around a run, and turns recorded refusals into
- * NondeterminismError, noted in refusal.c's slot like every other refusal.
- * Without the preload every entry point is a cheap no-op. The sleep hook
- * runs possibly without the GIL and never calls into Python; on_violation
- * takes the GIL (the interposer's caller released it only for a blocking
- * call it was about to come back from) so that the refusal is annotated with
- * the task and the user's line while both are still on the stack. */
+ * entropy, sleep and identity hooks around a run (with the run's seed, the
+ * note a death report prints, and where the interpreter's own code lies),
+ * and turns recorded refusals into NondeterminismError, noted in
+ * refusal.c's slot like every other refusal. Without the preload every
+ * entry point is a cheap no-op. The sleep hook runs possibly without the
+ * GIL and never calls into Python; on_violation takes the GIL (the
+ * interposer's caller released it only for a blocking call it was about to
+ * come back from) so that the refusal is annotated with the task and the
+ * user's line while both are still on the stack. */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -20,6 +23,7 @@
 #include "loop.h"
 #include "preload.h"
 #include "preload_disk.h"
+#include "preload_identity.h"
 #include "refusal.h"
 
 static const struct askew_preload_api *api;
@@ -68,8 +72,20 @@ static const char *kind_hint(uint32_t kind)
                "costs virtual time only up to the run's max_time; await "
                "asyncio.sleep or a future instead";
     case ASKEW_VIOLATION_DEVRANDOM:
-        return "reading the kernel's entropy bypasses the run's seed; use "
-               "os.urandom or getrandom, which the run serves";
+        return "reading the kernel's entropy bypasses the run's seed (its random uuid, "
+               "a process's AT_RANDOM bytes); use os.urandom, getrandom or "
+               "/dev/urandom, which the run serves";
+    case ASKEW_VIOLATION_CLOCK:
+        return "a real clock or real-time event the simulation does not model (the "
+               "kernel's uptime or a process's times through /proc, a timer armed in "
+               "real time, a timerfd, waiting for an fd fed from outside the run); "
+               "read time.monotonic or the loop's clock, and use loop.call_later or "
+               "asyncio.sleep for timers";
+    case ASKEW_VIOLATION_IDENTITY:
+        return "the host's identity (its hostname or boot id through /proc) or a "
+               "signal to a process outside the run; each node has its own hostname "
+               "and pid (socket.gethostname, os.getpid), and a signal to the node's "
+               "own pid reaches this process";
     case ASKEW_VIOLATION_HANDOFF:
         return "work handed to another thread runs outside the seeded schedule "
                "and in real time (a thread pool, a queue consumer, Event.set); "
@@ -350,19 +366,25 @@ int askew__entropy_serve(void *ctx, void *buf, size_t len)
  * simulation thread hands work to another thread when concurrent.futures'
  * thread.py or _base.py is among the innermost Python frames (submit's put
  * to the work queue and the idle-worker check before it; Future.result and
- * futures.wait blocking). asyncio.to_thread and run_in_executor on a real
- * executor come through the same. A hand-rolled Event or Queue between the
- * run and a thread of the user's is let through, as docs/preload.md says.
- * Every lock release of the run asks, so the check compares each frame's
- * file with two cached objects (code objects of one module share their
- * co_filename) and takes nothing without the GIL; only the rare blocking
- * wait takes the GIL back if the caller had released it. The files are
- * cached at enter: a pool made before the run means concurrent.futures
- * was imported then, and a pool made inside the run cannot start threads. */
+ * futures.wait blocking; a result set for a thread that waits on it).
+ * asyncio.to_thread and run_in_executor on a real executor come through
+ * the same. A release nobody waits on (ASKEW_HANDOFF_POST_IDLE) hands over
+ * work only from thread.py (a busy worker takes it later); from _base.py
+ * it is a Future's own lock on the loop thread, which involves no thread
+ * (Future.set_result with nobody waiting). A hand-rolled Event or Queue
+ * between the run and a thread of the user's is let through, as
+ * docs/preload.md says. Every lock release of the run asks, so the check
+ * compares each frame's file with two cached objects (code objects of one
+ * module share their co_filename) and takes nothing without the GIL; only
+ * the rare blocking wait takes the GIL back if the caller had released
+ * it. The files are cached at enter: a pool made before the run means
+ * concurrent.futures was imported then, and a pool made inside the run
+ * cannot start threads. */
 static PyObject *executor_files[2]; /* thread.py, _base.py; NULL if unused */
 
 #define HANDOFF_DEPTH 4
 
+/* 1 for thread.py, 2 for _base.py among the innermost frames; 0 for none. */
 static int executor_on_stack(void)
 {
     /* Making a frame object can fail; that must not leave an exception
@@ -372,8 +394,9 @@ static int executor_on_stack(void)
     PyFrameObject *frame = (PyFrameObject *)Py_XNewRef(PyEval_GetFrame());
     for (int depth = 0; frame != NULL && !found && depth < HANDOFF_DEPTH; depth++) {
         PyCodeObject *code = PyFrame_GetCode(frame); // new reference
-        found = code->co_filename == executor_files[0] ||
-                code->co_filename == executor_files[1];
+        found = code->co_filename == executor_files[0]   ? 1
+                : code->co_filename == executor_files[1] ? 2
+                                                         : 0;
         Py_DECREF(code);
         PyFrameObject *back = PyFrame_GetBack(frame); // new reference
         Py_DECREF(frame);
@@ -390,16 +413,18 @@ static int preload_handoff(void *ctx, int waiting)
     (void)ctx;
     if (executor_files[0] == NULL || !Py_IsInitialized() || is_finalizing())
         return 0;
-    if (PyGILState_Check())
-        return executor_on_stack();
+    if (PyGILState_Check()) {
+        const int found = executor_on_stack();
+        return waiting == ASKEW_HANDOFF_POST_IDLE ? found == 1 : found != 0;
+    }
     /* A post made without the GIL is C code's own: never wait for the GIL
      * on one. */
-    if (!waiting)
+    if (waiting != 1)
         return 0;
     PyGILState_STATE gil = PyGILState_Ensure();
     const int found = executor_on_stack();
     PyGILState_Release(gil);
-    return found;
+    return found != 0;
 }
 
 /* co_filename of `module`.`cls`.`fn` if the module is imported, else NULL;
@@ -439,6 +464,130 @@ static void import_stream_setup(const struct askew_loop_state *loop)
     PyErr_Clear(); /* without it, imports draw from the run's stream */
 }
 
+/* The quiet-draws hook: the functions of an object carrying its own
+ * OpenSSL whose draws never reach an output, from its symbol table
+ * (askew._loop.preload.quiet_draws names them). Takes the GIL. */
+static int preload_quiet_draws(void *ctx, const char *path, uintptr_t base,
+                               struct askew_code_range *out, int max)
+{
+    (void)ctx;
+    if (!Py_IsInitialized() || is_finalizing())
+        return 0;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int n = 0;
+    PyObject *mod = PyImport_ImportModule("askew._loop.preload"); // new reference
+    PyObject *ranges = mod != NULL ? PyObject_CallMethod(mod, "quiet_draws", "s", path)
+                                   : NULL; // new reference
+    Py_XDECREF(mod);
+    for (Py_ssize_t i = 0; ranges != NULL && PyList_Check(ranges) &&
+                           i < PyList_GET_SIZE(ranges) && n < max;
+         i++) {
+        unsigned long long start, size;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(ranges, i), "KK", &start, &size))
+            break;
+        out[n].lo = base + (uintptr_t)start;
+        out[n].hi = base + (uintptr_t)(start + size);
+        n++;
+    }
+    Py_XDECREF(ranges);
+    PyErr_Clear(); /* without names, every draw of the object is refused */
+    PyErr_Restore(type, value, tb);
+    PyGILState_Release(gil);
+    return n;
+}
+
+/* What a report of a death after a refusal says about replaying (the
+ * pytest plugin sets it per test: _preload_note); "" when nothing. */
+static char run_note[4096];
+
+static PyObject *preload_note(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    if (arg == Py_None) {
+        run_note[0] = '\0';
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t len;
+    const char *text = PyUnicode_Check(arg) ? PyUnicode_AsUTF8AndSize(arg, &len) : NULL;
+    if (text == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "_preload_note: a str or None, got %R", arg);
+        return NULL;
+    }
+    if ((size_t)len >= sizeof(run_note)) {
+        PyErr_Format(PyExc_ValueError, "_preload_note: at most %zu bytes, got %zd",
+                     sizeof(run_note) - 1, len);
+        return NULL;
+    }
+    memcpy(run_note, text, (size_t)len + 1);
+    Py_RETURN_NONE;
+}
+
+/* The interpreter's own code: the object holding the eval loop (the python
+ * executable or libpython) and the one holding _asyncio (3.11 compares the
+ * running loop's pid with getpid on every lookup). Found at module init. */
+static struct askew_code_range interp[ASKEW_INTERP_RANGES];
+
+struct code_probe {
+    uintptr_t base;
+    struct askew_code_range range;
+};
+
+static int code_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct code_probe *p = data;
+    if ((uintptr_t)info->dlpi_addr != p->base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0)
+            continue;
+        const uintptr_t lo = p->base + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (p->range.hi == 0 || lo < p->range.lo)
+            p->range.lo = lo;
+        if (hi > p->range.hi)
+            p->range.hi = hi;
+    }
+    return 1;
+}
+
+static void interp_add(const void *fn)
+{
+    Dl_info info;
+    if (fn == NULL || dladdr(fn, &info) == 0)
+        return;
+    struct code_probe p = {.base = (uintptr_t)info.dli_fbase};
+    dl_iterate_phdr(code_of, &p);
+    for (int i = 0; i < ASKEW_INTERP_RANGES; i++) {
+        if (interp[i].hi == p.range.hi && interp[i].lo == p.range.lo)
+            return;
+        if (interp[i].hi == 0) {
+            interp[i] = p.range;
+            return;
+        }
+    }
+}
+
+static void interp_setup(void)
+{
+    memset(interp, 0, sizeof(interp));
+    interp_add((const void *)&PyEval_SaveThread);
+    PyObject *mod = PyImport_ImportModule("_asyncio"); // new reference
+    PyObject *fn =
+        mod != NULL ? PyObject_GetAttrString(mod, "_get_running_loop") : NULL;
+    if (fn != NULL && PyCFunction_Check(fn))
+        interp_add((const void *)PyCFunction_GetFunction(fn));
+    Py_XDECREF(fn);
+    Py_XDECREF(mod);
+    PyErr_Clear(); /* without _asyncio's range, its pid is the node's */
+}
+
+/* The run the last enter belonged to: a loop, and its resets so far. */
+static const struct askew_loop_state *last_loop;
+static uint64_t last_reset;
+
 int askew__preload_enter(struct askew_loop_state *ctx)
 {
     askew__refusal_reset(); /* the slot is everybody's, preload or not */
@@ -467,6 +616,11 @@ int askew__preload_enter(struct askew_loop_state *ctx)
                code_file("concurrent.futures.thread", "ThreadPoolExecutor", "submit"));
     Py_XSETREF(executor_files[1],
                code_file("concurrent.futures._base", "Future", "result"));
+    /* The first enter after the loop's reset starts a run (a run is
+     * entered again to finish its cancelled tasks). pct_run counts resets. */
+    const int new_run = ctx != last_loop || ctx->sched.pct_run != last_reset;
+    last_loop = ctx;
+    last_reset = ctx->sched.pct_run;
     struct askew_preload_hooks hooks = {
         .size = sizeof(struct askew_preload_hooks),
         .ctx = ctx,
@@ -476,7 +630,14 @@ int askew__preload_enter(struct askew_loop_state *ctx)
         .sleep = askew__loop_consume_ns,
         .handoff = preload_handoff,
         .disk = askew__preload_disk_call,
+        .identity = askew__preload_identity,
+        .new_run = (uint32_t)new_run,
+        .seed = ctx->sched.seed,
+        .libc_seed = askew_seed_stream(ctx->sched.seed, ASKEW_STREAM_LIBC),
+        .note = run_note[0] != '\0' ? run_note : NULL,
+        .quiet_draws = preload_quiet_draws,
     };
+    memcpy(hooks.interp, interp, sizeof(interp));
     askew__preload_disk_enter(ctx);
     int rc = api->enter(&hooks);
     if (rc < 0) {
@@ -508,12 +669,14 @@ static PyObject *preload_status(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 {
     /* A 1.0 preload works, but refuses every sleep: say which one is here. */
     return Py_BuildValue(
-        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O,s:O}", "found", api_found ? Py_True : Py_False,
-        "active", api_ok ? Py_True : Py_False, "path", api_path[0] ? api_path : NULL,
-        "self_test", api_msg, "abi", api != NULL ? api_abi : NULL, "sleeps_cost_time",
+        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O,s:O,s:O}", "found",
+        api_found ? Py_True : Py_False, "active", api_ok ? Py_True : Py_False, "path",
+        api_path[0] ? api_path : NULL, "self_test", api_msg, "abi",
+        api != NULL ? api_abi : NULL, "sleeps_cost_time",
         api_ok && api->abi_minor >= 1 ? Py_True : Py_False, "refuses_handoffs",
         api_ok && api->abi_minor >= 2 ? Py_True : Py_False, "serves_disks",
-        api_ok && api->abi_minor >= 3 ? Py_True : Py_False);
+        api_ok && api->abi_minor >= 3 ? Py_True : Py_False, "hermetic",
+        api_ok && api->abi_minor >= 4 ? Py_True : Py_False);
 }
 
 static PyMethodDef preload_methods[] = {
@@ -521,6 +684,9 @@ static PyMethodDef preload_methods[] = {
      "preload_active() -> bool: libaskew-preload.so is loaded and comes first."},
     {"preload_status", preload_status, METH_NOARGS,
      "preload_status() -> dict: found, active, path and the self-test message."},
+    {"_preload_note", preload_note, METH_O,
+     "_preload_note(text or None): what a death after a refusal reports besides the "
+     "seed (key=value lines; {seed} stands for the seed)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -589,7 +755,9 @@ int askew__preload_setup(PyObject *module)
             api_ok = api->self_test(api_msg, sizeof(api_msg)) == 0;
         }
     }
-    if (askew__refusal_setup(module) < 0 || askew__preload_disk_setup(module) < 0)
+    interp_setup();
+    if (askew__refusal_setup(module) < 0 || askew__preload_disk_setup(module) < 0 ||
+        askew__preload_identity_setup(module) < 0)
         return -1;
     return PyModule_AddFunctions(module, preload_methods);
 }

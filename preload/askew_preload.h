@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define ASKEW_PRELOAD_ABI_MAJOR 1u
-#define ASKEW_PRELOAD_ABI_MINOR 3u
+#define ASKEW_PRELOAD_ABI_MINOR 4u
 #define ASKEW_PRELOAD_GET_API   "askew_preload_get_api"
 
 /* The default wall epoch, Unix seconds: 2020-01-01T00:00:00Z. The wall
@@ -126,9 +126,27 @@ struct askew_disk_call {
     struct askew_disk_flock *lock;
 };
 
+/* The handoff hook's `waiting` for a post that wakes nobody (ABI 1.4). */
+#define ASKEW_HANDOFF_POST_IDLE 2
+
 /* The disk hook's answers besides a result >= 0 or a negative errno. */
 #define ASKEW_DISK_PASS   INT64_MIN       /* not on a simulated disk: libc's call */
 #define ASKEW_DISK_REFUSE (INT64_MIN + 1) /* a disk this node cannot reach: refused */
+
+/* Since ABI 1.4: who the running node is, as getpid, getppid, gettid,
+ * gethostname and uname report it inside a run (the identity hook). */
+#define ASKEW_HOSTNAME_MAX 64 /* HOST_NAME_MAX on Linux */
+struct askew_identity {
+    int32_t pid;  /* getpid, and gettid: the node's process and main thread */
+    int32_t ppid; /* getppid */
+    char hostname[ASKEW_HOSTNAME_MAX + 1]; /* NUL-terminated */
+};
+
+/* Since ABI 1.4: a range of code addresses [lo, hi). */
+struct askew_code_range {
+    uintptr_t lo, hi;
+};
+#define ASKEW_INTERP_RANGES 4
 
 struct askew_preload_hooks {
     uint32_t size; /* sizeof(struct askew_preload_hooks) */
@@ -153,8 +171,11 @@ struct askew_preload_hooks {
      * thread and must be refused, 0 when it may go on unrecorded. Called on
      * every sem_post inside a run (after the post: the semaphore is never
      * held while the hook runs), so it must be cheap. `waiting` is 1 for
-     * the sem_wait; then it may take the GIL. When NULL, no handoff is ever
-     * recorded. */
+     * the sem_wait; then it may take the GIL. Since ABI 1.4 it is
+     * ASKEW_HANDOFF_POST_IDLE for a post that no thread waits on, which can
+     * still hand over work a busy thread takes later, but not a result
+     * (0 is then a post that wakes a waiting thread). When NULL, no handoff
+     * is ever recorded. */
     int (*handoff)(void *ctx, int waiting);
     /* Since ABI 1.3. A file call on the simulation thread for a path, or on
      * a simulated fd: a result >= 0 or a negative errno as the system call
@@ -165,15 +186,50 @@ struct askew_preload_hooks {
      * outside a run: a simulated fd there is EBADF. When NULL (an older
      * table), every path passes and every simulated fd is EBADF. */
     int64_t (*disk)(void *ctx, struct askew_disk_call *call);
+    /* Since ABI 1.4. The running node's identity (the test body's when no
+     * node runs): 0, or a negative errno, and then the call sees the
+     * host's. When NULL, every call sees the host's. */
+    int (*identity)(void *ctx, struct askew_identity *out);
+    /* Since ABI 1.4: 1 when this enter starts a run (the first since the
+     * loop's reset), 0 when it goes on with one (a run is entered again to
+     * finish its cancelled tasks). A new run reseeds libc's global
+     * generators (rand, random, drand48) from libc_seed and forgets what the
+     * last run made (its AF_UNIX addresses, its pipes). */
+    uint32_t new_run;
+    uint64_t seed;      /* the run's seed, as a death after a refusal names it */
+    uint64_t libc_seed; /* the run's stream for libc's global generators */
+    /* What a report of a death after a refusal says besides the seed:
+     * "key=value" lines (test=<node id>, replay=<command>, where "{seed}"
+     * stands for the seed). Static storage the extension keeps unchanged
+     * while the run lasts; NULL when there is nothing to say. */
+    const char *note;
+    /* The interpreter's own code (an empty range ends the list). A call
+     * from it is the host's bookkeeping, not the code under test: its
+     * getpid is the host's (CPython 3.11's asyncio compares the pid of the
+     * running loop with it on every lookup) and its timed condvar waits
+     * (the GIL's) last as long in real time as asked. Every other timed
+     * condvar wait on the simulation thread costs virtual time. */
+    struct askew_code_range interp[ASKEW_INTERP_RANGES];
+    /* An object carrying its own random generator (see
+     * ASKEW_VIOLATION_OWN_RNG), asked once per object: the code ranges,
+     * at most `max`, of its functions whose draws never reach an output
+     * (RSA's blinding: the signature is the same whatever is drawn). A
+     * clock or entropy read with one of them among its callers is not
+     * refused. Returns how many it wrote; may take the GIL. */
+    int (*quiet_draws)(void *ctx, const char *path, uintptr_t base,
+                       struct askew_code_range *out, int max);
 };
 
 enum askew_violation_kind {
-    ASKEW_VIOLATION_THREAD = 1,    /* pthread_create */
-    ASKEW_VIOLATION_PROCESS = 2,   /* fork, vfork, posix_spawn, exec* */
-    ASKEW_VIOLATION_SOCKET = 3,    /* socket, connect, bind on real families */
-    ASKEW_VIOLATION_DNS = 4,       /* getaddrinfo of a real name */
-    ASKEW_VIOLATION_SLEEP = 5,     /* timed waits, poll; sleeps the hook cannot take */
-    ASKEW_VIOLATION_DEVRANDOM = 6, /* opening /dev/urandom or /dev/random */
+    ASKEW_VIOLATION_THREAD = 1,  /* pthread_create */
+    ASKEW_VIOLATION_PROCESS = 2, /* fork, vfork, posix_spawn, exec* */
+    ASKEW_VIOLATION_SOCKET = 3,  /* socket, connect, bind on real families */
+    ASKEW_VIOLATION_DNS = 4,     /* getaddrinfo of a real name */
+    ASKEW_VIOLATION_SLEEP = 5,   /* timed waits, poll; sleeps the hook cannot take */
+    /* The kernel's entropy past the run's: /proc/sys/kernel/random/uuid, a
+     * process's auxiliary vector (ABI 1.3 and before: opening /dev/urandom
+     * or /dev/random, whose reads are served since 1.4). */
+    ASKEW_VIOLATION_DEVRANDOM = 6,
     ASKEW_VIOLATION_HANDOFF =
         7, /* work handed to another thread (sem_post, sem_wait) */
     /* A clock or entropy read from an object carrying its own OpenSSL (its
@@ -182,7 +238,14 @@ enum askew_violation_kind {
     /* A file call the simulated disk cannot serve: mmap or another call on
      * a simulated fd that the disk does not handle, a path on a disk the
      * running node cannot reach. */
-    ASKEW_VIOLATION_DISK = 9
+    ASKEW_VIOLATION_DISK = 9,
+    /* Since ABI 1.4: a real clock the simulation does not model (the
+     * kernel's uptime or a process's times through /proc, a timer armed in
+     * real time, a timerfd). */
+    ASKEW_VIOLATION_CLOCK = 10,
+    /* Since ABI 1.4: the host's identity past the node's (its hostname or
+     * boot id through /proc), or a signal to a process outside the run. */
+    ASKEW_VIOLATION_IDENTITY = 11
 };
 
 #define ASKEW_VIOLATION_FRAMES 8

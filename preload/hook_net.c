@@ -1,20 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The network: socket, connect, bind and name lookup (getaddrinfo,
- * gethostbyname, gethostbyname2, gethostbyname_r) and reverse lookup
- * (gethostbyaddr, gethostbyaddr_r, getnameinfo). Inside a run anything but
- * AF_UNIX is refused with EACCES and recorded; name lookups pass for
- * numeric addresses, a NULL host and "localhost", which need no resolver,
- * and are refused for every other name; a reverse lookup passes only when
- * it asks for the numeric form (NI_NUMERICHOST) or no host at all. I/O on
- * sockets made before the run is hook_sockio.c's. Outside a run all of it is libc's,
- * and this file never opens, reads or resolves anything itself. */
+/* The network: socket, connect, bind, name lookup (getaddrinfo,
+ * gethostbyname, gethostbyname2, gethostbyname_r), reverse lookup
+ * (gethostbyaddr, gethostbyaddr_r, getnameinfo), and glibc's resolver
+ * entry points that query a DNS server themselves (res_query, res_search,
+ * res_querydomain, res_send and their res_n and __res_ forms) or start a
+ * thread to do it (getaddrinfo_a). Inside a run anything but AF_UNIX is
+ * refused with EACCES and recorded, and so is a connect to an AF_UNIX
+ * address the run did not bind (a server started before the run: libpq's
+ * default, a local daemon), whose replies would carry real time; name
+ * lookups pass for numeric addresses, a NULL host and "localhost", which
+ * need no resolver, and are refused for every other name; a reverse lookup
+ * passes only when it asks for the numeric form (NI_NUMERICHOST) or no
+ * host at all; the resolver calls are always refused. I/O on sockets made
+ * before the run is hook_sockio.c's. Outside a run all of it is libc's, and
+ * this file never opens, reads or resolves anything itself. */
 #include <arpa/inet.h>
+#include <resolv.h>
 #include <netdb.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include "hook_fds.h"
 #include "hook_net.h"
 #include "internal.h"
 
@@ -38,17 +46,26 @@ ASKEW_EXPORT int socket(int domain, int type, int protocol)
     return ASKEW_REFUSE(h, ASKEW_VIOLATION_SOCKET, "socket", domain, type, EACCES);
 }
 
-static int addr_refused(const struct sockaddr *addr, socklen_t len)
+/* A connect leaves the run unless it goes to an AF_UNIX address the run
+ * bound itself (a bind is only refused for a refused family). */
+static int addr_refused(const struct sockaddr *addr, socklen_t len, int connecting)
 {
     if (addr == NULL || len < (socklen_t)sizeof(sa_family_t))
         return 1;
-    return askew__sim_family_refused(addr->sa_family);
+    if (askew__sim_family_refused(addr->sa_family))
+        return 1;
+    return connecting && !askew__sim_unix_ours(addr, len);
+}
+
+int askew__sim_connect_refused(const struct sockaddr *addr, socklen_t len)
+{
+    return addr_refused(addr, len, /* connecting */ 1);
 }
 
 ASKEW_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_LIKELY(h == NULL) || !addr_refused(addr, len)) {
+    if (ASKEW_LIKELY(h == NULL) || !addr_refused(addr, len, /* connecting */ 1)) {
         int (*real)(int, const struct sockaddr *, socklen_t) = REAL(connect);
         if (ASKEW_LIKELY(real != NULL))
             return real(fd, addr, len);
@@ -61,11 +78,14 @@ ASKEW_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 ASKEW_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_LIKELY(h == NULL) || !addr_refused(addr, len)) {
+    if (ASKEW_LIKELY(h == NULL) || !addr_refused(addr, len, /* connecting */ 0)) {
         int (*real)(int, const struct sockaddr *, socklen_t) = REAL(bind);
-        if (ASKEW_LIKELY(real != NULL))
-            return real(fd, addr, len);
-        return (int)askew__raw_syscall(SYS_bind, fd, (long)addr, len, 0, 0, 0);
+        int rc = ASKEW_LIKELY(real != NULL)
+                     ? real(fd, addr, len)
+                     : (int)askew__raw_syscall(SYS_bind, fd, (long)addr, len, 0, 0, 0);
+        if (ASKEW_UNLIKELY(h != NULL) && rc == 0)
+            askew__sim_unix_bound(addr, len); /* a connect to it stays inside */
+        return rc;
     }
     return ASKEW_REFUSE(h, ASKEW_VIOLATION_SOCKET, "bind", fd,
                         addr != NULL ? addr->sa_family : -1, EACCES);
@@ -215,5 +235,84 @@ ASKEW_EXPORT int getnameinfo(const struct sockaddr *restrict sa, socklen_t salen
     }
     /* EAI_SYSTEM: CPython raises PermissionError */
     (void)ASKEW_REFUSE(h, ASKEW_VIOLATION_DNS, "getnameinfo", flags, 0, EACCES);
+    return EAI_SYSTEM;
+}
+
+/* glibc's resolver, which sends DNS queries itself: refused inside a run
+ * (-1 with h_errno NO_RECOVERY, errno EACCES). resolv.h of older glibc
+ * names them __res_*; the res_n* forms take a resolver state. */
+#define RES_REFUSED(h, call)                                                           \
+    do {                                                                               \
+        (void)ASKEW_REFUSE((h), ASKEW_VIOLATION_DNS, (call), 0, 0, EACCES);            \
+        h_errno = NO_RECOVERY;                                                         \
+        return -1;                                                                     \
+    } while (0)
+
+#define RES_QUERY(name, real_name, params, args)                                       \
+    ASKEW_EXPORT int name params                                                       \
+    {                                                                                  \
+        const struct askew_preload_hooks *h = askew__t_hooks;                          \
+        if (ASKEW_UNLIKELY(h != NULL))                                                 \
+            RES_REFUSED(h, #name);                                                     \
+        __typeof__(&real_name) real = REAL(real_name);                                 \
+        if (ASKEW_LIKELY(real != NULL))                                                \
+            return real args;                                                          \
+        h_errno = TRY_AGAIN;                                                           \
+        return -1;                                                                     \
+    }
+
+typedef struct __res_state *askew_res_state;
+/* The names resolv.h gave these before glibc 2.34: compat aliases of the
+ * same functions, so they forward to the current names. */
+int __res_query(const char *, int, int, unsigned char *, int);
+int __res_search(const char *, int, int, unsigned char *, int);
+int __res_send(const unsigned char *, int, unsigned char *, int);
+
+RES_QUERY(res_query, res_query, (const char *d, int c, int t, unsigned char *a, int l),
+          (d, c, t, a, l))
+RES_QUERY(res_search, res_search,
+          (const char *d, int c, int t, unsigned char *a, int l), (d, c, t, a, l))
+RES_QUERY(res_querydomain, res_querydomain,
+          (const char *n, const char *d, int c, int t, unsigned char *a, int l),
+          (n, d, c, t, a, l))
+RES_QUERY(res_send, res_send, (const unsigned char *m, int ml, unsigned char *a, int l),
+          (m, ml, a, l))
+RES_QUERY(res_nquery, res_nquery,
+          (askew_res_state s, const char *d, int c, int t, unsigned char *a, int l),
+          (s, d, c, t, a, l))
+RES_QUERY(res_nsearch, res_nsearch,
+          (askew_res_state s, const char *d, int c, int t, unsigned char *a, int l),
+          (s, d, c, t, a, l))
+RES_QUERY(res_nquerydomain, res_nquerydomain,
+          (askew_res_state s, const char *n, const char *d, int c, int t,
+           unsigned char *a, int l),
+          (s, n, d, c, t, a, l))
+RES_QUERY(res_nsend, res_nsend,
+          (askew_res_state s, const unsigned char *m, int ml, unsigned char *a, int l),
+          (s, m, ml, a, l))
+RES_QUERY(__res_query, res_query,
+          (const char *d, int c, int t, unsigned char *a, int l), (d, c, t, a, l))
+RES_QUERY(__res_search, res_search,
+          (const char *d, int c, int t, unsigned char *a, int l), (d, c, t, a, l))
+RES_QUERY(__res_send, res_send,
+          (const unsigned char *m, int ml, unsigned char *a, int l), (m, ml, a, l))
+
+/* getaddrinfo_a resolves in threads glibc starts itself, with no
+ * pthread_create of ours to see: refused inside a run, EAI_SYSTEM with
+ * EACCES as getaddrinfo's refusal. */
+struct gaicb;
+int getaddrinfo_a(int mode, struct gaicb *list[], int nitems, struct sigevent *sevp);
+
+ASKEW_EXPORT int getaddrinfo_a(int mode, struct gaicb *list[], int nitems,
+                               struct sigevent *sevp)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_LIKELY(h == NULL)) {
+        __typeof__(&getaddrinfo_a) real = REAL(getaddrinfo_a);
+        if (ASKEW_LIKELY(real != NULL))
+            return real(mode, list, nitems, sevp);
+        return EAI_AGAIN;
+    }
+    (void)ASKEW_REFUSE(h, ASKEW_VIOLATION_DNS, "getaddrinfo_a", mode, nitems, EACCES);
     return EAI_SYSTEM;
 }

@@ -7,13 +7,15 @@
 #include "internal.h"
 
 /* 1 when `ret` (an interposer's return address) lies in an object that
- * carries its own OpenSSL random generator (hook_ownrng.c); simulation
- * thread only. ASKEW_OWN_RNG records the refusal for a clock or entropy
- * interposer's caller and lets the call be answered as usual. */
-int askew__sim_own_rng(const void *ret) ASKEW_HIDDEN;
+ * carries its own OpenSSL random generator (hook_ownrng.c) and no caller is
+ * one of its quiet draws; simulation thread only. ASKEW_OWN_RNG records the
+ * refusal for a clock or entropy interposer's caller and lets the call be
+ * answered as usual. */
+int askew__sim_own_rng(const struct askew_preload_hooks *h,
+                       const void *ret) ASKEW_HIDDEN;
 #define ASKEW_OWN_RNG(h, call)                                                         \
     do {                                                                               \
-        if (ASKEW_UNLIKELY(askew__sim_own_rng(__builtin_return_address(0))))           \
+        if (ASKEW_UNLIKELY(askew__sim_own_rng((h), __builtin_return_address(0))))      \
             ASKEW_RECORD((h), ASKEW_VIOLATION_OWN_RNG, (call), 0, 0);                  \
     } while (0)
 

@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Library PRNGs that keep their own state: OpenSSL's RAND_bytes,
- * RAND_priv_bytes and their _ex forms, and SQLite's sqlite3_randomness
- * (random(), randomblob(), temporary names). OpenSSL mixes the pid, the
- * thread's address and the time into its DRBG, and SQLite seeds once per
- * process, so neither replays even when first used inside a run. Inside a
- * run every byte comes from the run's entropy stream instead; outside it
- * each call goes to the library's own function. Both libraries call these
- * through their PLT, so their internal draws (key generation, handshakes,
- * SQL random()) come here too. A copy linked statically into another
- * object is not seen here: hook_ownrng.c refuses cryptography's wheels
- * (their own OpenSSL); a vendored SQLite stays unseen. */
+ * RAND_priv_bytes and their _ex forms, SQLite's sqlite3_randomness
+ * (random(), randomblob(), temporary names), and libc's own global
+ * generators (rand/srand/random/srandom, the drand48 family). OpenSSL mixes
+ * the pid, the thread's address and the time into its DRBG, and SQLite
+ * seeds once per process, so neither replays even when first used inside a
+ * run. Inside a run every byte comes from the run's entropy stream instead;
+ * outside it each call goes to the library's own function. Both libraries
+ * call these through their PLT, so their internal draws (key generation,
+ * handshakes, SQL random()) come here too. A copy linked statically into
+ * another object is not seen here: hook_ownrng.c refuses cryptography's
+ * wheels (their own OpenSSL); a vendored SQLite stays unseen.
+ * libc's generators are not interposed but swapped: at each run's start
+ * the run gets a state of its own seeded from its stream (so iteration 1 of
+ * a sweep draws what the same seed draws alone), kept across the run's
+ * enters, and the host's state comes back at every leave. rand_r,
+ * random_r, erand48 and the other calls whose state the caller holds are
+ * the caller's. */
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "hook_rand.h"
 #include "internal.h"
 
 /* fns.def's CALLER rows: these libraries usually arrive with a dlopen'ed
@@ -171,4 +181,46 @@ ASKEW_EXPORT void sqlite3_randomness(int n, void *buf)
         R_sqlite3_randomness, __builtin_return_address(0));
     if (real != NULL)
         real(n, buf);
+}
+
+/* ---- libc's global generators ----------------------------------------- */
+
+/* random()'s state during runs: 128 bytes, glibc's default (TYPE_3), so a
+ * seed draws what srandom() would draw; the host's state is what setstate
+ * handed back. drand48's 48-bit state is three shorts either side. Touched
+ * at enter and leave only, on the simulation thread. */
+static char run_random_state[128];
+static char *host_random_state;
+static unsigned short run_x48[3], host_x48[3];
+static int run_seeded, swapped;
+
+void askew__libc_rng_enter(int new_run, uint64_t seed)
+{
+    if (!new_run && !run_seeded)
+        return; /* no run of ours has begun: nothing to swap in */
+    if (new_run) {
+        /* What srandom(seed) and srand48(seed >> 32) would set. */
+        host_random_state =
+            initstate((unsigned)seed, run_random_state, sizeof(run_random_state));
+        run_x48[0] = 0x330E;
+        run_x48[1] = (unsigned short)(seed >> 32);
+        run_x48[2] = (unsigned short)(seed >> 48);
+        run_seeded = 1;
+    } else {
+        host_random_state = setstate(run_random_state);
+    }
+    const unsigned short *host = seed48(run_x48);
+    memcpy(host_x48, host, sizeof(host_x48));
+    swapped = 1;
+}
+
+void askew__libc_rng_leave(void)
+{
+    if (!swapped)
+        return;
+    if (host_random_state != NULL)
+        (void)setstate(host_random_state); /* saves the run's place in its buffer */
+    const unsigned short *run = seed48(host_x48);
+    memcpy(run_x48, run, sizeof(run_x48));
+    swapped = 0;
 }

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Entropy: getrandom, getentropy and the arc4random family. On the
- * simulation thread every byte comes from hooks->random, the run's entropy
- * stream, and each call keeps libc's contract (EINVAL for bad flags, EIO
- * past 256 bytes for getentropy). A zero-length request draws nothing, so a
- * probe cannot shift later bytes, and no path here ever reports ENOSYS or
- * EPERM, which would make CPython give up on getrandom for good. */
+/* Entropy: getrandom, getentropy, the arc4random family and
+ * getauxval(AT_RANDOM). On the simulation thread every byte comes from
+ * hooks->random, the run's entropy stream, and each call keeps libc's
+ * contract (EINVAL for bad flags, EIO past 256 bytes for getentropy). A
+ * zero-length request draws nothing, so a probe cannot shift later bytes,
+ * and no path here ever reports ENOSYS or EPERM, which would make CPython
+ * give up on getrandom for good. AT_RANDOM, the kernel's 16 random bytes
+ * for the process, is inside a run the address of 16 bytes the run drew
+ * at its first such call (the process's own are left as they are: glibc
+ * took its stack guard from them at start-up). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -187,4 +192,30 @@ ASKEW_EXPORT uint32_t arc4random_uniform(uint32_t upper_bound)
         if (r >= min)
             return r % upper_bound;
     }
+}
+
+/* The run's AT_RANDOM: drawn at the run's first getauxval(AT_RANDOM). */
+static unsigned char run_at_random[16];
+static int run_at_random_drawn;
+
+void askew__auxv_run_begins(void)
+{
+    run_at_random_drawn = 0;
+}
+
+ASKEW_EXPORT unsigned long getauxval(unsigned long type)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && type == AT_RANDOM) {
+        if (!run_at_random_drawn) {
+            sim_buf(h, run_at_random, sizeof(run_at_random));
+            run_at_random_drawn = 1;
+        }
+        return (unsigned long)(uintptr_t)run_at_random;
+    }
+    unsigned long (*real)(unsigned long) = REAL(getauxval);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(type);
+    errno = ENOENT;
+    return 0;
 }

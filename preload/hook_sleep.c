@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Blocking with a timeout: the sleeps, timed semaphore waits, timed
- * condvar waits and the poll family. On the simulation thread a sleep costs
- * virtual time, as a blocking sleep costs a real loop its time: the
- * extension's sleep hook moves the node's clock on by the interval, and the
- * call returns at once. The other timed waits can only end by timing out
- * (no other simulated thread exists to wake them), so each returns at once
- * with the call's own timeout result and is recorded as a refusal. Waits
- * that can complete without blocking (a free semaphore, a ready fd) still
- * complete. Condvar waits are the exception: they are translated, never
- * refused (see below). Nothing here sleeps for real on the simulation
- * thread for longer than the caller asked, and nothing passes a virtual
- * deadline to the kernel. */
+ * condvar waits, sigtimedwait and the poll family. On the simulation
+ * thread a sleep costs virtual time, as a blocking sleep costs a real loop
+ * its time: the extension's sleep hook moves the node's clock on by the
+ * interval, and the call returns at once. A timed condvar wait and a
+ * sigtimedwait with nothing pending cost their time the same way and then
+ * time out (no other simulated thread exists to end them), except the
+ * interpreter's own condvar waits, translated to real time (see below).
+ * The semaphore waits and the poll family return at once with the call's
+ * own timeout result and are recorded as refusals. Waits that can complete
+ * without blocking (a free semaphore, a ready fd, a pending signal) still
+ * complete. Nothing here sleeps for real on the simulation thread for
+ * longer than the caller asked, and nothing passes a virtual deadline to
+ * the kernel. */
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -22,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hook_fds.h"
 #include "hook_sleep.h"
 #include "hook_time.h"
 #include "internal.h"
@@ -198,14 +201,23 @@ ASKEW_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t clock,
     return sem_timeout(h, sem, "sem_clockwait", clock, __builtin_return_address(0));
 }
 
-/* Condvar waits are translated, not refused: CPython's GIL hand-off waits
- * on a timed condvar on the simulation thread whenever any other thread
- * exists (a pytest-timeout watchdog, say), with a deadline computed from
- * the clock we virtualize. The virtual deadline becomes the same interval
- * on the real clock, so the wait lasts as long as the caller asked, the
- * other thread can hand the GIL back, and no run is failed for it. The
- * condvar's clock is not visible through the API; the deadline is taken to
- * be on whichever virtual clock (wall or monotonic) it is nearer to. */
+/* Condvar waits. On the simulation thread no other simulated thread can
+ * signal one, so a timed wait can only time out, and what it costs is its
+ * time: it moves the node's clock on to its deadline (the sleep hook) and
+ * returns ETIMEDOUT at once, with the mutex held as after a real timeout.
+ * So code that waits for a predicate until a deadline
+ * (std::condition_variable::wait_for) sees the deadline pass and returns,
+ * where a wait that cost nothing would have it wait forever. The
+ * interpreter's own waits (hooks->interp; every wait under a table from
+ * before ABI 1.4) are translated instead: CPython's GIL hand-off waits on a
+ * timed condvar on the simulation thread whenever any other thread exists
+ * (a pytest-timeout watchdog, say), with a deadline computed from the clock
+ * we virtualize; the virtual deadline becomes the same interval on the
+ * real clock, so the wait lasts as long as the caller asked and the other
+ * thread can hand the GIL back, and virtual time, which must not depend on
+ * how long another thread held the GIL, does not move. The condvar's clock
+ * is not visible through the API; pthread_cond_timedwait's deadline is
+ * taken to be on whichever virtual clock (wall or monotonic) it is nearer. */
 static void ts_sub(struct timespec *out, const struct timespec *a,
                    const struct timespec *b)
 {
@@ -227,13 +239,15 @@ static int real_now(clockid_t clock, struct timespec *ts)
     return (int)askew__raw_syscall(SYS_clock_gettime, clock, (long)ts, 0, 0, 0, 0);
 }
 
-/* The real deadline on `clock` for a virtual deadline `abs`; clock < 0 asks
- * for the nearer clock to be picked (and returned through *clock). */
-static int translate(const struct askew_preload_hooks *h, clockid_t *clock,
-                     const struct timespec *abs, struct timespec *out)
+/* The virtual reading of the clock the deadline `abs` is on: `*clock`, or
+ * for clock < 0 the nearer of the wall and monotonic clocks (returned
+ * through *clock). */
+static int virtual_now(const struct askew_preload_hooks *h, clockid_t *clock,
+                       const struct timespec *abs, struct timespec *vnow)
 {
-    struct timespec vwall, vmono, left, now;
-    if (askew__hook_now(h, 1, &vwall) < 0 || askew__hook_now(h, 0, &vmono) < 0)
+    struct timespec vwall, vmono;
+    if (askew__hook_now(h, ASKEW_CLOCK_REALTIME, &vwall) < 0 ||
+        askew__hook_now(h, ASKEW_CLOCK_MONOTONIC, &vmono) < 0)
         return -1;
     int realtime;
     if (*clock < 0) {
@@ -245,7 +259,20 @@ static int translate(const struct askew_preload_hooks *h, clockid_t *clock,
         realtime = *clock == CLOCK_REALTIME || *clock == CLOCK_REALTIME_COARSE ||
                    *clock == CLOCK_TAI;
     }
-    ts_sub(&left, abs, realtime ? &vwall : &vmono);
+    *vnow = realtime ? vwall : vmono;
+    if (*clock == CLOCK_TAI)
+        vnow->tv_sec += 37; /* hook_time.c's TAI offset */
+    return 0;
+}
+
+/* The real deadline on `clock` for a virtual deadline `abs`. */
+static int translate(const struct askew_preload_hooks *h, clockid_t *clock,
+                     const struct timespec *abs, struct timespec *out)
+{
+    struct timespec vnow, left, now;
+    if (virtual_now(h, clock, abs, &vnow) != 0)
+        return -1;
+    ts_sub(&left, abs, &vnow);
     if (real_now(*clock, &now) != 0)
         return -1;
     out->tv_sec = now.tv_sec + left.tv_sec;
@@ -255,6 +282,31 @@ static int translate(const struct askew_preload_hooks *h, clockid_t *clock,
         out->tv_sec += 1;
     }
     return 0;
+}
+
+/* A timed wait of the code under test: its time passes, then ETIMEDOUT. */
+static int cond_costs_time(const struct askew_preload_hooks *h, clockid_t clock,
+                           const struct timespec *abs, const char *call, void *ret)
+{
+    if (abs == NULL || abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L)
+        return EINVAL;
+    const int saved = errno;
+    struct timespec vnow;
+    int64_t ns = -1;
+    if (virtual_now(h, &clock, abs, &vnow) == 0)
+        ns = ns_after(abs, &vnow);
+    if (ns != 0 && (ns < 0 || askew__hook_sleep(h, ns) != 0))
+        askew__refuse(h, ASKEW_VIOLATION_SLEEP, call, abs->tv_sec, abs->tv_nsec, ret);
+    errno = saved;
+    return ETIMEDOUT;
+}
+
+/* 1 when this wait is the interpreter's (or the table predates virtual
+ * condvar waits): translated to real time. */
+static int cond_translated(const struct askew_preload_hooks *h, void *ret)
+{
+    return !askew__hooks_have(h, ASKEW_HOOKS_END(interp)) ||
+           askew__interp_caller(h, ret);
 }
 
 ASKEW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
@@ -268,6 +320,9 @@ ASKEW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
         return EINVAL;
     if (ASKEW_LIKELY(h == NULL))
         return real(cond, mutex, abs);
+    if (!cond_translated(h, __builtin_return_address(0)))
+        return cond_costs_time(h, -1, abs, "pthread_cond_timedwait",
+                               __builtin_return_address(0));
     int saved = errno;
     clockid_t clock = -1;
     struct timespec deadline;
@@ -289,6 +344,9 @@ ASKEW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond,
         return EINVAL;
     if (ASKEW_LIKELY(h == NULL) || !askew__sim_clock_known(clock))
         return real(cond, mutex, clock, abs);
+    if (!cond_translated(h, __builtin_return_address(0)))
+        return cond_costs_time(h, clock, abs, "pthread_cond_clockwait",
+                               __builtin_return_address(0));
     int saved = errno;
     struct timespec deadline;
     if (translate(h, &clock, abs, &deadline) != 0)
@@ -297,11 +355,76 @@ ASKEW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond,
     return real(cond, mutex, clock, &deadline);
 }
 
+/* sigtimedwait with a timeout: a signal already pending is taken; else no
+ * simulated thread can send one, and the wait lasts its timeout on the
+ * node's clock (the sleep hook), then EAGAIN, as the kernel times out. */
+int askew__sim_sigtimedwait(const struct askew_preload_hooks *h, const sigset_t *set,
+                            siginfo_t *info, const struct timespec *tmo, void *ret)
+{
+    const struct timespec zero = {0, 0};
+    int (*real)(const sigset_t *, siginfo_t *, const struct timespec *) =
+        REAL(sigtimedwait);
+    int sig = real != NULL ? real(set, info, &zero)
+                           : (int)askew__raw_syscall(SYS_rt_sigtimedwait, (long)set,
+                                                     (long)info, (long)&zero, 8, 0, 0);
+    if (sig >= 0 || errno != EAGAIN || tmo == NULL)
+        return sig;
+    if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L) {
+        errno = EINVAL;
+        return -1;
+    }
+    const int64_t ns = ns_after(tmo, &zero);
+    if (ns != 0 && (ns < 0 || askew__hook_sleep(h, ns) != 0))
+        askew__refuse(h, ASKEW_VIOLATION_SLEEP, "sigtimedwait", tmo->tv_sec,
+                      tmo->tv_nsec, ret);
+    errno = EAGAIN;
+    return -1;
+}
+
+ASKEW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict info,
+                              const struct timespec *restrict tmo)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && tmo != NULL)
+        return askew__sim_sigtimedwait(h, set, info, tmo, __builtin_return_address(0));
+    int (*real)(const sigset_t *, siginfo_t *, const struct timespec *) =
+        REAL(sigtimedwait);
+    if (ASKEW_LIKELY(real != NULL))
+        return real(set, info, tmo);
+    return (int)askew__raw_syscall(SYS_rt_sigtimedwait, (long)set, (long)info,
+                                   (long)tmo, 8, 0, 0);
+}
+
 /* The poll family: ask the kernel without waiting. Ready fds are still
  * reported; a wait that would have slept is recorded and times out. The
  * decision comes first and is the same whether libc's function was found;
  * each *_now below only forwards, to libc's function or (when dlsym found
- * nothing) to the system call, with the timeout the decision left. */
+ * nothing) to the system call, with the timeout the decision left.
+ * Whether an fd fed from outside the run is ready (a pipe from a process
+ * started before it, a socket to another process, a terminal) depends on
+ * when that outside wrote, in real time: a call that asks about one is
+ * refused (EACCES), whatever its timeout (hook_fds.c tells them). */
+#define REFUSE_OUTSIDE(h, call, fd)                                                    \
+    ASKEW_REFUSE((h), ASKEW_VIOLATION_CLOCK, (call), (fd), 0, EACCES)
+
+/* The first fd of the set fed from outside the run, or -1. */
+static int pollfds_outside(const struct pollfd *fds, nfds_t n)
+{
+    for (nfds_t i = 0; fds != NULL && i < n; i++)
+        if (fds[i].fd >= 0 && askew__fd_waits_outside(fds[i].fd))
+            return fds[i].fd;
+    return -1;
+}
+
+static int fdsets_outside(int n, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+    for (int fd = 0; fd < n && fd < FD_SETSIZE; fd++)
+        if (((r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) ||
+             (e != NULL && FD_ISSET(fd, e))) &&
+            askew__fd_waits_outside(fd))
+            return fd;
+    return -1;
+}
 static int poll_now(struct pollfd *fds, nfds_t n, int timeout)
 {
     int (*real)(struct pollfd *, nfds_t, int) = REAL(poll);
@@ -315,6 +438,9 @@ static int poll_now(struct pollfd *fds, nfds_t n, int timeout)
 ASKEW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
+    int outside;
+    if (ASKEW_UNLIKELY(h != NULL) && (outside = pollfds_outside(fds, n)) >= 0)
+        return REFUSE_OUTSIDE(h, "poll", outside);
     if (ASKEW_LIKELY(h == NULL) || timeout == 0)
         return poll_now(fds, n, timeout);
     int rc = poll_now(fds, n, 0);
@@ -340,6 +466,9 @@ ASKEW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
                        const sigset_t *mask)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
+    int outside;
+    if (ASKEW_UNLIKELY(h != NULL) && (outside = pollfds_outside(fds, n)) >= 0)
+        return REFUSE_OUTSIDE(h, "ppoll", outside);
     if (ASKEW_LIKELY(h == NULL) || ts_zero(tmo))
         return ppoll_now(fds, n, tmo, mask);
     struct timespec zero = {0, 0};
@@ -384,6 +513,9 @@ ASKEW_EXPORT int select(int n, fd_set *restrict r, fd_set *restrict w,
                         fd_set *restrict e, struct timeval *restrict tmo)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
+    int outside;
+    if (ASKEW_UNLIKELY(h != NULL) && (outside = fdsets_outside(n, r, w, e)) >= 0)
+        return REFUSE_OUTSIDE(h, "select", outside);
     if (ASKEW_LIKELY(h == NULL) ||
         (tmo != NULL && tmo->tv_sec == 0 && tmo->tv_usec == 0))
         return select_now(n, r, w, e, tmo);
@@ -415,6 +547,9 @@ ASKEW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w,
                          const sigset_t *restrict mask)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
+    int outside;
+    if (ASKEW_UNLIKELY(h != NULL) && (outside = fdsets_outside(n, r, w, e)) >= 0)
+        return REFUSE_OUTSIDE(h, "pselect", outside);
     if (ASKEW_LIKELY(h == NULL) || ts_zero(tmo))
         return pselect_now(n, r, w, e, tmo, mask);
     struct timespec zero = {0, 0};

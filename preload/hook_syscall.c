@@ -1,18 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* syscall(2), the door CPython's os.getrandom, OpenSSL and Rust crates use
- * past the libc wrappers. Inside a run the numbers askew models (time,
- * getrandom, sleeps, process and thread creation, socket, connect, bind,
- * I/O on sockets) go to the same policy as their wrappers; everything else,
- * and every call outside a run, is forwarded with six long arguments, which
- * is how every Linux syscall takes its arguments on the architectures we
- * build for. */
+ * past the libc wrappers. Inside a run the numbers askew models (time and
+ * the kernel's other clocks, getrandom, sleeps and sigtimedwait, process
+ * and thread creation, timers, the identity calls and signals by pid,
+ * socket, connect, bind, I/O on sockets and the random devices) go to the
+ * same policy as their wrappers; everything else, and every call outside a
+ * run, is forwarded with six long arguments, which is how every Linux
+ * syscall takes its arguments on the architectures we build for. */
+#include <signal.h>
 #include <stdarg.h>
+#include <sys/resource.h>
+#include <sys/sysinfo.h>
+#include <sys/timerfd.h>
+#include <sys/times.h>
+#include <sys/timex.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "hook_fds.h"
+#include "hook_identity.h"
 #include "hook_net.h"
 #include "hook_random.h"
 #include "hook_sleep.h"
@@ -20,7 +31,7 @@
 #include "hook_time.h"
 #include "internal.h"
 
-static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long *a,
+static long sim_syscall(const struct askew_preload_hooks *h, long nr, long *a,
                         void *ret)
 {
     switch (nr) {
@@ -94,19 +105,97 @@ static long sim_syscall(const struct askew_preload_hooks *h, long nr, const long
             break;
         return askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET, "syscall(SYS_socket)",
                                    a[0], a[1], ret, EACCES);
-    case SYS_connect:
-    case SYS_bind: {
+    case SYS_connect: {
         const struct sockaddr *sa = (const struct sockaddr *)a[1];
-        if (sa != NULL && !askew__sim_family_refused(sa->sa_family))
+        if (!askew__sim_connect_refused(sa, (socklen_t)a[2]))
             break;
-        return askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET,
-                                   nr == SYS_connect ? "syscall(SYS_connect)"
-                                                     : "syscall(SYS_bind)",
+        return askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET, "syscall(SYS_connect)",
                                    a[0], sa != NULL ? sa->sa_family : -1, ret, EACCES);
     }
+    case SYS_bind:
+        return bind((int)a[0], (const struct sockaddr *)a[1], (socklen_t)a[2]);
+    /* The kernel's clocks and timers: their wrappers' policy. */
+    case SYS_times:
+        return (long)times((struct tms *)a[0]);
+    case SYS_getrusage:
+        return getrusage((int)a[0], (struct rusage *)a[1]);
+    case SYS_sysinfo:
+        return sysinfo((struct sysinfo *)a[0]);
+    case SYS_adjtimex:
+        return adjtimex((struct timex *)a[0]);
+    case SYS_clock_adjtime:
+        return clock_adjtime((clockid_t)a[0], (struct timex *)a[1]);
+    case SYS_setitimer:
+        return setitimer((int)a[0], (const struct itimerval *)a[1],
+                         (struct itimerval *)a[2]);
+#ifdef SYS_alarm
+    case SYS_alarm:
+        return (long)alarm((unsigned int)a[0]);
+#endif
+    case SYS_timer_create:
+    case SYS_timer_gettime:
+    case SYS_timerfd_create:
+    case SYS_timerfd_gettime:
+        return askew__refuse_errno(h, ASKEW_VIOLATION_CLOCK, "syscall(timer)", nr, 0,
+                                   ret, EACCES);
+    case SYS_timer_settime:
+    case SYS_timerfd_settime: {
+        const struct itimerspec *v = (const struct itimerspec *)a[2];
+        if (v == NULL || (v->it_value.tv_sec == 0 && v->it_value.tv_nsec == 0))
+            break;
+        return askew__refuse_errno(h, ASKEW_VIOLATION_CLOCK, "syscall(timer)", nr, 0,
+                                   ret, EACCES);
+    }
+    case SYS_rt_sigtimedwait:
+        if (a[2] == 0)
+            break;
+        return askew__sim_sigtimedwait(h, (const sigset_t *)a[0], (siginfo_t *)a[1],
+                                       (const struct timespec *)a[2], ret);
+    /* Who the process is, and signals by pid. */
+    case SYS_getpid:
+        return askew__sim_getpid(h, ret);
+    case SYS_gettid:
+        return askew__sim_gettid(h, ret);
+    case SYS_getppid:
+        return askew__sim_getppid(h);
+    case SYS_uname:
+        return uname((struct utsname *)a[0]);
+    case SYS_kill:
+    case SYS_rt_sigqueueinfo: {
+        const long to = askew__sim_signal_target(h, a[0], "syscall(SYS_kill)", ret);
+        if (to < 0)
+            return -1;
+        a[0] = to;
+        break;
+    }
+    case SYS_tgkill: {
+        const long to = askew__sim_signal_target(h, a[0], "syscall(SYS_tgkill)", ret);
+        if (to < 0)
+            return -1;
+        a[0] = to;
+        a[1] = askew__sim_thread_target(h, a[1]);
+        break;
+    }
+    case SYS_tkill:
+        a[0] = askew__sim_thread_target(h, a[0]);
+        break;
+    case SYS_pipe2:
+        return pipe2((int *)a[0], (int)a[1]);
     case SYS_read:
+    case SYS_readv: {
+        /* I/O on a socket made before the run (hook_sockio.c), or a read of
+         * a random device, which the run serves. */
+        const enum askew_fd_kind kind = askew__fd_kind((int)a[0]);
+        if (kind == ASKEW_FD_ENTROPY && nr == SYS_read)
+            return askew__sim_getrandom(h, (void *)a[1], (size_t)a[2], 0);
+        if (kind == ASKEW_FD_ENTROPY)
+            return readv((int)a[0], (const struct iovec *)a[1], (int)a[2]);
+        if (kind != ASKEW_FD_OUTSIDE)
+            break;
+        return askew__refuse_errno(h, ASKEW_VIOLATION_SOCKET, "syscall(socket I/O)",
+                                   a[0], nr, ret, EACCES);
+    }
     case SYS_write:
-    case SYS_readv:
     case SYS_writev:
     case SYS_sendto:
     case SYS_recvfrom:

@@ -123,6 +123,29 @@ int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns) ASKEW_HID
 int64_t askew__hook_disk(const struct askew_preload_hooks *h,
                          struct askew_disk_call *call) ASKEW_HIDDEN;
 
+/* ABI 1.4's identity hook: 0 with *out filled, or a negative errno
+ * (-ENOSYS without the hook), and then the call sees the host's. */
+int askew__hook_identity(const struct askew_preload_hooks *h,
+                         struct askew_identity *out) ASKEW_HIDDEN;
+/* 1 when `ret` (an interposer's return address) lies in the interpreter's
+ * own code (hooks->interp): the host's bookkeeping, not the code under test. */
+int askew__interp_caller(const struct askew_preload_hooks *h,
+                         const void *ret) ASKEW_HIDDEN;
+/* Whether the extension's table reaches `end` bytes (ASKEW_HOOKS_END): the
+ * behaviour of its ABI minor goes with what it knows. */
+int askew__hooks_have(const struct askew_preload_hooks *h, size_t end) ASKEW_HIDDEN;
+#define ASKEW_HOOKS_END(field)                                                         \
+    (offsetof(struct askew_preload_hooks, field) +                                     \
+     sizeof(((struct askew_preload_hooks *)0)->field))
+/* The call of the run's first refusal still in the ring (else the newest),
+ * NULL when none was recorded since enter. Async-signal-safe. */
+const char *askew__first_refusal(void) ASKEW_HIDDEN;
+/* The simulation thread's stack, [lo, hi), while a run is entered. */
+extern uintptr_t askew__sim_stack_lo ASKEW_HIDDEN, askew__sim_stack_hi ASKEW_HIDDEN;
+/* A new run begins (hooks->new_run): each family forgets the last run's
+ * state (preload.c calls the families' resets). */
+void askew__run_begins(const struct askew_preload_hooks *h) ASKEW_HIDDEN;
+
 /* Debug output under ASKEW_DEBUG only, to fd 2 with an "askew-preload: "
  * prefix; a no-op otherwise. No stdio, no malloc. */
 void askew__debug(const char *what, const char *call) ASKEW_HIDDEN;

@@ -19,22 +19,26 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "hook_death.h"
+#include "hook_fds.h"
+#include "hook_rand.h"
+#include "hook_random.h"
 #include "internal.h"
 
 __thread const struct askew_preload_hooks *askew__t_hooks;
 
-/* The hooks table is copied at enter so the extension may pass a stack
- * object; t_owner marks the simulation thread even while a hook runs (when
- * askew__t_hooks is cleared). Both are tiny: a dlopen'ed copy has only the
- * small static-TLS surplus to live in. */
-static __thread struct askew_preload_hooks t_hooks_copy;
+/* t_owner marks the simulation thread even while a hook runs (when
+ * askew__t_hooks is cleared). Tiny: a dlopen'ed copy has only the small
+ * static-TLS surplus to live in. */
 static __thread int t_owner;
 static __thread int t_resolving;
 
-/* One simulation per process at a time: the ring and the stack bounds
+/* One simulation per process at a time: the hooks table (copied at enter
+ * so the extension may pass a stack object), the ring and the stack bounds
  * below belong to that thread. */
 static atomic_int sim_active;
-static uintptr_t sim_stack_lo, sim_stack_hi;
+static struct askew_preload_hooks hooks_copy;
+uintptr_t askew__sim_stack_lo, askew__sim_stack_hi;
 
 static struct askew_violation ring[ASKEW_VIOLATION_RING];
 static _Atomic uint64_t ring_count;
@@ -190,6 +194,46 @@ int64_t askew__hook_disk(const struct askew_preload_hooks *h,
     return rc;
 }
 
+int askew__hook_identity(const struct askew_preload_hooks *h,
+                         struct askew_identity *out)
+{
+    if (h->identity == NULL)
+        return -ENOSYS;
+    askew__t_hooks = NULL;
+    int rc = h->identity(h->ctx, out);
+    askew__t_hooks = h;
+    return rc;
+}
+
+int askew__interp_caller(const struct askew_preload_hooks *h, const void *ret)
+{
+    const uintptr_t pc = (uintptr_t)ret;
+    for (int i = 0; i < ASKEW_INTERP_RANGES && h->interp[i].hi != 0; i++)
+        if (pc >= h->interp[i].lo && pc < h->interp[i].hi)
+            return 1;
+    return 0;
+}
+
+void askew__run_begins(const struct askew_preload_hooks *h)
+{
+    (void)h;
+    askew__fds_run_begins();
+    askew__auxv_run_begins();
+}
+
+int askew__hooks_have(const struct askew_preload_hooks *h, size_t end)
+{
+    return h->size >= end;
+}
+
+const char *askew__first_refusal(void)
+{
+    const uint64_t n = atomic_load_explicit(&ring_count, memory_order_acquire);
+    if (n == 0)
+        return NULL;
+    return ring[(n > ASKEW_VIOLATION_RING ? n - 1 : 0) % ASKEW_VIOLATION_RING].call;
+}
+
 static int in_self(uintptr_t pc)
 {
     return pc >= self_text_lo && pc < self_text_hi;
@@ -217,7 +261,8 @@ __attribute__((noinline)) void askew__refuse(const struct askew_preload_hooks *h
     v->nframes = 1;
     uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
     for (int hops = 0; hops < 64 && v->nframes < ASKEW_VIOLATION_FRAMES; hops++) {
-        if (fp < sim_stack_lo || fp + 2 * sizeof(uintptr_t) > sim_stack_hi ||
+        if (fp < askew__sim_stack_lo ||
+            fp + 2 * sizeof(uintptr_t) > askew__sim_stack_hi ||
             (fp & (sizeof(uintptr_t) - 1)) != 0)
             break;
         uintptr_t next = ((const uintptr_t *)fp)[0];
@@ -231,6 +276,7 @@ __attribute__((noinline)) void askew__refuse(const struct askew_preload_hooks *h
         fp = next;
     }
     atomic_store_explicit(&ring_count, n + 1, memory_order_release);
+    askew__death_arm(h);
     askew__debug("refused", call);
     if (h->on_violation != NULL) {
         askew__t_hooks = NULL;
@@ -242,19 +288,29 @@ __attribute__((noinline)) void askew__refuse(const struct askew_preload_hooks *h
 
 /* ---- the control API ------------------------------------------------- */
 
+/* The calling thread's stack, found once per thread: for the main thread
+ * pthread_getattr_np reads /proc/self/maps, which cost an empty run more
+ * than the run itself when it was asked at every enter. A thread's stack
+ * does not move while the thread lives (the main thread's may grow down
+ * past what was read; the frame walk then stops early, never faults). */
+static __thread uintptr_t t_stack_lo, t_stack_hi;
+
 static void stack_bounds(void)
 {
-    pthread_attr_t attr;
-    void *addr = NULL;
-    size_t size = 0;
-    sim_stack_lo = sim_stack_hi = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-        sim_stack_lo = (uintptr_t)addr;
-        sim_stack_hi = (uintptr_t)addr + size;
+    if (t_stack_hi == 0) {
+        pthread_attr_t attr;
+        void *addr = NULL;
+        size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+                t_stack_lo = (uintptr_t)addr;
+                t_stack_hi = (uintptr_t)addr + size;
+            }
+            pthread_attr_destroy(&attr);
+        }
     }
-    pthread_attr_destroy(&attr);
+    askew__sim_stack_lo = t_stack_lo;
+    askew__sim_stack_hi = t_stack_hi;
 }
 
 static int api_enter(const struct askew_preload_hooks *hooks)
@@ -268,15 +324,23 @@ static int api_enter(const struct askew_preload_hooks *hooks)
     int expected = 0;
     if (!atomic_compare_exchange_strong(&sim_active, &expected, 1))
         return -EBUSY;
-    memset(&t_hooks_copy, 0, sizeof(t_hooks_copy));
-    memcpy(&t_hooks_copy, hooks,
-           hooks->size < sizeof(t_hooks_copy) ? hooks->size : sizeof(t_hooks_copy));
-    t_hooks_copy.size = sizeof(t_hooks_copy);
+    memset(&hooks_copy, 0, sizeof(hooks_copy));
+    memcpy(&hooks_copy, hooks,
+           hooks->size < sizeof(hooks_copy) ? hooks->size : sizeof(hooks_copy));
+    /* The size the extension knows stays: what it did not know is zero,
+     * and the behaviour of its ABI (askew__hooks_have) goes with it. */
+    if (hooks_copy.size > sizeof(hooks_copy))
+        hooks_copy.size = sizeof(hooks_copy);
     /* Outside any interposer: allowed to allocate and read /proc. */
     stack_bounds();
     atomic_store_explicit(&ring_count, 0, memory_order_relaxed);
+    if (askew__hooks_have(&hooks_copy, ASKEW_HOOKS_END(quiet_draws))) {
+        if (hooks_copy.new_run)
+            askew__run_begins(&hooks_copy);
+        askew__libc_rng_enter(hooks_copy.new_run, hooks_copy.libc_seed);
+    }
     t_owner = 1;
-    askew__t_hooks = &t_hooks_copy;
+    askew__t_hooks = &hooks_copy;
     askew__debug("enter", NULL);
     return 0;
 }
@@ -287,6 +351,8 @@ static void api_leave(void)
         return;
     askew__t_hooks = NULL;
     t_owner = 0;
+    askew__libc_rng_leave();
+    askew__death_disarm();
     atomic_store(&sim_active, 0);
     askew__debug("leave", NULL);
 }

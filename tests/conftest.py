@@ -30,6 +30,9 @@ collect_ignore = ["wrap_fixtures"]
 # The preload's own Check suite still runs there, under UBSan.
 if os.environ.get("ASKEW_ASAN"):
     collect_ignore += ["run/test_exec.py", "loop/test_preload.py"]
+    collect_ignore += [f"loop/test_preload_{area}.py" for area in ("clocks", "entropy")]
+    collect_ignore += [f"loop/test_preload_{area}.py" for area in ("identity", "network")]
+    collect_ignore += ["loop/test_preload_refusals.py"]
 
 # ---- hang guards ------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ loop's thread is refused by name instead of hanging. The network layer reads
 
 from __future__ import annotations
 
+import _thread
 import concurrent.futures
 import contextvars
 import functools
@@ -33,7 +34,7 @@ _inline_loop: Any = None
 def inline_loop() -> Any:
     """The loop running inline executor work on this thread, or None."""
     loop = _inline_loop
-    return loop if loop is not None and loop._thread_id == threading.get_ident() else None
+    return loop if loop is not None and loop._thread_id == _thread.get_ident() else None
 
 
 class ExecutorMethods:
@@ -60,7 +61,7 @@ class ExecutorMethods:
     def call_soon_threadsafe(
         self, callback: Callable[..., object], *args: Any, context: Any = None
     ) -> Any:
-        if self._thread_id is not None and threading.get_ident() != self._thread_id:
+        if self._thread_id is not None and _thread.get_ident() != self._thread_id:
             raise_refusal(
                 "call_soon_threadsafe() from another thread while a simulation runs: "
                 "that thread's timing is outside the seed's control. Do the work in a task."

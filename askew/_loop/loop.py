@@ -13,12 +13,12 @@ askew/_loop/executor.py's.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
 import contextvars
 import random
 import sys
-import threading
 import types
 import weakref
 from asyncio import base_events, coroutines, events, futures, tasks
@@ -149,7 +149,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         self._check_closed()
         self._check_running()
         old_hooks = sys.get_asyncgen_hooks()
-        self._thread_id = threading.get_ident()
+        self._thread_id = _thread.get_ident()
         sys.set_asyncgen_hooks(
             firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook
         )

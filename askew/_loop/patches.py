@@ -47,6 +47,7 @@ from typing import Any
 
 from .. import _core
 from ..errors import NondeterminismError
+from . import identity
 from .refusal import IO_HINT, PROCESS_HINT, refusing
 
 _virtual: Any = _core.virtual
@@ -327,6 +328,7 @@ class Scope:
             self._names.set(datetime, "datetime", _Datetime)
             self._names.set(datetime, "date", _Date)
             self._names.set(threading.Thread, "start", _refusing_start)
+            identity.install(self._names)
             self._enter_host_state(wall_epoch_ns)
             self._close_python_escapes()
             gc.disable()

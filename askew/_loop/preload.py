@@ -4,7 +4,12 @@
 Finds the packaged library in askew's directory, refuses a path that
 LD_PRELOAD cannot carry (glibc splits the variable on spaces and colons),
 and builds the LD_PRELOAD value askew-exec hands on. It never loads the
-library itself: a dlopen'ed copy would interpose nothing.
+library itself: a dlopen'ed copy would interpose nothing. It also carries
+what the preload needs of Python and what it leaves for Python: the note
+a death after a refusal prints (`note_test`), the records such a death
+leaves (`take_crash_records`), the names of C frames (`symbolize`), and the
+functions of an object with its own OpenSSL whose draws reach no output
+(`quiet_draws`).
 """
 
 from __future__ import annotations
@@ -22,14 +27,19 @@ if TYPE_CHECKING:
 LIBRARY_NAME = "libaskew-preload.so"
 
 __all__ = [
+    "CRASH_DIR",
     "LIBRARY_NAME",
     "PreloadPathError",
     "check_preload_path",
+    "keep_stderr",
     "ld_preload_with",
     "library_path",
+    "note_test",
     "preload_active",
     "preload_status",
+    "quiet_draws",
     "symbolize",
+    "take_crash_records",
 ]
 
 
@@ -106,6 +116,77 @@ def preload_status() -> dict[str, Any]:
     return dict(core.preload_status())
 
 
+# ---- a death after a refusal ------------------------------------------------------
+
+# Under the seed database's directory: the records the preload leaves when a
+# process dies of a fatal signal after a refusal (preload/hook_death.c).
+CRASH_DIR = "crashes"
+
+
+def keep_stderr() -> int | None:
+    """A copy of stderr as it is now, for a death report to reach when fd 2
+    is captured later (pytest captures it after loading its plugins, and the
+    capture dies with the process); None when it cannot be had."""
+    try:
+        return os.dup(2)
+    except OSError:
+        return None
+
+
+def note_test(
+    nodeid: str | None,
+    replay: str = "",
+    directory: str | None = None,
+    report_fd: int | None = None,
+) -> None:
+    """What a death after a refusal reports, from now until the next call:
+    the test's node id, its replay command ("{seed}" stands for the seed),
+    the directory the record goes to (None: printed only) and the fd the
+    report is written to (None: 2). None as the node id: nothing but the
+    seed, on fd 2. A no-op without the extension."""
+    core = _core_module()
+    if core is None or not hasattr(core, "_preload_note"):
+        return
+    if nodeid is None:
+        core._preload_note(None)
+        return
+    lines = [f"test={nodeid}", f"replay={replay}"]
+    if directory is not None:
+        lines.append(f"dir={directory}")
+    if report_fd is not None:
+        lines.append(f"fd={report_fd}")
+    text = "\n".join(line.replace("\n", " ") for line in lines) + "\n"
+    try:
+        core._preload_note(text)
+    except ValueError:  # a note too long for the preload's buffer: the seed alone
+        core._preload_note(None)
+
+
+def take_crash_records(directory: str) -> list[dict[str, str]]:
+    """The records deaths after a refusal left in `directory`, oldest first,
+    each removed once read: "seed", "signal", "refused", and (when the test
+    was noted) "test" and "replay". A record that cannot be read is skipped;
+    a missing directory has none."""
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith("crash-")]
+    except OSError:
+        return []
+    records: list[dict[str, str]] = []
+    for entry in sorted(entries, key=lambda e: (e.stat().st_mtime_ns, e.name)):
+        if not entry.name.endswith(".txt"):
+            continue
+        try:
+            with open(entry.path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        record = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        if record.get("seed", "").isdigit():
+            records.append(record)
+    return records
+
+
 # ---- naming C callers ---------------------------------------------------------
 
 _SHT_SYMTAB = 2
@@ -168,3 +249,18 @@ def symbolize(path: str, address: int) -> str | None:
     if size and address - 1 >= start + size:
         return None
     return f"{name}+{address - start:#x}"
+
+
+# Functions of an object carrying its own OpenSSL whose random draws never
+# reach what it makes: RSA's blinding factor is drawn and divided out again,
+# so a PKCS#1 v1.5 signature is the same whatever was drawn. A clock or
+# entropy read with one of them among its C callers is not refused
+# (preload/hook_ownrng.c asks ext/preload.c, which asks here).
+QUIET_DRAWS = frozenset({"BN_BLINDING_create_param"})
+
+
+def quiet_draws(path: str) -> list[tuple[int, int]]:
+    """(start, size) past `path`'s load base of each of its QUIET_DRAWS
+    functions, from its symbol table; empty when it has none."""
+    _starts, funcs = _functions(path)
+    return [(start, size) for start, size, name in funcs if name in QUIET_DRAWS and size]

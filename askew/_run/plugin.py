@@ -28,6 +28,7 @@ import _pytest
 import pluggy
 import pytest
 
+from .._loop import preload as _preload
 from .._loop.frames import PACKAGE_DIR
 from .._loop.settings import (
     KNOBS,
@@ -53,6 +54,8 @@ from . import seeddb as _seeddb
 from .wrapplugin import SeedSweep, WrapPlugin
 
 _PLUGIN_NAME = "askew-wrap"
+# stderr before pytest captures fd 2: where a death after a refusal reports.
+_REPORT_FD = _preload.keep_stderr()
 # The host's clock, taken before any simulation can make `time` virtual:
 # the progress line reads it between a sweep's runs.
 _monotonic = time.monotonic
@@ -169,6 +172,35 @@ def _configure_shrink(config: pytest.Config) -> None:
             os.environ[variable] = str(text)
     env_shrink()  # a bad value is one usage error now, not one per failure
     env_check_replay(True)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Before pytest's cache is read (at configure): the seeds whose process
+    died after a refusal, from the records the preload left
+    (docs/preload.md), become failures --lf reruns and seeds the database
+    runs first."""
+    if hasattr(config, "workerinput") or config.pluginmanager.is_blocked("cacheprovider"):
+        return
+    setting = str(config.getoption("askew_db", None) or os.environ.get("ASKEW_DB", ""))
+    db = _seeddb.locate(setting, config.rootpath, True)
+    if db is None:
+        return
+    records = _preload.take_crash_records(str(db.root / _preload.CRASH_DIR))
+    records = [r for r in records if r.get("test")]
+    if not records:
+        return
+    from _pytest.cacheprovider import Cache
+
+    cache = Cache.for_config(config, _ispytest=True)
+    lastfailed = dict(cache.get("cache/lastfailed", {}))
+    ours = dict(cache.get(_LF_KEY, {}))
+    for record in records:
+        test, seed = record["test"], int(record["seed"])
+        db.record(test, seed, [])
+        lastfailed[test] = True
+        ours[test] = seed
+    cache.set("cache/lastfailed", lastfailed)
+    cache.set(_LF_KEY, ours)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -444,9 +476,15 @@ class SimulatedReports:
         if self.db is not None and simulated:
             first += [seed for seed in self.db.seeds(item.nodeid) if seed != lf]
         _runner.sweeps.begin(first)
+        if simulated:  # what a death after a refusal reports: docs/preload.md
+            replay = _report.replay_command(0, item.nodeid)
+            crashes = None if self.db is None else str(self.db.root / _preload.CRASH_DIR)
+            replay = replay.replace("ASKEW_SEED=0 ", "ASKEW_SEED={seed} ", 1)
+            _preload.note_test(item.nodeid, replay, crashes, _REPORT_FD)
         try:
             return (yield)
         finally:
+            _preload.note_test(None)
             _runner.sweeps.end()
 
     @pytest.hookimpl(wrapper=True)

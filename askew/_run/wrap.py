@@ -18,10 +18,10 @@ whole session or any single test of it.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
 import socket
-import threading
 import zlib
 from asyncio import events, runners
 from collections.abc import Callable, Iterator
@@ -129,7 +129,7 @@ class _Patches:
     def install(self) -> None:
         if not self._nesting.enter():
             return
-        self._thread = threading.get_ident()
+        self._thread = _thread.get_ident()
         try:
             self._names.set(events, "new_event_loop", self._new_event_loop)
             self._names.set(asyncio, "new_event_loop", self._new_event_loop)
@@ -163,7 +163,7 @@ class _Patches:
         real loop, because a SimLoop there would share nothing with the
         test's loop and its thread is already outside the seed's control
         (docs/compatibility.md, "Loops on other threads")."""
-        return self._thread is not None and threading.get_ident() != self._thread
+        return self._thread is not None and _thread.get_ident() != self._thread
 
     def _loop(self) -> asyncio.AbstractEventLoop:
         if self._elsewhere():

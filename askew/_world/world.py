@@ -23,7 +23,7 @@ from typing import Any
 from .. import _core
 from .._disk import disk as _disk
 from .._disk.view import DiskView
-from .._loop import kinds
+from .._loop import identity, kinds
 from .._loop.config import check_seconds
 from .._loop.nodes import node_var
 from .._loop.settings import MESSAGE_FAULTS, NODES_KEY
@@ -237,6 +237,7 @@ class World:
         node_id = int(self._wire.node_add())
         hostname = name.lower() if name is not None else f"node-{node_id}"
         self._hostnames.append(hostname)
+        identity.name_node(node_id, hostname)  # what its gethostname() says
         self._names.setdefault(hostname, node_id)
         slot = _Slot(target, args)
         self._slots.append(slot)

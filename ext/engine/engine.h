@@ -67,6 +67,12 @@ enum askew_stream {
     /* numpy's legacy global generator, reseeded at every run start when
      * numpy is loaded (askew/_loop/patches.py). */
     ASKEW_STREAM_NUMPY = 11,
+    /* libc's global generators (rand, random, drand48), reseeded per run
+     * by the preload (ext/preload.c hands it this stream's seed). */
+    ASKEW_STREAM_LIBC = 12,
+    /* Each node's pid and thread ids as the preload and askew/_loop/identity.py
+     * report them (ext/preload_identity.c). */
+    ASKEW_STREAM_IDENTITY = 13,
 };
 
 uint64_t askew_splitmix64_next(uint64_t *state);

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pty.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -40,129 +41,7 @@
 
 #include "askew_preload.h"
 
-extern char **environ;
-uint32_t arc4random(void);
-void arc4random_buf(void *buf, size_t n);
-uint32_t arc4random_uniform(uint32_t upper_bound);
-
-#define WALL_S  (ASKEW_WALL_EPOCH_S + 5)
-#define MONO_S  1000
-#define CPU_S   77 /* what the CPU-time clocks read */
-#define FAKE_NS 250
-
-static const struct askew_preload_api *api;
-
-static void *nothing(void *arg)
-{
-    return arg;
-}
-
-static struct {
-    uint64_t draws;
-    uint8_t next_byte;
-    int callbacks;
-    int reentered_real;
-    int64_t slept_ns; /* what the sleep hook was asked for, in total */
-    int sleeps;
-    int sleep_rc; /* what the sleep hook answers */
-} st;
-
-static int test_now(void *ctx, int realtime, struct timespec *out)
-{
-    (void)ctx;
-    out->tv_sec = realtime == ASKEW_CLOCK_REALTIME  ? WALL_S
-                  : realtime == ASKEW_CLOCK_CPUTIME ? CPU_S
-                                                    : MONO_S;
-    out->tv_nsec = FAKE_NS;
-    return 0;
-}
-
-static int test_random(void *ctx, void *buf, size_t len)
-{
-    (void)ctx;
-    unsigned char *p = buf;
-    for (size_t i = 0; i < len; i++)
-        p[i] = st.next_byte++;
-    st.draws++;
-    return 0;
-}
-
-static void test_on_violation(void *ctx)
-{
-    (void)ctx;
-    st.callbacks++;
-}
-
-/* The extension's sleep hook: count, and answer st.sleep_rc. */
-static int test_sleep(void *ctx, int64_t ns)
-{
-    (void)ctx;
-    if (st.sleep_rc == 0)
-        st.slept_ns += ns;
-    st.sleeps++;
-    return st.sleep_rc;
-}
-
-/* As the extension has hooked since ABI 1.1: sleeps cost virtual time. */
-static const struct askew_preload_hooks sleep_hooks = {
-    .size = sizeof(struct askew_preload_hooks),
-    .ctx = NULL,
-    .now = test_now,
-    .random = test_random,
-    .on_violation = test_on_violation,
-    .sleep = test_sleep,
-};
-
-static const struct askew_preload_hooks hooks = {
-    .size = sizeof(struct askew_preload_hooks),
-    .ctx = NULL,
-    .now = test_now,
-    .random = test_random,
-    .on_violation = test_on_violation,
-};
-
-static void find_api(void)
-{
-    askew_preload_get_api_fn get =
-        (askew_preload_get_api_fn)dlsym(RTLD_DEFAULT, ASKEW_PRELOAD_GET_API);
-    ck_assert_msg(get != NULL, "run me with LD_PRELOAD=libaskew-preload.so");
-    api = get(ASKEW_PRELOAD_ABI_MAJOR);
-    ck_assert_ptr_nonnull(api);
-    memset(&st, 0, sizeof(st));
-}
-
-static void enter(void)
-{
-    ck_assert_int_eq(api->enter(&hooks), 0);
-}
-
-/* libc's own syscall(), found in libc itself, so it bypasses the preload. */
-static long raw(long nr, long a0, long a1, long a2)
-{
-    static long (*libc_syscall)(long, ...);
-    if (libc_syscall == NULL) {
-        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-        ck_assert_ptr_nonnull(libc);
-        libc_syscall = (long (*)(long, ...))dlsym(libc, "syscall");
-        ck_assert_ptr_nonnull(libc_syscall);
-    }
-    return libc_syscall(nr, a0, a1, a2);
-}
-
-static int64_t ns(const struct timespec *ts)
-{
-    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
-}
-
-static const char *last_call(void)
-{
-    static struct askew_violation v;
-    uint64_t n = api->violations();
-    if (n == 0)
-        return "";
-    ck_assert_int_eq(api->violation_get(n - 1, &v), 0);
-    return v.call;
-}
+#include "preload_fixture.h"
 
 /* ---- the library itself ------------------------------------------------ */
 
@@ -421,24 +300,55 @@ START_TEST(test_sim_entropy_keeps_the_error_contracts)
 }
 END_TEST
 
-START_TEST(test_sim_opening_the_random_devices_is_refused)
+START_TEST(test_sim_reads_of_the_random_devices_come_from_the_run)
 {
+    int before = open("/dev/urandom", O_RDONLY); /* opened before the run */
+    ck_assert_int_ge(before, 0);
+    unsigned char b[4];
     enter();
-    errno = 0;
-    ck_assert_int_eq(open("/dev/urandom", O_RDONLY), -1);
-    ck_assert_int_eq(errno, EACCES);
-    ck_assert_str_eq(last_call(), "open");
-    ck_assert_int_eq(openat(AT_FDCWD, "/dev/random", O_RDONLY | O_CLOEXEC), -1);
-    ck_assert_str_eq(last_call(), "openat");
-    ck_assert_ptr_null(fopen("/dev/urandom", "rb"));
-    ck_assert_int_eq(errno, EACCES);
-    ck_assert_str_eq(last_call(), "fopen");
-    int fd = open("/dev/null", O_RDONLY);
+    uint8_t next = 0;
+    int fd = open("/dev/urandom", O_RDONLY);
     ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(read(fd, b, sizeof(b)), 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(b[i], next++);
     close(fd);
-    ck_assert_int_eq(api->violations(), 3);
-    ck_assert_int_eq(st.callbacks, 3);
+    /* However the path is spelled: the kernel says what was opened. */
+    static const char *const spelled[] = {"/dev/./urandom", "//dev/urandom",
+                                          "/dev/../dev/random"};
+    for (size_t i = 0; i < sizeof(spelled) / sizeof(spelled[0]); i++) {
+        fd = open(spelled[i], O_RDONLY);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(read(fd, b, 1), 1);
+        ck_assert_uint_eq(b[0], next++);
+        close(fd);
+    }
+    int dev = open("/dev", O_RDONLY | O_DIRECTORY);
+    fd = openat(dev, "urandom", O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    struct iovec iov[2] = {{b, 1}, {b + 1, 1}};
+    ck_assert_int_eq(readv(fd, iov, 2), 2);
+    ck_assert_uint_eq(b[0], next++);
+    ck_assert_uint_eq(b[1], next++);
+    close(fd);
+    close(dev);
+    ck_assert_int_eq(read(before, b, 1), 1); /* an fd from before the run too */
+    ck_assert_uint_eq(b[0], next++);
+    ck_assert_int_eq(raw(SYS_read, before, (long)b, 1), 1); /* past the wrapper: real */
+    ck_assert_int_eq(syscall(SYS_read, before, b, 1), 1);
+    ck_assert_uint_eq(b[0], next++);
+    FILE *f = fopen("/dev/urandom", "rb"); /* fread reads inside libc: our stream */
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fread(b, 1, 2, f), 2);
+    ck_assert_uint_eq(b[0], next);
+    ck_assert_uint_eq(b[1], (uint8_t)(next + 1));
+    fclose(f);
+    ck_assert_int_eq(api->violations(), 0);
+    const uint64_t draws = st.draws;
     api->leave(); /* before Check reads its clock for the duration */
+    ck_assert_int_eq(read(before, b, sizeof(b)), 4); /* the kernel's again */
+    ck_assert_uint_eq(st.draws, draws);
+    close(before);
 }
 END_TEST
 
@@ -683,13 +593,27 @@ START_TEST(test_vfork_inside_a_run_is_refused_and_names_its_caller)
 END_TEST
 
 static int handoff_answer;
-static int handoff_waits; /* how many of the hook's calls were waits */
+static int handoff_waits;      /* how many of the hook's calls were waits */
+static int handoff_idle_posts; /* and posts that no thread waited on */
 
 static int test_handoff(void *ctx, int waiting)
 {
     (void)ctx;
-    handoff_waits += waiting;
+    handoff_waits += waiting == 1;
+    handoff_idle_posts += waiting == ASKEW_HANDOFF_POST_IDLE;
     return handoff_answer;
+}
+
+static void *wait_on(void *arg)
+{
+    sem_wait(arg);
+    return NULL;
+}
+
+/* glibc's 64-bit sem_t: the waiter count is the first word's high half. */
+static int has_waiter(sem_t *sem)
+{
+    return (__atomic_load_n((uint64_t *)(void *)sem, __ATOMIC_ACQUIRE) >> 32) != 0;
 }
 
 static void *post_later(void *arg)
@@ -710,12 +634,26 @@ START_TEST(test_sim_a_handoff_the_hook_names_is_recorded_and_still_happens)
     ck_assert_int_eq(sem_wait(&sem), 0); /* free: the hook is not even asked */
     ck_assert_int_eq(api->violations(), 0);
     ck_assert_int_eq(handoff_waits, 0);
+    ck_assert_int_eq(handoff_idle_posts, 1); /* no thread waited on that post */
     handoff_answer = 1;
     ck_assert_int_eq(sem_post(&sem), 0);
     ck_assert_int_eq(api->violations(), 1);
     ck_assert_str_eq(last_call(), "sem_post");
     ck_assert_int_eq(sem_wait(&sem), 0); /* posted all the same */
     api->leave();
+    /* A thread of the host's blocked on the semaphore: the post wakes it,
+     * and the hook is told so. */
+    pthread_t waiter;
+    ck_assert_int_eq(pthread_create(&waiter, NULL, wait_on, &sem), 0);
+    while (!has_waiter(&sem))
+        sched_yield();
+    ck_assert_int_eq(api->enter(&h), 0);
+    const int idle_before = handoff_idle_posts;
+    ck_assert_int_eq(sem_post(&sem), 0);
+    ck_assert_int_eq(handoff_idle_posts, idle_before);
+    ck_assert_int_eq(api->violations(), 1);
+    api->leave();
+    pthread_join(waiter, NULL);
     /* A wait that only another thread can end: recorded, then it waits. */
     pthread_t t;
     ck_assert_int_eq(api->enter(&h), 0);
@@ -913,17 +851,57 @@ START_TEST(test_sim_timed_waits_time_out_at_once_unless_ready)
 }
 END_TEST
 
-START_TEST(test_sim_condvar_waits_translate_virtual_deadlines)
+/* A condvar on CLOCK_MONOTONIC, as libstdc++ and CPython make them. */
+static void monotonic_cond(pthread_cond_t *cond)
 {
     pthread_condattr_t ca;
-    pthread_cond_t cond;
-    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cond, &ca);
-    enter();
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+START_TEST(test_sim_a_timed_condvar_wait_costs_its_time_and_times_out)
+{
+    pthread_cond_t cond;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    monotonic_cond(&cond);
+    ck_assert_int_eq(api->enter(&sleep_hooks), 0);
+    /* 200 virtual ms ahead: the wait moves the clock on by that much
+     * (std::condition_variable::wait_for then sees its deadline pass). */
+    struct timespec abs;
+    clock_gettime(CLOCK_MONOTONIC, &abs);
+    abs.tv_nsec += 200000000;
+    pthread_mutex_lock(&mu);
+    ck_assert_int_eq(pthread_cond_timedwait(&cond, &mu, &abs), ETIMEDOUT);
+    ck_assert_int_eq(st.slept_ns, 200000000);
+    ck_assert_int_eq(pthread_cond_clockwait(&cond, &mu, CLOCK_MONOTONIC, &abs),
+                     ETIMEDOUT);
+    ck_assert_int_eq(st.slept_ns, 400000000); /* this clock stands still */
+    abs.tv_sec -= 5;                          /* past: times out for free */
+    ck_assert_int_eq(pthread_cond_clockwait(&cond, &mu, CLOCK_MONOTONIC, &abs),
+                     ETIMEDOUT);
+    ck_assert_int_eq(st.sleeps, 2);
+    abs.tv_nsec = 1000000000L;
+    ck_assert_int_eq(pthread_cond_clockwait(&cond, &mu, CLOCK_MONOTONIC, &abs), EINVAL);
+    ck_assert_int_eq(pthread_mutex_trylock(&mu), EBUSY); /* still held, as it must be */
+    pthread_mutex_unlock(&mu);
+    ck_assert_int_eq(api->violations(), 0);
+    api->leave(); /* before Check reads its clock for the duration */
+}
+END_TEST
+
+START_TEST(test_sim_the_interpreters_condvar_waits_translate_virtual_deadlines)
+{
+    pthread_cond_t cond;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    monotonic_cond(&cond);
+    struct askew_preload_hooks h = sleep_hooks;
+    mark_self_as_interp(&h);
+    ck_assert_int_eq(api->enter(&h), 0);
     /* One virtual millisecond ahead: as a raw deadline it would be long
-     * past or far ahead on the host's clock; translated, it is 1 ms. */
+     * past or far ahead on the host's clock; translated, it is 1 ms, and
+     * virtual time does not move (the GIL's waits must not move it). */
     struct timespec abs;
     clock_gettime(CLOCK_MONOTONIC, &abs);
     abs.tv_nsec += 1000000;
@@ -932,6 +910,7 @@ START_TEST(test_sim_condvar_waits_translate_virtual_deadlines)
     ck_assert_int_eq(pthread_cond_clockwait(&cond, &mu, CLOCK_MONOTONIC, &abs),
                      ETIMEDOUT);
     pthread_mutex_unlock(&mu);
+    ck_assert_int_eq(st.sleeps, 0);
     ck_assert_int_eq(api->violations(), 0);
     api->leave(); /* before Check reads its clock for the duration */
 }
@@ -1441,7 +1420,7 @@ static Suite *preload_suite(void)
     tcase_add_test(tc, test_sim_entropy_comes_from_the_hook);
     tcase_add_test(tc, test_sim_zero_length_reads_draw_nothing);
     tcase_add_test(tc, test_sim_entropy_keeps_the_error_contracts);
-    tcase_add_test(tc, test_sim_opening_the_random_devices_is_refused);
+    tcase_add_test(tc, test_sim_reads_of_the_random_devices_come_from_the_run);
     tcase_add_test(tc, test_sim_pthread_create_is_refused_and_recorded_with_its_caller);
     tcase_add_test(tc, test_sim_processes_are_refused);
     tcase_add_test(tc, test_sim_network_families_are_refused_and_unix_is_allowed);
@@ -1460,7 +1439,9 @@ static Suite *preload_suite(void)
         tc, test_sim_a_sleep_the_hook_cannot_take_returns_at_once_and_is_recorded);
     tcase_add_test(tc, test_sim_a_hooks_table_from_abi_1_0_has_every_sleep_refused);
     tcase_add_test(tc, test_sim_timed_waits_time_out_at_once_unless_ready);
-    tcase_add_test(tc, test_sim_condvar_waits_translate_virtual_deadlines);
+    tcase_add_test(tc, test_sim_a_timed_condvar_wait_costs_its_time_and_times_out);
+    tcase_add_test(tc,
+                   test_sim_the_interpreters_condvar_waits_translate_virtual_deadlines);
     tcase_add_test(tc, test_the_ring_keeps_the_newest_refusals);
     suite_add_tcase(s, tc);
 
@@ -1499,10 +1480,5 @@ static Suite *preload_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(preload_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(preload_suite());
 }

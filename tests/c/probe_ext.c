@@ -8,6 +8,7 @@
 #include <Python.h>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -62,6 +63,29 @@ static int find_api(void)
     return 0;
 }
 
+/* The interpreter's code, as askew._core marks it (its GIL waits stay
+ * real-time): the executable segments of the object holding the eval loop. */
+static int interp_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct askew_code_range *r = data;
+    Dl_info self;
+    if (dladdr((void *)&PyEval_SaveThread, &self) == 0 ||
+        (uintptr_t)info->dlpi_addr != (uintptr_t)self.dli_fbase)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0)
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (r->hi == 0 || lo < r->lo)
+            r->lo = lo;
+        if (hi > r->hi)
+            r->hi = hi;
+    }
+    return 1;
+}
+
 static PyObject *probe_enter(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -73,6 +97,8 @@ static PyObject *probe_enter(PyObject *self, PyObject *args)
         .now = probe_now,
         .random = probe_random,
     };
+    if (hooks.interp[0].hi == 0)
+        dl_iterate_phdr(interp_of, &hooks.interp[0]);
     fixed_wall_ns = wall;
     fixed_mono_ns = mono;
     next_byte = 0;
@@ -307,15 +333,26 @@ static PyObject *probe_clock_nanosleep(PyObject *self, PyObject *args)
     return PyLong_FromLong(clock_nanosleep((clockid_t)clk, flags, &ts, NULL));
 }
 
-static PyObject *probe_open_urandom(PyObject *self, PyObject *args)
+/* n bytes read from a freshly opened /dev/urandom, or the errno of the
+ * open or the read. */
+static PyObject *probe_read_urandom(PyObject *self, PyObject *args)
 {
     (void)self;
-    (void)args;
+    Py_ssize_t n;
+    unsigned char buf[64];
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    if (n < 0 || n > (Py_ssize_t)sizeof(buf))
+        return PyErr_Format(PyExc_ValueError, "at most %zu bytes", sizeof(buf));
     int fd = open("/dev/urandom", O_RDONLY);
     if (fd < 0)
         return PyLong_FromLong(errno);
+    ssize_t got = read(fd, buf, (size_t)n);
+    int err = errno;
     close(fd);
-    return PyLong_FromLong(0);
+    if (got < 0)
+        return PyLong_FromLong(err);
+    return PyBytes_FromStringAndSize((const char *)buf, got);
 }
 
 static PyMethodDef methods[] = {
@@ -338,7 +375,7 @@ static PyMethodDef methods[] = {
     {"usleep", probe_usleep, METH_VARARGS, NULL},
     {"sleep", probe_sleep, METH_VARARGS, NULL},
     {"clock_nanosleep", probe_clock_nanosleep, METH_VARARGS, NULL},
-    {"open_urandom", probe_open_urandom, METH_NOARGS, NULL},
+    {"read_urandom", probe_read_urandom, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

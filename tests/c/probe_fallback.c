@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,10 +76,13 @@ int main(void)
         printf("preload API not found\n");
         return 2;
     }
+    /* A socketpair is this process's both ends (a pipe made before the
+     * run could be fed from outside it, and waiting on one is refused). */
     int p[2];
     int ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLIN};
-    if (pipe(p) != 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) != 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, p) != 0 || ep < 0 ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) != 0) {
         printf("setup failed\n");
         return 2;
     }
