@@ -227,6 +227,7 @@ class Segment:
     src: Any
     dst: Any
     seq: int
+    ack: int  # the sender's receive position as it sent this (a reset's seq)
     data: bytes
     tries: int
     acked: bool

@@ -68,7 +68,7 @@ class Listener(Owned):
         server = self.server
         while self.pending and server.serving:
             ep = self.pending.pop(0)
-            if ep.dead:
+            if ep.dead and ep.so_error is None:  # reset before the peer's FIN
                 continue
             self.stack.stats["tcp_accepts"] += 1
             self.stack.log(ACCEPT, self.node, f"accept {ep_text(ep.local)} <- {ep_text(ep.remote)}")

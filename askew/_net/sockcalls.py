@@ -249,9 +249,13 @@ def stream_ep(sock: RawSocket) -> Any:
     if sock._err is not None:
         err, sock._err = sock._err, None  # reported once, as Linux's sock_error()
         raise err
-    if sock._ep.is_closing():
+    ep = sock._ep
+    if ep.so_error is not None:
+        err, ep.so_error = ep.so_error, None  # a reset after the peer's FIN
+        raise err
+    if ep.is_closing() or ep.dead:
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-    return sock._ep
+    return ep
 
 
 def peer_of(sock: RawSocket) -> Any:

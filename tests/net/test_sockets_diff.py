@@ -834,6 +834,74 @@ async def a_socket_closed_with_unread_bytes_resets_its_peer() -> Any:
     return await raw_reset("unread")
 
 
+async def answer_and_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A server that reads one request, answers and closes."""
+    await reader.readexactly(3)
+    writer.write(b"answer")
+    writer.close()
+
+
+async def after_the_peers_close(late: Callable[[asyncio.StreamWriter], Awaitable[None]]) -> Any:
+    """A client whose late bytes meet a server that answered and closed:
+    the closed socket answers them with a RST, in the client's CLOSE_WAIT."""
+    server = await asyncio.start_server(answer_and_close, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"req")
+    await late(writer)
+    await asyncio.sleep(0.05)  # the RST is back
+    out = [await attempt(reader.read()), await attempt(reader.read()), writer.is_closing()]
+    writer.write(b"more")  # the reset is the socket's pending error: EPIPE
+    await asyncio.sleep(0.01)
+    out += [writer.is_closing(), await attempt(reader.read()), await attempt(writer.drain())]
+    writer.close()
+    out.append(await attempt(writer.wait_closed()))
+    server.close()
+    return out
+
+
+@case
+async def a_reset_after_the_peers_fin_spares_what_the_reader_has() -> Any:
+    async def late(writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)  # the answer and the FIN have arrived
+        writer.write(b"late")
+
+    return await after_the_peers_close(late)
+
+
+@case
+async def a_write_whose_second_segment_meets_the_peers_close() -> Any:
+    async def late(writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)  # the server read the first segment, answered, closed
+        writer.write(b"second")
+
+    return await after_the_peers_close(late)
+
+
+@case
+async def a_protocol_in_close_wait_meets_the_reset_at_its_next_write() -> Any:
+    loop = asyncio.get_running_loop()
+    server = await asyncio.start_server(answer_and_close, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    class HalfOpen(Recorder):
+        def eof_received(self) -> bool:
+            super().eof_received()
+            return True  # keep the write side open
+
+    transport, proto = await loop.create_connection(HalfOpen, "127.0.0.1", port)
+    transport.write(b"req")
+    await asyncio.sleep(0.05)
+    transport.write(b"late")  # meets the closed socket: a RST comes back
+    await asyncio.sleep(0.05)
+    out: list[Any] = [list(proto.seen), transport.is_closing()]
+    transport.write(b"again")
+    await proto.lost
+    out += [proto.seen[-1], transport.is_closing()]
+    server.close()
+    return out
+
+
 @case
 async def socket_objects_with_bad_arguments() -> Any:
     out = []
@@ -1074,6 +1142,56 @@ def test_a_datagram_to_a_crashed_node_is_lost_without_an_error() -> None:
         return proto.seen
 
     assert in_world(receiver, client) == []
+
+
+def late_write_in_a_world(seed: int) -> tuple[Any, list[str]]:
+    """Node 1 reads node 0's whole answer, then writes to it after it closed:
+    what its next read gives, and the world log."""
+    seen: dict[str, Any] = {}
+
+    async def server(node: Any) -> None:
+        node.s = await asyncio.start_server(answer_and_close, None, 7)
+        await asyncio.sleep(1e9)
+
+    async def client(node: Any) -> None:
+        reader, writer = await asyncio.open_connection("node-0", 7)
+        writer.write(b"req")
+        await reader.readexactly(6)
+        writer.write(b"late")
+        await asyncio.sleep(0.5)
+        seen["read"] = await attempt(reader.read())
+
+    async def body(world: askew.World) -> None:
+        world.net.configure(latency=(0.001, 0.02))
+        world.spawn(server)
+        world.spawn(client)
+        await asyncio.sleep(2)
+        seen["log"] = [str(e) for e in world.log]
+
+    run_sim(body, seed=seed)
+    return seen["read"], seen["log"]
+
+
+def test_a_reset_is_taken_only_at_the_next_byte_the_reader_expects() -> None:
+    """The wire reorders (latency is drawn per segment): a client that read
+    the whole answer and then wrote may meet the server's RST before, with
+    or after the FIN. As Linux (RFC 5961), a reset counts only at the next
+    byte expected: after the FIN it is the socket's pending error and the
+    read ends cleanly; before it, ECONNRESET; one that answered an older
+    segment is dropped, and the ACK sent again draws one that matches."""
+    clean = challenged = 0
+    for seed in range(40):
+        read, log = late_write_in_a_world(seed)
+        fin = next(i for i, e in enumerate(log) if "0 -> 1" in e and "FIN   delivered" in e)
+        reset = next((i for i, e in enumerate(log) if "reset 10.0.0.2" in e), len(log))
+        if read == b"":
+            assert reset > fin, seed  # taken after the FIN, or never
+            clean += 1
+        else:
+            assert read == ("ConnectionResetError", errno.ECONNRESET), seed
+            assert reset < fin, seed  # only a reset that overtook the FIN
+        challenged += any("1 -> 0" in e and " ACK   sent" in e for e in log)
+    assert clean > 30 and challenged > 0, (clean, challenged)
 
 
 # ---- scale ------------------------------------------------------------------------------------
