@@ -303,3 +303,34 @@ def test_synchronous_off_loses_committed_rows_in_a_crash_and_full_does_not(
         ASKEW_ITERATIONS="1",
     )
     assert again.returncode == 1 and "committed rows lost in a crash" in again.stdout, again.stdout
+
+
+def test_c_code_resolves_paths_on_the_disk_as_linux_does(tmp_path: Path) -> None:
+    """The cases of tests/disk/pathcases.py through libc (the preload's
+    interposers, the engine's one resolver): the same answers on the real
+    file system outside the run and on the node's disk inside it."""
+    real = tmp_path / "real"
+    real.mkdir()
+    out = _program(
+        tmp_path,
+        f"""
+import json, sys
+sys.path.insert(0, {str(REPO / "tests" / "disk")!r})
+from pathcases import LibcCalls, outcomes
+
+expected = outcomes({str(real)!r}, LibcCalls())
+
+async def node(n):
+    got = outcomes(MOUNT, LibcCalls())
+    differ = {{k: (expected[k], got[k]) for k in expected if expected[k] != got[k]}}
+    print("differ", json.dumps(differ))
+    print("cases", len(expected))
+"""
+        + _NODE_MAIN
+        + """
+assert askew.preload_active()
+main()
+""",
+    )
+    assert "differ {}" in out, out
+    assert "cases 434" in out, out
