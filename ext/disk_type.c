@@ -452,10 +452,14 @@ static PyObject *d_crash(askew_disk_object *self, PyObject *Py_UNUSED(a))
 static PyObject *d_set_faults(askew_disk_object *self, PyObject *args)
 {
     struct askew_disk_faults f = {0};
-    unsigned long long capacity;
+    PyObject *capacity_obj;
     long long lo, hi;
-    if (!PyArg_ParseTuple(args, "IIIILLK:set_faults", &f.eio_read_ppm, &f.eio_write_ppm,
-                          &f.eio_fsync_ppm, &f.bitrot_ppm, &lo, &hi, &capacity))
+    if (!PyArg_ParseTuple(args, "IIIILLO:set_faults", &f.eio_read_ppm, &f.eio_write_ppm,
+                          &f.eio_fsync_ppm, &f.bitrot_ppm, &lo, &hi, &capacity_obj))
+        return NULL;
+    /* Checked, never masked: 2**64 + 5 is not a 5-byte disk. */
+    const unsigned long long capacity = PyLong_AsUnsignedLongLong(capacity_obj);
+    if (capacity == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
     f.latency_ns_min = lo;
     f.latency_ns_max = hi;

@@ -260,10 +260,11 @@ def check_faults(
     if lo > hi:
         raise ValueError(f"faults.disk(latency=...): min {lo!r} is above max {hi!r}")
     if capacity is not None and (
-        isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0
+        isinstance(capacity, bool) or not isinstance(capacity, int) or not 0 < capacity < 2**64
     ):
         raise ValueError(
-            f"faults.disk(capacity=...) must be a positive byte count, got {capacity!r}"
+            "faults.disk(capacity=...) must be a positive byte count below 2**64, "
+            f"got {capacity!r}"
         )
     cap = _core.DISK_CAPACITY_DEFAULT if capacity is None else capacity
     text = (

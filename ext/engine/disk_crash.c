@@ -58,14 +58,19 @@ static void crash_file(struct askew_disk *d, struct inode *n,
             continue;
         }
         res->sectors_kept++;
+        /* A sector is kept whole, as it is now: past the current end (a
+         * truncate cut it) it holds zeros, never the old bytes the
+         * truncate took, even when the old size is what survives. */
         const size_t lo = s * ASKEW_DISK_SECTOR;
         size_t hi = lo + ASKEW_DISK_SECTOR;
-        if (hi > n->cur_size)
-            hi = n->cur_size;
         if (hi > size)
             hi = size;
-        if (lo < hi)
-            memcpy(n->dur + lo, n->cur + lo, hi - lo);
+        const size_t cut = hi < n->cur_size ? hi : n->cur_size;
+        if (lo < cut)
+            memcpy(n->dur + lo, n->cur + lo, cut - lo);
+        const size_t from = lo > cut ? lo : cut;
+        if (from < hi)
+            memset(n->dur + from, 0, hi - from);
     }
     n->dirty_len = 0;
     d->bytes -= n->cur_size + n->dur_size;
