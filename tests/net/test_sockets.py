@@ -171,6 +171,13 @@ def test_spawn_refuses_a_bad_or_taken_hostname() -> None:
                 world.spawn(echo_server, name=bad)
         with pytest.raises(ValueError, match="node 0 has that name"):
             world.spawn(echo_server, name="DB")
+        for default in ("node-1", "NODE-7", "node-01", "node-0"):
+            # node 1's default name, before or after node 1 exists: refused
+            with pytest.raises(ValueError, match="default names of nodes"):
+                world.spawn(echo_server, name=default)
+        world.spawn(echo_server)  # node 1, whose name stays its own
+        assert world._names["node-1"] == 1
+        world.spawn(echo_server, name="node-x")  # only node-<number> is reserved
         with pytest.raises(TypeError):
             world.spawn(echo_server, name=3)  # type: ignore[arg-type]
 
