@@ -263,8 +263,7 @@ def check_faults(
         isinstance(capacity, bool) or not isinstance(capacity, int) or not 0 < capacity < 2**64
     ):
         raise ValueError(
-            "faults.disk(capacity=...) must be a positive byte count below 2**64, "
-            f"got {capacity!r}"
+            f"faults.disk(capacity=...) must be a positive byte count below 2**64, got {capacity!r}"
         )
     cap = _core.DISK_CAPACITY_DEFAULT if capacity is None else capacity
     text = (
