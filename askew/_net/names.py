@@ -210,6 +210,7 @@ class Names:
         if host == "":
             raise no_name()  # glibc: an empty name is no name
         if ":" in host:
+            _refuse_scoped(host)
             try:
                 socket.inet_pton(socket.AF_INET6, host)
             except OSError:
@@ -361,3 +362,24 @@ def resolve(
 
 
 _real_gethostname = socket.gethostname  # taken before any run patches it
+
+
+def _refuse_scoped(host: str) -> None:
+    """A link-local IPv6 address with a scope (fe80::1%eth0) names an
+    interface of the real machine, which no simulated host has (their IPv6
+    is loopback's alone): refused by name, where glibc would read the
+    machine's interfaces. Any other scoped host is glibc's EAI_NONAME."""
+    addr, sep, scope = host.partition("%")
+    if not sep:
+        return
+    try:
+        packed = socket.inet_pton(socket.AF_INET6, addr)
+    except OSError:
+        return
+    if packed[0] == 0xFE and packed[1] & 0xC0 == 0x80:  # fe80::/10
+        refuse(
+            f"getaddrinfo({host!r})",
+            "askew's hosts have IPv6 on loopback only (::1); use a node's address "
+            "(docs/sockets.md).",
+            f"names interface {scope!r} of the real machine, which is not simulated",
+        )

@@ -23,6 +23,7 @@ import gc
 import socket
 import struct
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -496,6 +497,36 @@ async def a_protocol_sees_made_data_eof_lost_and_the_transport_checks_its_limits
     out += [transport.get_extra_info("no such key", 5), transport.is_closing()]
     out += [await attempt(transport.pause_reading), await attempt(transport.resume_reading)]
     server.close()
+    return out
+
+
+class _Sentinel:
+    pass
+
+
+@case
+async def a_failed_connect_leaves_its_error_to_reference_counting() -> Any:
+    """No cycle holds a connect's error (its traceback's frames held the
+    list of errors holding it): once the caller drops it, it goes, with the
+    collector off (as it is in a run) too."""
+    port = await closed_port()
+    out = []
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for host in ("127.0.0.1", "localhost"):
+            try:
+                await asyncio.open_connection(host, port)
+            except OSError as exc:
+                sentinel = _Sentinel()
+                exc.sentinel = sentinel  # type: ignore[attr-defined]
+                gone = weakref.ref(sentinel)
+                del sentinel
+            await asyncio.sleep(0)
+            out.append(gone() is None)
+    finally:
+        if was_enabled:
+            gc.enable()
     return out
 
 
@@ -1018,6 +1049,49 @@ async def a_unix_socket_bound_twice_is_einval() -> Any:
     got = await attempt(functools.partial(sock.bind, "\0askew-battery-b"))
     sock.close()
     return got
+
+
+@case
+async def sendmsg_and_recvmsg_carry_the_buffers_joined() -> Any:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    out = [a.sendmsg([b"ab", memoryview(b"cd")]), await attempt(lambda: a.sendmsg([]))]
+    await asyncio.sleep(0.01)
+    out += [b.recvmsg(10), await attempt(lambda: b.recvmsg(10))]
+    u1 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u1.bind(("127.0.0.1", 0))
+    u2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u1.setblocking(False)
+    out.append(u2.sendmsg([b"x", b"y"], [], 0, u1.getsockname()))
+    await asyncio.sleep(0.01)
+    data, anc, msg_flags, address = u1.recvmsg(10)
+    out.append((data, anc, msg_flags, address[0]))
+    close_all(a, b, u1, u2)
+    return out
+
+
+@refused
+async def descriptors_passed_with_sendmsg() -> Any:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    fds = struct.pack("i", 0)
+    try:
+        return a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    finally:
+        close_all(a, b)
+
+
+@refused
+async def a_scoped_link_local_address() -> Any:
+    # The real machine's interface: stock tries it (and fails or not), askew
+    # names it rather than answering gaierror as if the host were unknown.
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection("fe80::1%lo", 9), 1)
+        writer.close()
+    except (TimeoutError, OSError) as exc:
+        return outcome(exc)
+    return "connected"
 
 
 @refused
