@@ -53,7 +53,7 @@ def _preload_disk_unmount(loop: Loop, /) -> None: ...
 DISK_FD_BASE: int
 DISK_FD_NODE_SHIFT: int
 DISK_FD_NODES_MAX: int
-DISK_DEV_BASE: int  # a disk's st_dev is this + its node
+DISK_DEV_BASE: int  # a disk's st_dev: this + its node + (its crashes << 20)
 
 def _preload_disk_routed(loop: Loop | None, path: str | bytes | os.PathLike[str], /) -> int: ...
 def _configure_errors(nondeterminism: type[BaseException], /) -> None: ...
@@ -297,8 +297,8 @@ DISK_FILES_MAX: int
 DISK_HANDLES_MAX: int
 
 _Path = str | bytes | os.PathLike[str] | os.PathLike[bytes]
-# (ino, size, blocks, mode, nlink, is_dir, mtime_ns)
-_DiskStat = tuple[int, int, int, int, int, int, int]
+# (ino, size, blocks, mode, nlink, is_dir, mtime_ns, dev)
+_DiskStat = tuple[int, int, int, int, int, int, int, int]
 
 class Disk:
     def __init__(self, loop: Loop, node: int) -> None: ...

@@ -129,9 +129,10 @@ static PyObject *d_open(askew_disk_object *self, PyObject *args)
 
 static PyObject *stat_tuple(const struct askew_disk_stat *st)
 {
-    return Py_BuildValue("(KKKIIiL)", (unsigned long long)st->ino,
+    return Py_BuildValue("(KKKIIiLK)", (unsigned long long)st->ino,
                          (unsigned long long)st->size, (unsigned long long)st->blocks,
-                         st->mode, st->nlink, st->is_dir, (long long)st->mtime_ns);
+                         st->mode, st->nlink, st->is_dir, (long long)st->mtime_ns,
+                         (unsigned long long)st->dev);
 }
 
 static PyObject *d_stat(askew_disk_object *self, PyObject *args)
@@ -435,7 +436,6 @@ static PyObject *d_flags(askew_disk_object *self, PyObject *fh)
 static PyObject *d_crash(askew_disk_object *self, PyObject *Py_UNUSED(a))
 {
     struct askew_disk_crash_result r;
-    self->crashes++;
     const int rc = askew_disk_crash(self->disk, &r);
     if (rc < 0)
         return askew__raise_engine(rc, "disk crash");
@@ -505,7 +505,7 @@ static PyMethodDef disk_methods[] = {
     {"open", (PyCFunction)d_open, METH_VARARGS,
      "open(path, flags, mode=0o666) -> handle"},
     {"stat", (PyCFunction)d_stat, METH_VARARGS,
-     "stat(path) -> (ino, size, blocks, mode, nlink, is_dir, mtime_ns)"},
+     "stat(path) -> (ino, size, blocks, mode, nlink, is_dir, mtime_ns, dev)"},
     {"rename", (PyCFunction)d_rename, METH_VARARGS, NULL},
     {"unlink", (PyCFunction)d_unlink, METH_VARARGS, NULL},
     {"rmdir", (PyCFunction)d_rmdir, METH_VARARGS, NULL},
@@ -545,7 +545,7 @@ static PyMethodDef disk_methods[] = {
 
 static PyObject *d_get_crashes(askew_disk_object *self, void *Py_UNUSED(c))
 {
-    return PyLong_FromLong(self->crashes);
+    return PyLong_FromUnsignedLongLong(askew_disk_crashes(self->disk));
 }
 
 static PyGetSetDef disk_getset[] = {

@@ -185,6 +185,64 @@ static int64_t mount_of(const struct askew_loop_state *loop, const char *abs,
     return *out != NULL ? 1 : refuse ? ASKEW_DISK_REFUSE : 0;
 }
 
+/* ---- sqlite's temporary files ------------------------------------------------ */
+
+/* sqlite puts a temporary file (VACUUM's copy, a sort that spills, a TEMP
+ * table) in the first of $SQLITE_TMPDIR, $TMPDIR, /var/tmp, /usr/tmp, /tmp
+ * that is a writable directory, names it etilqs_<random> and unlinks it at
+ * once. A node's temporary files are the node's: C code of a node with a
+ * disk has them at the root of that disk, so they never reach the host and
+ * go with the node's crash. The directories themselves stay the host's
+ * (sqlite only checks that one exists). */
+#define TEMP_PREFIX "etilqs_"
+static char temp_env[2][PATH_MAX]; /* $SQLITE_TMPDIR, $TMPDIR, normalised at mount */
+
+static void temp_dirs_read(void)
+{
+    static const char *const names[] = {"SQLITE_TMPDIR", "TMPDIR"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = getenv(names[i]);
+        if (v == NULL || v[0] != '/' || normalise(v, temp_env[i], PATH_MAX) < 0)
+            temp_env[i][0] = '\0';
+    }
+}
+
+static int is_temp_dir(const char *dir)
+{
+    static const char *const fixed[] = {"/var/tmp", "/usr/tmp", "/tmp"};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (strcmp(dir, fixed[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(temp_env) / sizeof(temp_env[0]); i++)
+        if (temp_env[i][0] != '\0' && strcmp(dir, temp_env[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static struct mount *mount_of_node(int64_t node);
+
+/* The running node's mount when `abs` is one of sqlite's temporary files,
+ * its place on that disk ("/etilqs_...", a pointer into abs) in *rel; else
+ * NULL. */
+static struct mount *temp_file(const struct askew_loop_state *loop, const char *abs,
+                               const char **rel)
+{
+    char norm[PATH_MAX];
+    const char *name = strrchr(abs, '/');
+    if ((PyObject *)loop != owner_loop || name == NULL ||
+        strncmp(name + 1, TEMP_PREFIX, sizeof(TEMP_PREFIX) - 1) != 0 ||
+        normalise(abs, norm, sizeof(norm)) < 0)
+        return NULL;
+    char *cut = strrchr(norm, '/');
+    if (strcmp(cut, name) != 0)
+        return NULL; /* "etilqs_x/.." and the like: not a temporary file */
+    *cut = '\0';
+    if (!is_temp_dir(norm[0] != '\0' ? norm : "/"))
+        return NULL;
+    *rel = name;
+    return mount_of_node(loop->node_current);
+}
+
 /* ---- fds -------------------------------------------------------------------- */
 
 static uint32_t live_incarnation(const struct askew_loop_state *loop, int64_t node)
@@ -248,10 +306,10 @@ static int64_t charged(struct askew_loop_state *loop, struct mount *m, int64_t r
 
 /* The disk keeps mtimes in virtual time; stat reads them on the wall clock,
  * as askew/_disk/'s os.stat does. */
-static void fill_stat(const struct askew_loop_state *loop, const struct mount *m,
+static void fill_stat(const struct askew_loop_state *loop,
                       const struct askew_disk_stat *st, struct askew_disk_stat_out *out)
 {
-    out->dev = DEV_BASE + (uint64_t)m->node; /* one device per disk */
+    out->dev = st->dev;
     out->ino = st->ino;
     out->size = st->size;
     out->blocks = st->blocks;
@@ -413,7 +471,7 @@ static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
     case ASKEW_DCALL_STAT:
         rc = charged(loop, m, askew_disk_fstat(d, s->fh, &st));
         if (rc == 0 && c->st != NULL)
-            fill_stat(loop, m, &st, c->st);
+            fill_stat(loop, &st, c->st);
         return rc;
     case ASKEW_DCALL_FCNTL:
         return file_fcntl(loop, s, c);
@@ -466,7 +524,9 @@ int64_t askew__preload_disk_call(void *ctx, struct askew_disk_call *c)
     const char *rel = NULL;
     struct mount *m = NULL;
     const int64_t where = mount_of(loop, abs, &m, &rel);
-    if (where <= 0 || where == ASKEW_DISK_REFUSE)
+    if (where == 0)
+        m = temp_file(loop, abs, &rel);
+    if (m == NULL || where < 0 || where == ASKEW_DISK_REFUSE)
         return where == 0 ? ASKEW_DISK_PASS : where;
     struct askew_disk *d = m->disk;
     struct askew_disk_stat st;
@@ -477,7 +537,7 @@ int64_t askew__preload_disk_call(void *ctx, struct askew_disk_call *c)
     case ASKEW_DCALL_STAT:
         rc = charged(loop, m, askew_disk_stat(d, rel, &st));
         if (rc == 0 && c->st != NULL)
-            fill_stat(loop, m, &st, c->st);
+            fill_stat(loop, &st, c->st);
         return rc;
     case ASKEW_DCALL_ACCESS: /* modes are kept, never enforced */
         return charged(loop, m, askew_disk_stat(d, rel, &st));
@@ -528,6 +588,7 @@ static PyObject *disk_mount(PyObject *Py_UNUSED(module), PyObject *args)
     }
     if (owner_loop != loop)
         mounts_clear();
+    temp_dirs_read();
     size_t i = 0;
     while (i < mounts_len &&
            !(mounts[i]->node == node && strcmp(mounts[i]->path, norm) == 0))
@@ -608,7 +669,7 @@ int askew__preload_disk_setup(PyObject *module)
     if (PyModule_AddIntConstant(module, "DISK_FD_BASE", ASKEW_DISK_FD_BASE) < 0 ||
         PyModule_AddIntConstant(module, "DISK_FD_NODE_SHIFT", FD_NODE_SHIFT) < 0 ||
         PyModule_AddIntConstant(module, "DISK_FD_NODES_MAX", FD_NODES_MAX) < 0 ||
-        PyModule_AddIntConstant(module, "DISK_DEV_BASE", DEV_BASE) < 0)
+        PyModule_AddIntConstant(module, "DISK_DEV_BASE", ASKEW_DISK_DEV_BASE) < 0)
         return -1;
     return PyModule_AddFunctions(module, disk_methods);
 }

@@ -36,7 +36,6 @@ from . import mount as _mount
 FD_BASE: int = _core.DISK_FD_BASE
 _FD_NODE_SHIFT: int = _core.DISK_FD_NODE_SHIFT
 NODES_MAX: int = _core.DISK_FD_NODES_MAX  # nodes with a disk: descriptors stay below 2**31
-DEV_BASE: int = _core.DISK_DEV_BASE  # st_dev of node n's disk: DEV_BASE + n, in C's stat too
 FILES_MAX: int = _core.DISK_FILES_MAX  # files and directories a disk holds at once
 _BLKSIZE = 4096
 
@@ -189,13 +188,13 @@ def now_ns() -> int:
     return now
 
 
-def stat_result(nd: NodeDisk, st: tuple[int, int, int, int, int, int, int]) -> os.stat_result:
-    ino, size, blocks, mode, nlink, _is_dir, mtime_ns = st
+def stat_result(st: tuple[int, int, int, int, int, int, int, int]) -> os.stat_result:
+    ino, size, blocks, mode, nlink, _is_dir, mtime_ns, dev = st
     wall_ns = wall_epoch_ns() + mtime_ns
     secs = wall_ns // 1_000_000_000
     t = wall_ns / 1e9
     return os.stat_result(
-        (mode, ino, DEV_BASE + nd.node, nlink, 0, 0, size, secs, secs, secs),
+        (mode, ino, dev, nlink, 0, 0, size, secs, secs, secs),
         {
             "st_atime": t,
             "st_mtime": t,

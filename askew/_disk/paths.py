@@ -92,18 +92,18 @@ def os_stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = Tru
         r = fd_route(path)
         if r is None:
             return _real["stat"](path)
-        return stat_result(r[0], r[0].disk.fstat(r[1]))
+        return stat_result(r[0].disk.fstat(r[1]))
     w = where(path, dir_fd)
     if w.nd is None:
         return _real["stat"](w.path, dir_fd=w.dir_fd, follow_symlinks=follow_symlinks)
-    return stat_result(w.nd, _on_disk(w.nd, path, "stat", w.nd.disk.stat, w.path))
+    return stat_result(_on_disk(w.nd, path, "stat", w.nd.disk.stat, w.path))
 
 
 def os_lstat(path: Any, *, dir_fd: int | None = None) -> Any:
     w = where(path, dir_fd)
     if w.nd is None:
         return _real["lstat"](w.path, dir_fd=w.dir_fd)
-    return stat_result(w.nd, _on_disk(w.nd, path, "stat", w.nd.disk.stat, w.path))
+    return stat_result(_on_disk(w.nd, path, "stat", w.nd.disk.stat, w.path))
 
 
 def _refused(name: str, why: str) -> Any:

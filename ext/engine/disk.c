@@ -213,6 +213,7 @@ int askew_disk_open(struct askew_disk *disk, const char *path, int flags, uint32
 static void fill_stat(const struct askew_disk *d, const struct inode *n,
                       struct askew_disk_stat *st)
 {
+    st->dev = ASKEW_DISK_DEV_BASE + (uint64_t)(uint32_t)d->node + (d->crashes << 20);
     st->ino = n->ino;
     st->mode = n->mode;
     st->is_dir = n->is_dir;

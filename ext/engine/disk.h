@@ -38,6 +38,11 @@ extern "C" {
 #define ASKEW_DISK_NAME_MAX 255
 /* The root directory's inode number. */
 #define ASKEW_DISK_ROOT_INO 2
+/* A disk's device number (st_dev), C's stat and Python's alike: base + node
+ * + crashes << 20. A crash makes it a new device, so that what a dead
+ * incarnation's C code keeps in the process by (device, inode) (sqlite's
+ * table of inodes and their locks) never meets the next incarnation's. */
+#define ASKEW_DISK_DEV_BASE 0xa5000
 /* The longest path askew_disk_locate takes, with its NUL (Linux's PATH_MAX:
  * ENAMETOOLONG past it). */
 #define ASKEW_DISK_PATH_MAX 4096
@@ -68,6 +73,7 @@ enum askew_disk_op {
  * permission bits given at creation (never enforced). mtime is virtual: the
  * scheduler's now_ns of the last change to the content or the entries. */
 struct askew_disk_stat {
+    uint64_t dev; /* see ASKEW_DISK_DEV_BASE */
     uint64_t ino;
     uint64_t size;   /* a directory: 4096, as ext4 shows a small one */
     uint64_t blocks; /* 512-byte blocks: ceil(size / 512) */
@@ -243,6 +249,10 @@ int askew_disk_flags(const struct askew_disk *disk, int fh);
  * Files no entry reaches any more are freed. The outcome is traced (one
  * event) with every count mixed in. out may be NULL. */
 int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *out);
+/* How many times the disk crashed: what the node's process held before the
+ * last one (its handles, a stat's device, below) belongs to a dead
+ * incarnation. */
+uint64_t askew_disk_crashes(const struct askew_disk *disk);
 
 /* ---- byte-range locks (fcntl F_SETLK/F_SETLKW/F_GETLK, OFD locks) --------
  * (The LD_PRELOAD path's block: issue 15 item 4.) POSIX record locks as

@@ -133,6 +133,7 @@ int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *ou
 {
     struct askew_disk_crash_result res = {0};
     struct askew_disk *d = disk;
+    d->crashes++;
     for (size_t fh = 0; fh < d->handles_len; fh++) {
         if (!d->handles[fh].used)
             continue;
@@ -191,4 +192,9 @@ int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *ou
     if (out)
         *out = res;
     return 0;
+}
+
+uint64_t askew_disk_crashes(const struct askew_disk *disk)
+{
+    return disk->crashes;
 }

@@ -83,6 +83,7 @@ struct handle {
 struct askew_disk {
     struct askew_sched *sched; /* borrowed: the clock and the trace */
     int32_t node;
+    uint64_t crashes; /* askew_disk_crash calls so far */
     struct askew_rng rng;
     struct askew_disk_faults faults;
     int64_t latency_ns;

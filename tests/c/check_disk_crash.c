@@ -216,6 +216,24 @@ START_TEST(test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash)
 }
 END_TEST
 
+START_TEST(test_disk_a_crash_makes_the_disk_a_new_device_with_the_same_inodes)
+{
+    d_open(1);
+    struct askew_disk_stat before, after;
+    ck_assert_int_eq(put("f", "x", 1), 0);
+    sync_dir("/");
+    ck_assert_int_eq(askew_disk_stat(disk, "f", &before), 0);
+    ck_assert_uint_eq(before.dev, ASKEW_DISK_DEV_BASE);
+    ck_assert_uint_eq(askew_disk_crashes(disk), 0);
+    ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
+    ck_assert_uint_eq(askew_disk_crashes(disk), 1);
+    ck_assert_int_eq(askew_disk_stat(disk, "f", &after), 0);
+    ck_assert_uint_eq(after.ino, before.ino);
+    ck_assert_uint_eq(after.dev, ASKEW_DISK_DEV_BASE + (1u << 20));
+    d_close();
+}
+END_TEST
+
 Suite *disk_crash_suite(void)
 {
     Suite *s = suite_create("disk_crash");
@@ -229,6 +247,8 @@ Suite *disk_crash_suite(void)
     tcase_add_test(tc, test_disk_rename_without_directory_fsync_may_keep_the_old_file);
     tcase_add_test(tc,
                    test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash);
+    tcase_add_test(tc,
+                   test_disk_a_crash_makes_the_disk_a_new_device_with_the_same_inodes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -20,7 +20,7 @@ import pytest
 from conftest import run_sim
 
 import askew
-from askew._disk.disk import DEV_BASE
+from askew import _core
 from askew.errors import NondeterminismError, SimulationFailure
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -151,7 +151,7 @@ def test_the_dir_fd_and_descriptor_forms_reach_the_directory_wherever_it_is_now(
 
     seen, entry, absolute, walked = in_node(mount, fn)
     assert seen == (["c", "new", "y"], ["c", "new", "y"])
-    assert entry == ("y", 2, 2, DEV_BASE + 0)
+    assert entry == ("y", 2, 2, _core.DISK_DEV_BASE + 0)  # node 0, before any crash
     assert absolute == 1
     assert walked == [
         (f"{mount}/renamed", ["x"]),
