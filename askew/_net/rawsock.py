@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .stack import Stack
 
 _RealSocket = socket.socket
+_SO_REUSEPORT = getattr(socket, "SO_REUSEPORT", 15)
 
 
 def _refuse_ancillary(sock: RawSocket, name: str) -> None:
@@ -386,9 +387,15 @@ class RawSocket(SimSocket):
 
         self._listen(accepted, backlog)._start_serving()
 
+    def _reuse_port(self) -> bool:
+        return bool(self._opts.get((socket.SOL_SOCKET, _SO_REUSEPORT)))
+
     def _listen(self, factory: Any, backlog: int) -> Server:
         host, port = self._local
-        coro = listen(self._stack, self._token, factory, [host], port, backlog, False)
+        coro = listen(
+            self._stack, self._token, factory, [host], port, backlog, False,
+            reuse_port=self._reuse_port(),
+        )  # fmt: skip
         server: Server | None = None
         try:
             coro.send(None)  # never suspends with start_serving=False
@@ -460,6 +467,7 @@ class RawSocket(SimSocket):
         ep = _udp.DatagramEndpoint(
             udp, self._token, contextvars.copy_context(), (host, port), remote, False
         )
+        ep.reuse_port = self._reuse_port()
         udp.bind(ep, host, port)
         ep.protocol = DatagramProtocol(self)
         self._ep = ep

@@ -206,11 +206,11 @@ def connect_locally(sock: RawSocket, address: Any) -> bool:
         if not (is_loopback(host) or may_bind(stack, node, host)):
             return False
         remote = (host, port)
-        listener = stack.find_listener(node, host, port)
         lhost = sock._local[0]
         if lhost in WILDCARDS:
             lhost = local_addr_for(stack, node, host)
         local = (lhost, sock._local[1] or stack.ephemeral(sock._token))
+        listener = stack.find_listener(node, host, port, local[1])
         if listener is None:
             if stack.one_host:
                 _realsock.raise_refusal(remote)

@@ -259,7 +259,7 @@ class Stack:
         node, port = client.remote_node, client.remote[1]
         if client.peer is not None:
             return  # a retransmitted SYN; the SYN-ACK is on its way
-        listener = self.find_listener(node, client.remote[0], port)
+        listener = self.find_listener(node, client.remote[0], port, client.local[1])
         if listener is None:
             # Wrap mode: a real socket of the process listening there is
             # named, not answered with a reset (askew/_net/realsock.py).
@@ -290,7 +290,12 @@ class Stack:
         self.send(Segment(SYNACK, server, client, 0, b""), client.node)
         listener.kick()
 
-    def find_listener(self, node: int, addr: str, port: int | str) -> Listener | None:
+    def find_listener(
+        self, node: int, addr: str, port: int | str, src_port: int = 0
+    ) -> Listener | None:
+        """The listener a connection to (addr, port) from src_port reaches:
+        in an SO_REUSEPORT group, the one src_port picks (Linux hashes the
+        addresses: a fixed function of them either way)."""
         found = self.listeners.get((node, port))
         if not found:
             return None
@@ -298,10 +303,13 @@ class Stack:
         live = [ls for ls in found if ls.token == token and ls.open]
         if len(live) != len(found):
             found[:] = live
-        for ls in live:
-            if covers(ls.host, addr):
-                return ls
-        return None
+        covering = [ls for ls in live if covers(ls.host, addr)]
+        if not covering:
+            return None
+        group = [ls for ls in covering if ls.reuse_port]
+        if len(group) > 1 and covering[0].reuse_port:
+            return group[src_port % len(group)]
+        return covering[0]
 
 
 class _Kernel:

@@ -278,11 +278,16 @@ async def binding_a_port_twice_is_eaddrinuse_with_or_without_reuse_address() -> 
     return out
 
 
-@refused
+@case
 async def binding_a_port_twice_with_reuse_port() -> Any:
-    # SO_REUSEPORT (two listeners sharing a port) is not simulated yet.
-    _server, port = await listening(reuse_port=True)
-    return await attempt(asyncio.start_server(echo, "127.0.0.1", port, reuse_port=True))
+    # SO_REUSEPORT: two listeners share a port (issue 24; it was refused).
+    server, port = await listening(reuse_port=True)
+    twin = await attempt(asyncio.start_server(echo, "127.0.0.1", port, reuse_port=True))
+    got = twin if isinstance(twin, tuple) else twin.sockets[0].getsockname() == ("127.0.0.1", port)
+    if not isinstance(twin, tuple):
+        twin.close()
+    server.close()
+    return got
 
 
 @case
@@ -1071,6 +1076,56 @@ async def sendmsg_and_recvmsg_carry_the_buffers_joined() -> Any:
     return out
 
 
+@case
+async def so_reuseport_lets_a_group_share_a_port_and_one_of_them_takes_each_peer() -> Any:
+    loop = asyncio.get_running_loop()
+    out: list[Any] = []
+    accepted: list[int] = []
+
+    def handler(i: int) -> Any:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(i)
+            writer.close()
+
+        return handle
+
+    first = await asyncio.start_server(handler(0), "127.0.0.1", 0, reuse_port=True)
+    port = first.sockets[0].getsockname()[1]
+    second = await asyncio.start_server(handler(1), "127.0.0.1", port, reuse_port=True)
+    out.append(await attempt(asyncio.start_server(handler(2), "127.0.0.1", port)))  # not in it
+    raw = [socket.socket(), socket.socket()]
+    for sock in raw:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(("127.0.0.1", port + 1 if port < 60999 else port - 1))
+        out.append(await attempt(sock.listen))
+    for _ in range(6):
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.close()
+    await asyncio.sleep(0.05)
+    out.append((len(accepted), set(accepted) <= {0, 1}))
+    udp = [
+        await loop.create_datagram_endpoint(
+            asyncio.DatagramProtocol, local_addr=("127.0.0.1", port), reuse_port=True
+        )
+        for _ in range(2)
+    ]
+    out.append(await attempt(udp_bound_at(port)))  # without it: taken
+    for transport, _ in udp:
+        transport.close()
+    close_all(*raw)
+    first.close()
+    second.close()
+    return out
+
+
+async def udp_bound_at(port: int) -> str:
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+        asyncio.DatagramProtocol, local_addr=("127.0.0.1", port)
+    )
+    transport.close()
+    return "bound"
+
+
 @refused
 async def descriptors_passed_with_sendmsg() -> Any:
     a, b = socket.socketpair()
@@ -1216,6 +1271,33 @@ def test_a_datagram_to_a_crashed_node_is_lost_without_an_error() -> None:
         return proto.seen
 
     assert in_world(receiver, client) == []
+
+
+def test_an_so_reuseport_group_shares_its_connections_by_the_peers_port() -> None:
+    """Linux picks a group's listener by a hash of the addresses; askew by
+    the peer's port: a fixed function, so a seed replays, and every
+    listener of the group takes some."""
+
+    async def servers(node: Any) -> None:
+        node.taken = [0, 0]
+        for i in range(2):
+
+            async def handle(r: Any, w: Any, i: int = i) -> None:
+                node.taken[i] += 1
+                w.close()
+
+            await asyncio.start_server(handle, None, 7, reuse_port=True)
+        await asyncio.sleep(1e9)
+
+    async def client(node: Any, world: askew.World) -> Any:
+        for _ in range(10):
+            _, writer = await asyncio.open_connection("node-0", 7)
+            writer.close()
+        await asyncio.sleep(1)
+        return world.nodes[0].taken
+
+    taken = in_world(servers, client)
+    assert sum(taken) == 10 and min(taken) > 0, taken
 
 
 def late_write_in_a_world(seed: int) -> tuple[Any, list[str]]:
