@@ -53,7 +53,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         self._default_executor: Any = None
         self._thread_id: int | None = None
         self._own_scope = False
-        self._random_state: Any = None
+        self._random_state: random.Random | None = None
         self._host: Any = None  # the network layer's state on this loop (wrap mode's host)
         # The refusal that cut this loop's last run short: what runs on it
         # until one stops as asked is that run's teardown (_run_cannot_go_on).
@@ -172,11 +172,16 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             if self._random_state is None:
                 scope.reseed(self.seed)
             else:
-                random.setstate(self._random_state)
+                random.setstate(self._random_state.getstate())
 
     def _close_scope(self) -> None:
         if self._own_scope:
-            self._random_state = random.getstate()
+            # Kept in a Random of its own rather than as getstate()'s tuple:
+            # a run then leaves no new object behind (grpclib's leak test
+            # counts every object a second run adds).
+            if self._random_state is None:
+                self._random_state = random.Random()
+            self._random_state.setstate(random.getstate())
             self._own_scope = False
             scope.exit()
 
