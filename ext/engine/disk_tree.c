@@ -287,6 +287,15 @@ int askew__disk_dir_sync(struct askew_disk *d, struct inode *dir)
 
 /* ---- paths ---------------------------------------------------------------------- */
 
+/* The next component of the path at *p, past the slashes before it: *p
+ * points at it, and its length is returned (0 at the path's end). */
+static size_t next_component(const char **p)
+{
+    while (**p == '/')
+        (*p)++;
+    return strcspn(*p, "/");
+}
+
 /* The component at p (no '/' in it) of length len: a name or "." or "..". */
 static int component_kind(const char *p, size_t len)
 {
@@ -305,11 +314,9 @@ int askew__disk_walk(const struct askew_disk *d, const char *path, struct lookup
     *lk = (struct lookup){.dir = 0, .ino = at, .last = LAST_ROOT, .slash = 0};
     const char *p = path;
     for (;;) {
-        while (*p == '/')
-            p++;
-        if (*p == '\0')
+        const size_t len = next_component(&p);
+        if (len == 0)
             return 0;
-        const size_t len = strcspn(p, "/");
         if (len > ASKEW_DISK_NAME_MAX)
             return -ENAMETOOLONG;
         const struct inode *cur = inode_get(d, at);
@@ -370,11 +377,9 @@ static int climbs_out(const struct askew_disk *d, const char *rest, const char *
     long depth = 0;
     const char *p = rest;
     for (;;) {
-        while (*p == '/')
-            p++;
-        if (*p == '\0')
+        const size_t len = next_component(&p);
+        if (len == 0)
             return 0;
-        const size_t len = strcspn(p, "/");
         const int kind = component_kind(p, len);
         depth += kind == LAST_NORM ? 1 : kind == LAST_DOTDOT ? -1 : 0;
         if (depth < 0)
@@ -410,11 +415,9 @@ int askew_disk_locate(const struct askew_disk *disk, const char *mount,
         return -EINVAL;
     const char *p = path;
     for (;;) {
-        while (*p == '/')
-            p++;
-        if (*p == '\0')
+        const size_t len = next_component(&p);
+        if (len == 0)
             break;
-        const size_t len = strcspn(p, "/");
         const int kind = component_kind(p, len);
         if (kind == LAST_DOTDOT) {
             while (n > 0 && at[n - 1] != '/')

@@ -78,6 +78,8 @@ async def main(world):
     world.spawn(node, disk=MOUNT)
     await asyncio.sleep(1)
 """
+# ... run under the preload.
+_UNDER_PRELOAD = _NODE_MAIN + "\nassert askew.preload_active()\nmain()\n"
 # Run main and print the first line of its failure.
 _FIRST_LINE = """
 try:
@@ -101,11 +103,7 @@ async def node(n):
     print("rows", again.execute("SELECT v FROM t ORDER BY k").fetchall())
     print("files", sorted(os.listdir(MOUNT)))
 """
-        + _NODE_MAIN
-        + """
-assert askew.preload_active()
-main()
-""",
+        + _UNDER_PRELOAD,
     )
     assert "rows [('a',), ('b',)]" in out, out
     assert "files ['db']" in out, out
@@ -326,11 +324,7 @@ async def node(n):
     print("differ", json.dumps(differ))
     print("cases", len(expected))
 """
-        + _NODE_MAIN
-        + """
-assert askew.preload_active()
-main()
-""",
+        + _UNDER_PRELOAD,
     )
     assert "differ {}" in out, out
     assert "cases 434" in out, out
