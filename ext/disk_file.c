@@ -22,7 +22,7 @@ typedef struct {
     PyObject *nd;            /* the NodeDisk, for the EIO log */
     askew_disk_object *disk; /* strong */
     long long fd;
-    long crashes; /* disk->crashes at open: a crash since makes it EBADF */
+    uint64_t crashes; /* the disk's crashes at open: a crash since makes it EBADF */
     int handle;
     char readable, writable, closefd, closed;
 } diskfile_fields;
@@ -43,7 +43,7 @@ static diskfile_fields *F(PyObject *self)
 /* Every call but close: the file must be open and of this incarnation. */
 static int live(diskfile_fields *f)
 {
-    if (f->disk->crashes != f->crashes) {
+    if (askew_disk_crashes(f->disk->disk) != f->crashes) {
         askew__disk_raise_errno(-EBADF, NULL);
         return -1;
     }
@@ -77,7 +77,7 @@ static PyObject *df_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     f->nd = Py_NewRef(nd);
     f->disk = (askew_disk_object *)Py_NewRef(disk);
     f->fd = fd;
-    f->crashes = f->disk->crashes;
+    f->crashes = askew_disk_crashes(f->disk->disk);
     f->handle = handle;
     f->readable = (char)readable;
     f->writable = (char)writable;
@@ -295,7 +295,8 @@ static PyObject *df_close(PyObject *self, PyObject *Py_UNUSED(a))
     if (f->closed)
         Py_RETURN_NONE;
     /* The base's close cannot end the run: look first. */
-    const int live_run = f->disk->crashes == f->crashes ? askew__disk_route_live() : 0;
+    const int live_run =
+        askew_disk_crashes(f->disk->disk) == f->crashes ? askew__disk_route_live() : 0;
     if (live_run < 0)
         return NULL;
     PyObject *res = PyObject_CallOneArg(base_close, self);

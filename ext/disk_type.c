@@ -129,9 +129,10 @@ static PyObject *d_open(askew_disk_object *self, PyObject *args)
 
 static PyObject *stat_tuple(const struct askew_disk_stat *st)
 {
-    return Py_BuildValue("(KKKIIiL)", (unsigned long long)st->ino,
+    return Py_BuildValue("(KKKIIiLK)", (unsigned long long)st->ino,
                          (unsigned long long)st->size, (unsigned long long)st->blocks,
-                         st->mode, st->nlink, st->is_dir, (long long)st->mtime_ns);
+                         st->mode, st->nlink, st->is_dir, (long long)st->mtime_ns,
+                         (unsigned long long)st->dev);
 }
 
 static PyObject *d_stat(askew_disk_object *self, PyObject *args)
@@ -206,6 +207,69 @@ static PyObject *d_truncate(askew_disk_object *self, PyObject *args)
     const int rc = askew_disk_truncate(self->disk, PyBytes_AS_STRING(path), length);
     PyObject *out = result(self, rc, path);
     Py_DECREF(path);
+    return out;
+}
+
+/* locate(mount, path) -> (1, the path's part on the disk), (0, None) when it
+ * is not on it, (2, the real path it names) when it left the disk by ".."
+ * again; OSError for a component on the disk it cannot pass. */
+static PyObject *d_locate(askew_disk_object *self, PyObject *args)
+{
+    PyObject *mount, *path;
+    if (!PyArg_ParseTuple(args, "O&O&:locate", PyUnicode_FSConverter, &mount,
+                          PyUnicode_FSConverter, &path))
+        return NULL;
+    const char *rel = NULL;
+    char real[ASKEW_DISK_PATH_MAX];
+    const int rc = askew_disk_locate(self->disk, PyBytes_AS_STRING(mount),
+                                     PyBytes_AS_STRING(path), &rel, real, sizeof(real));
+    PyObject *out = rc < 0    ? askew__disk_raise_errno(rc, path)
+                    : rc == 0 ? Py_BuildValue("(iO)", 0, Py_None)
+                              : Py_BuildValue("(iO&)", rc, PyUnicode_DecodeFSDefault,
+                                              rc == 1 ? rel : real);
+    Py_DECREF(mount);
+    Py_DECREF(path);
+    return out;
+}
+
+/* handle_path(fh) -> the directory's current path on the disk ("/a/b"). */
+static PyObject *d_handle_path(askew_disk_object *self, PyObject *fh_obj)
+{
+    int fh;
+    if (handle_of(fh_obj, &fh) < 0)
+        return NULL;
+    char out[ASKEW_DISK_PATH_MAX];
+    const int rc = askew_disk_handle_path(self->disk, fh, out, sizeof(out));
+    if (rc < 0)
+        return askew__disk_raise_errno(rc, NULL);
+    return PyUnicode_DecodeFSDefault(out);
+}
+
+/* setattr(path, fh, mode, mtime_ns): chmod and utime, by path (a str or
+ * bytes) or, with path None, by handle; mode and mtime_ns None leave them. */
+static PyObject *d_setattr(askew_disk_object *self, PyObject *args)
+{
+    PyObject *path_obj, *fh_obj, *mode_obj, *mtime_obj, *path = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO:setattr", &path_obj, &fh_obj, &mode_obj,
+                          &mtime_obj))
+        return NULL;
+    struct askew_disk_attr attr = {.set_mode = mode_obj != Py_None,
+                                   .set_mtime = mtime_obj != Py_None};
+    int fh = -1;
+    if ((path_obj != Py_None && !PyUnicode_FSConverter(path_obj, &path)) ||
+        (path_obj == Py_None && handle_of(fh_obj, &fh) < 0))
+        return NULL;
+    if (attr.set_mode)
+        attr.mode = (uint32_t)PyLong_AsUnsignedLongMask(mode_obj);
+    if (attr.set_mtime)
+        attr.mtime_ns = PyLong_AsLongLong(mtime_obj);
+    PyObject *out = NULL;
+    if (!PyErr_Occurred())
+        out = result(self,
+                     askew_disk_setattr(
+                         self->disk, path ? PyBytes_AS_STRING(path) : NULL, fh, &attr),
+                     path);
+    Py_XDECREF(path);
     return out;
 }
 
@@ -372,7 +436,6 @@ static PyObject *d_flags(askew_disk_object *self, PyObject *fh)
 static PyObject *d_crash(askew_disk_object *self, PyObject *Py_UNUSED(a))
 {
     struct askew_disk_crash_result r;
-    self->crashes++;
     const int rc = askew_disk_crash(self->disk, &r);
     if (rc < 0)
         return askew__raise_engine(rc, "disk crash");
@@ -389,10 +452,14 @@ static PyObject *d_crash(askew_disk_object *self, PyObject *Py_UNUSED(a))
 static PyObject *d_set_faults(askew_disk_object *self, PyObject *args)
 {
     struct askew_disk_faults f = {0};
-    unsigned long long capacity;
+    PyObject *capacity_obj;
     long long lo, hi;
-    if (!PyArg_ParseTuple(args, "IIIILLK:set_faults", &f.eio_read_ppm, &f.eio_write_ppm,
-                          &f.eio_fsync_ppm, &f.bitrot_ppm, &lo, &hi, &capacity))
+    if (!PyArg_ParseTuple(args, "IIIILLO:set_faults", &f.eio_read_ppm, &f.eio_write_ppm,
+                          &f.eio_fsync_ppm, &f.bitrot_ppm, &lo, &hi, &capacity_obj))
+        return NULL;
+    /* Checked, never masked: 2**64 + 5 is not a 5-byte disk. */
+    const unsigned long long capacity = PyLong_AsUnsignedLongLong(capacity_obj);
+    if (capacity == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
     f.latency_ns_min = lo;
     f.latency_ns_max = hi;
@@ -438,12 +505,21 @@ static PyMethodDef disk_methods[] = {
     {"open", (PyCFunction)d_open, METH_VARARGS,
      "open(path, flags, mode=0o666) -> handle"},
     {"stat", (PyCFunction)d_stat, METH_VARARGS,
-     "stat(path) -> (ino, size, blocks, mode, nlink, is_dir, mtime_ns)"},
+     "stat(path) -> (ino, size, blocks, mode, nlink, is_dir, mtime_ns, dev)"},
     {"rename", (PyCFunction)d_rename, METH_VARARGS, NULL},
     {"unlink", (PyCFunction)d_unlink, METH_VARARGS, NULL},
     {"rmdir", (PyCFunction)d_rmdir, METH_VARARGS, NULL},
     {"mkdir", (PyCFunction)d_mkdir, METH_VARARGS, NULL},
     {"truncate", (PyCFunction)d_truncate, METH_VARARGS, NULL},
+    {"locate", (PyCFunction)d_locate, METH_VARARGS,
+     "locate(mount, path) -> (1, its part on this disk mounted there), (0, None), or "
+     "(2, the real path it names after leaving the disk)"},
+    {"handle_path", (PyCFunction)d_handle_path, METH_O,
+     "handle_path(fh) -> the open directory's current path on the disk"},
+    {"setattr", (PyCFunction)d_setattr, METH_VARARGS,
+     "setattr(path, fh, mode, mtime_ns): chmod/utime by path, or by handle when path "
+     "is "
+     "None; None leaves a field"},
     {"list", (PyCFunction)d_list, METH_VARARGS,
      "list(path) -> [(name: bytes, ino, is_dir)], sorted by name"},
     {"close", (PyCFunction)d_close, METH_O, NULL},
@@ -469,7 +545,7 @@ static PyMethodDef disk_methods[] = {
 
 static PyObject *d_get_crashes(askew_disk_object *self, void *Py_UNUSED(c))
 {
-    return PyLong_FromLong(self->crashes);
+    return PyLong_FromUnsignedLongLong(askew_disk_crashes(self->disk));
 }
 
 static PyGetSetDef disk_getset[] = {
@@ -507,7 +583,9 @@ int askew__disk_setup(PyObject *module)
         PyModule_AddIntConstant(module, "DISK_SECTOR", ASKEW_DISK_SECTOR) < 0 ||
         PyModule_AddIntConstant(module, "DISK_CAPACITY_DEFAULT",
                                 (long)ASKEW_DISK_CAPACITY_DEFAULT) < 0 ||
-        PyModule_AddIntConstant(module, "DISK_HANDLES_MAX", ASKEW_DISK_HANDLES_MAX) < 0)
+        PyModule_AddIntConstant(module, "DISK_HANDLES_MAX", ASKEW_DISK_HANDLES_MAX) <
+            0 ||
+        PyModule_AddIntConstant(module, "DISK_FILES_MAX", ASKEW_DISK_FILES_MAX) < 0)
         return -1;
     return 0;
 }

@@ -17,7 +17,6 @@ struct askew_disk;
 typedef struct {
     PyObject_HEAD struct askew_disk *disk;
     PyObject *loop; /* strong: the scheduler the engine borrows */
-    long crashes;   /* crash() calls so far: a DiskFile of an earlier one is stale */
 } askew_disk_object;
 
 /* The Disk type, once module init made it (borrowed). */

@@ -26,7 +26,9 @@
  * open file whichever side opened it, so Python's fcntl.lockf or os.readv
  * on a simulated file reach this hook. */
 #define FD_NODE_SHIFT ASKEW_DISK_FD_NODE_SHIFT
-#define FD_NODES_MAX  ASKEW_DISK_FD_NODES_MAX
+/* A disk's st_dev: one device per node's disk, C's stat and Python's alike. */
+#define DEV_BASE     0xa5000
+#define FD_NODES_MAX ASKEW_DISK_FD_NODES_MAX
 
 struct mount {
     int64_t node;
@@ -41,14 +43,12 @@ struct mount {
     size_t fds_cap;
 };
 
-/* What the disk's handle table does not keep: an fd's FD_CLOEXEC and the
- * path it was opened by (a directory fd's, for the *at calls). Zero for a
- * handle Python opened. */
+/* What the disk's handle table does not keep: an fd's FD_CLOEXEC (zero for
+ * a handle Python opened). */
 struct slot {
     struct mount *mount;
     int fh;
     int cloexec;
-    char *path;
 };
 
 static PyObject *owner_loop;  /* strong; the loop the tables belong to */
@@ -58,8 +58,6 @@ static size_t mounts_len, mounts_cap;
 static void mounts_clear(void)
 {
     for (size_t i = 0; i < mounts_len; i++) {
-        for (size_t k = 0; k < mounts[i]->fds_cap; k++)
-            free(mounts[i]->fds[k].path);
         free(mounts[i]->fds);
         free(mounts[i]->path);
         askew_disk_locks_free(&mounts[i]->locks);
@@ -81,7 +79,7 @@ void askew__preload_disk_enter(struct askew_loop_state *loop)
 /* ---- paths ---------------------------------------------------------------- */
 
 /* Lexically normalise absolute `in` into out ("//", ".", ".." folded, no
- * trailing '/'; ".." at the root stays at the root, as the kernel has it).
+ * trailing '/'): a mount's path, as the engine's locate wants it.
  * -ENAMETOOLONG. */
 static int normalise(const char *in, char *out, size_t cap)
 {
@@ -114,64 +112,135 @@ static int normalise(const char *in, char *out, size_t cap)
     return 0;
 }
 
-/* `path` relative to dirfd made absolute and normalised into out: 0, 1
- * when it cannot be on a disk (relative to a real directory fd), -errno. */
+/* `path` relative to dirfd made absolute into out, as written (the engine
+ * resolves it, askew_disk_locate): 0, 1 when it cannot be on a disk
+ * (relative to a real directory fd), -errno. */
 static struct slot *slot_of(const struct askew_loop_state *loop, int fd);
 
 static int resolve(const struct askew_loop_state *loop, int dirfd, const char *path,
                    char *out, size_t cap)
 {
-    char joined[PATH_MAX * 2];
     if (path == NULL)
         return -EFAULT;
-    if (path[0] == '/')
-        return normalise(path, out, cap);
-    const char *base;
+    const char *base = "";
     char cwd[PATH_MAX];
-    if (dirfd == AT_FDCWD) {
+    if (path[0] == '/') {
+        /* absolute: as it is */
+    } else if (dirfd == AT_FDCWD) {
         /* The real working directory: getcwd is not interposed, and the
          * preload has its switch off while the hook runs anyway. */
         if (getcwd(cwd, sizeof(cwd)) == NULL)
             return 1;
         base = cwd;
     } else if (dirfd >= (int)ASKEW_DISK_FD_BASE) {
+        /* A simulated directory's fd, whichever side opened it: where that
+         * directory is now, on its mount. */
         const struct slot *s = slot_of(loop, dirfd);
-        if (s == NULL || s->path == NULL)
+        if (s == NULL)
             return -EBADF;
-        base = s->path;
+        const size_t mlen = s->mount->path_len;
+        if (mlen + 1 >= sizeof(cwd))
+            return -ENAMETOOLONG;
+        memcpy(cwd, s->mount->path, mlen);
+        const int rc = askew_disk_handle_path(s->mount->disk, s->fh, cwd + mlen,
+                                              sizeof(cwd) - mlen);
+        if (rc < 0)
+            return rc;
+        base = cwd;
     } else {
         return 1;
     }
-    if (snprintf(joined, sizeof(joined), "%s/%s", base, path) >= (int)sizeof(joined))
-        return -ENAMETOOLONG;
-    return normalise(joined, out, cap);
+    const int n = snprintf(out, cap, "%s%s%s", base, *base ? "/" : "", path);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-/* The running node's mount holding `abs`, its path on the disk in *rel;
- * NULL with *refuse set when another node's mount holds it (or no node
- * runs), NULL alone when no mount does. */
-static struct mount *mount_of(const struct askew_loop_state *loop, const char *abs,
-                              const char **rel, int *refuse)
+/* The running node's mount holding `abs` (engine-resolved), its part on the
+ * disk in *rel: 1; 0 when no mount holds it; ASKEW_DISK_REFUSE when another
+ * node's mount does (or no node runs); or the -errno of resolving it. */
+static int64_t mount_of(const struct askew_loop_state *loop, const char *abs,
+                        struct mount **out, const char **rel)
 {
-    *refuse = 0;
+    *out = NULL;
     if ((PyObject *)loop != owner_loop)
-        return NULL;
-    struct mount *found = NULL;
+        return 0;
+    int refuse = 0;
     for (size_t i = 0; i < mounts_len; i++) {
         struct mount *m = mounts[i];
-        const size_t n = m->path_len;
-        if (strncmp(abs, m->path, n) != 0 || (abs[n] != '\0' && abs[n] != '/'))
-            continue;
-        if (m->node != loop->node_current) {
-            *refuse = 1;
+        const char *part = NULL;
+        /* A path that leaves the disk by ".." again (2) goes to libc as
+         * written: the preload's ABI passes the caller's path or nothing. */
+        const int rc = askew_disk_locate(m->disk, m->path, abs, &part, NULL, 0);
+        if (rc <= 0 || rc == 2) {
+            if (rc < 0 && m->node == loop->node_current)
+                return rc;
             continue;
         }
-        found = m;
-        *rel = abs[n] == '\0' ? "/" : abs + n;
+        if (m->node != loop->node_current) {
+            refuse = 1;
+            continue;
+        }
+        *out = m;
+        *rel = part;
     }
-    if (found != NULL)
-        *refuse = 0;
-    return found;
+    return *out != NULL ? 1 : refuse ? ASKEW_DISK_REFUSE : 0;
+}
+
+/* ---- sqlite's temporary files ------------------------------------------------ */
+
+/* sqlite puts a temporary file (VACUUM's copy, a sort that spills, a TEMP
+ * table) in the first of $SQLITE_TMPDIR, $TMPDIR, /var/tmp, /usr/tmp, /tmp
+ * that is a writable directory, names it etilqs_<random> and unlinks it at
+ * once. A node's temporary files are the node's: C code of a node with a
+ * disk has them at the root of that disk, so they never reach the host and
+ * go with the node's crash. The directories themselves stay the host's
+ * (sqlite only checks that one exists). */
+#define TEMP_PREFIX "etilqs_"
+static char temp_env[2][PATH_MAX]; /* $SQLITE_TMPDIR, $TMPDIR, normalised at mount */
+
+static void temp_dirs_read(void)
+{
+    static const char *const names[] = {"SQLITE_TMPDIR", "TMPDIR"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = getenv(names[i]);
+        if (v == NULL || v[0] != '/' || normalise(v, temp_env[i], PATH_MAX) < 0)
+            temp_env[i][0] = '\0';
+    }
+}
+
+static int is_temp_dir(const char *dir)
+{
+    static const char *const fixed[] = {"/var/tmp", "/usr/tmp", "/tmp"};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (strcmp(dir, fixed[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(temp_env) / sizeof(temp_env[0]); i++)
+        if (temp_env[i][0] != '\0' && strcmp(dir, temp_env[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static struct mount *mount_of_node(int64_t node);
+
+/* The running node's mount when `abs` is one of sqlite's temporary files,
+ * its place on that disk ("/etilqs_...", a pointer into abs) in *rel; else
+ * NULL. */
+static struct mount *temp_file(const struct askew_loop_state *loop, const char *abs,
+                               const char **rel)
+{
+    char norm[PATH_MAX];
+    const char *name = strrchr(abs, '/');
+    if ((PyObject *)loop != owner_loop || name == NULL ||
+        strncmp(name + 1, TEMP_PREFIX, sizeof(TEMP_PREFIX) - 1) != 0 ||
+        normalise(abs, norm, sizeof(norm)) < 0)
+        return NULL;
+    char *cut = strrchr(norm, '/');
+    if (strcmp(cut, name) != 0)
+        return NULL; /* "etilqs_x/.." and the like: not a temporary file */
+    *cut = '\0';
+    if (!is_temp_dir(norm[0] != '\0' ? norm : "/"))
+        return NULL;
+    *rel = name;
+    return mount_of_node(loop->node_current);
 }
 
 /* ---- fds -------------------------------------------------------------------- */
@@ -237,10 +306,10 @@ static int64_t charged(struct askew_loop_state *loop, struct mount *m, int64_t r
 
 /* The disk keeps mtimes in virtual time; stat reads them on the wall clock,
  * as askew/_disk/'s os.stat does. */
-static void fill_stat(const struct askew_loop_state *loop, const struct mount *m,
+static void fill_stat(const struct askew_loop_state *loop,
                       const struct askew_disk_stat *st, struct askew_disk_stat_out *out)
 {
-    out->dev = 0xa5000u + (uint64_t)m->node; /* one device per disk */
+    out->dev = st->dev;
     out->ino = st->ino;
     out->size = st->size;
     out->blocks = st->blocks;
@@ -250,25 +319,19 @@ static void fill_stat(const struct askew_loop_state *loop, const struct mount *m
 }
 
 static int64_t open_file(struct askew_loop_state *loop, struct mount *m,
-                         const char *abs, const char *rel, struct askew_disk_call *c)
+                         const char *rel, struct askew_disk_call *c)
 {
     if (m->node >= FD_NODES_MAX)
         return -EMFILE; /* its fds would leave the simulated range */
-    char *copy = strdup(abs);
-    if (copy == NULL)
-        return -ENOMEM;
     const int fh =
         (int)charged(loop, m, askew_disk_open(m->disk, rel, c->flags, c->mode));
     if (fh < 0 || slot_room(m, fh) < 0) {
-        free(copy);
         if (fh >= 0)
             (void)askew_disk_close(m->disk, fh);
         return fh < 0 ? fh : -ENOMEM;
     }
     struct slot *s = &m->fds[fh];
-    free(s->path);
-    *s = (struct slot){
-        .mount = m, .fh = fh, .cloexec = (c->flags & O_CLOEXEC) != 0, .path = copy};
+    *s = (struct slot){.mount = m, .fh = fh, .cloexec = (c->flags & O_CLOEXEC) != 0};
     return slot_fd(s);
 }
 
@@ -386,7 +449,6 @@ static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
             askew_disk_locks_drop(&m->locks, st.ino, lock_owner(loop, s, 0));
         askew_disk_locks_drop(&m->locks, 0, lock_owner(loop, s, 1));
         rc = charged(loop, m, askew_disk_close(d, s->fh));
-        free(s->path);
         *s = (struct slot){0}; /* s is m->fds[fh]: the handle is free again */
         return rc;
     case ASKEW_DCALL_READ:
@@ -409,7 +471,7 @@ static int64_t fd_call(struct askew_loop_state *loop, struct askew_disk_call *c)
     case ASKEW_DCALL_STAT:
         rc = charged(loop, m, askew_disk_fstat(d, s->fh, &st));
         if (rc == 0 && c->st != NULL)
-            fill_stat(loop, m, &st, c->st);
+            fill_stat(loop, &st, c->st);
         return rc;
     case ASKEW_DCALL_FCNTL:
         return file_fcntl(loop, s, c);
@@ -426,11 +488,13 @@ static int64_t rename_call(struct askew_loop_state *loop, struct askew_disk_call
     if (r1 < 0 || r2 < 0)
         return r1 < 0 ? r1 : r2;
     const char *rel_from = NULL, *rel_to = NULL;
-    int refuse1 = 0, refuse2 = 0;
-    struct mount *m1 = r1 == 0 ? mount_of(loop, from, &rel_from, &refuse1) : NULL;
-    struct mount *m2 = r2 == 0 ? mount_of(loop, to, &rel_to, &refuse2) : NULL;
-    if (refuse1 || refuse2)
+    struct mount *m1 = NULL, *m2 = NULL;
+    const int64_t w1 = r1 == 0 ? mount_of(loop, from, &m1, &rel_from) : 0;
+    const int64_t w2 = r2 == 0 ? mount_of(loop, to, &m2, &rel_to) : 0;
+    if (w1 == ASKEW_DISK_REFUSE || w2 == ASKEW_DISK_REFUSE)
         return ASKEW_DISK_REFUSE;
+    if (w1 < 0 || w2 < 0)
+        return w1 < 0 ? w1 : w2;
     if (m1 == NULL && m2 == NULL)
         return ASKEW_DISK_PASS;
     if (m1 != m2)
@@ -458,20 +522,22 @@ int64_t askew__preload_disk_call(void *ctx, struct askew_disk_call *c)
     if (r != 0)
         return r < 0 ? r : ASKEW_DISK_PASS;
     const char *rel = NULL;
-    int refuse = 0;
-    struct mount *m = mount_of(loop, abs, &rel, &refuse);
-    if (m == NULL)
-        return refuse ? ASKEW_DISK_REFUSE : ASKEW_DISK_PASS;
+    struct mount *m = NULL;
+    const int64_t where = mount_of(loop, abs, &m, &rel);
+    if (where == 0)
+        m = temp_file(loop, abs, &rel);
+    if (m == NULL || where < 0 || where == ASKEW_DISK_REFUSE)
+        return where == 0 ? ASKEW_DISK_PASS : where;
     struct askew_disk *d = m->disk;
     struct askew_disk_stat st;
     int64_t rc;
     switch (c->op) {
     case ASKEW_DCALL_OPEN:
-        return open_file(loop, m, abs, rel, c);
+        return open_file(loop, m, rel, c);
     case ASKEW_DCALL_STAT:
         rc = charged(loop, m, askew_disk_stat(d, rel, &st));
         if (rc == 0 && c->st != NULL)
-            fill_stat(loop, m, &st, c->st);
+            fill_stat(loop, &st, c->st);
         return rc;
     case ASKEW_DCALL_ACCESS: /* modes are kept, never enforced */
         return charged(loop, m, askew_disk_stat(d, rel, &st));
@@ -522,6 +588,7 @@ static PyObject *disk_mount(PyObject *Py_UNUSED(module), PyObject *args)
     }
     if (owner_loop != loop)
         mounts_clear();
+    temp_dirs_read();
     size_t i = 0;
     while (i < mounts_len &&
            !(mounts[i]->node == node && strcmp(mounts[i]->path, norm) == 0))
@@ -577,11 +644,11 @@ static PyObject *disk_routed(PyObject *Py_UNUSED(module), PyObject *args)
     int r = resolve(NULL, AT_FDCWD, PyBytes_AS_STRING(path_obj), abs, sizeof(abs));
     Py_DECREF(path_obj);
     const char *rel;
-    int refuse = 0;
+    struct mount *m;
     if (r != 0 || owner_loop != loop)
         return PyLong_FromLong(0);
-    struct mount *m = mount_of((struct askew_loop_state *)loop, abs, &rel, &refuse);
-    return PyLong_FromLong(m != NULL ? 1 : refuse ? -1 : 0);
+    const int64_t where = mount_of((struct askew_loop_state *)loop, abs, &m, &rel);
+    return PyLong_FromLong(where == ASKEW_DISK_REFUSE ? -1 : where != 0);
 }
 
 static PyMethodDef disk_methods[] = {
@@ -601,7 +668,8 @@ int askew__preload_disk_setup(PyObject *module)
     /* The numbering of simulated fds, for askew/_disk/: defined once. */
     if (PyModule_AddIntConstant(module, "DISK_FD_BASE", ASKEW_DISK_FD_BASE) < 0 ||
         PyModule_AddIntConstant(module, "DISK_FD_NODE_SHIFT", FD_NODE_SHIFT) < 0 ||
-        PyModule_AddIntConstant(module, "DISK_FD_NODES_MAX", FD_NODES_MAX) < 0)
+        PyModule_AddIntConstant(module, "DISK_FD_NODES_MAX", FD_NODES_MAX) < 0 ||
+        PyModule_AddIntConstant(module, "DISK_DEV_BASE", ASKEW_DISK_DEV_BASE) < 0)
         return -1;
     return PyModule_AddFunctions(module, disk_methods);
 }

@@ -164,6 +164,7 @@ int askew__stream_put(askew_tcp *s, PyObject *data)
         seg->dst = Py_NewRef(s->peer != NULL ? s->peer : Py_None);
         seg->dst_s = (askew_tcp *)Py_XNewRef((PyObject *)s->peer_s);
         seg->seq = s->snd_next;
+        seg->ack = s->rcv_next + s->rx_eof;
         seg->data = size == len ? Py_NewRef(data)
                                 : PyBytes_FromStringAndSize(
                                       PyBytes_AS_STRING(data) + off, (Py_ssize_t)size);
@@ -375,6 +376,7 @@ static void segment_dealloc(askew_segment *seg)
 static PyMemberDef segment_members[] = {
     {"kind", T_INT, offsetof(askew_segment, kind), 0, NULL},
     {"seq", T_LONGLONG, offsetof(askew_segment, seq), 0, NULL},
+    {"ack", T_LONGLONG, offsetof(askew_segment, ack), 0, NULL},
     {"tries", T_INT, offsetof(askew_segment, tries), 0, NULL},
     {"acked", T_BOOL, offsetof(askew_segment, acked), 0, NULL},
     {"src", T_OBJECT_EX, offsetof(askew_segment, src), 0, NULL},

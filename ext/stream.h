@@ -77,6 +77,10 @@ typedef struct askew_segment {
     PyObject *to;
     askew_tcp *dst_s; /* dst's state: data the C path sent, else NULL */
     long long seq;
+    /* The sender's receive position as it sent this (rcv_next, plus one
+     * after the peer's FIN): TCP's ACK field, which a reset answering the
+     * segment carries as its sequence number (askew/_net/stack.py). */
+    long long ack;
     int kind;
     int tries;
     char acked;

@@ -36,6 +36,7 @@ from . import mount as _mount
 FD_BASE: int = _core.DISK_FD_BASE
 _FD_NODE_SHIFT: int = _core.DISK_FD_NODE_SHIFT
 NODES_MAX: int = _core.DISK_FD_NODES_MAX  # nodes with a disk: descriptors stay below 2**31
+FILES_MAX: int = _core.DISK_FILES_MAX  # files and directories a disk holds at once
 _BLKSIZE = 4096
 
 _world: Any = None
@@ -110,33 +111,39 @@ def caller_disk() -> NodeDisk | None:
     return found
 
 
-def disk_path(nd: NodeDisk, path: Any) -> str | None:
-    """The path inside nd's disk ('/' for the mount itself), or None when
-    path lies outside the mount (or is no path at all)."""
+def locate(nd: NodeDisk, path: Any) -> tuple[int, Any]:
+    """Where path lands for nd's disk: (1, its part on the disk, untouched:
+    "f/" and "d/." keep their meaning for the call; "/" for the mount), (0,
+    path) when it is not on it (or is no path at all), (2, the real path it
+    names) when it entered the disk and left it by ".." again. The engine
+    resolves it component by component as the kernel does
+    (askew_disk_locate, which C code's calls use too); a relative path is
+    the real working directory's. OSError for a component on the disk that
+    such a path cannot pass."""
     try:
         raw = os.fspath(path)
     except TypeError:
-        return None
+        return 0, path
     p: str = os.fsdecode(raw) if isinstance(raw, bytes) else raw
-    mount = nd.mount
-    if not p.startswith(mount):
-        if p.startswith("/"):
-            return None
-        p = os.path.join(os.getcwd(), p)
-    norm = os.path.normpath(p)
-    if norm == mount:
-        return "/"
-    if norm.startswith(mount) and norm[len(mount)] == "/":
-        return norm[len(mount) :]
-    return None
+    if not p.startswith("/"):
+        p = os.getcwd() + "/" + p
+    try:
+        where, found = nd.disk.locate(nd.mount, p)
+    except OSError as exc:
+        exc.filename = path
+        raise
+    if where == 0:
+        return 0, path
+    if where == 2 and isinstance(raw, bytes):
+        assert found is not None
+        return 2, os.fsencode(found)
+    return where, found
 
 
-def route(path: Any) -> tuple[NodeDisk, str] | None:
-    nd = caller_disk()
-    if nd is None:
-        return None
-    rel = disk_path(nd, path)
-    return None if rel is None else (nd, rel)
+def disk_path(nd: NodeDisk, path: Any) -> str | None:
+    """The path's part on nd's disk, or None when it is not on it."""
+    where, found = locate(nd, path)
+    return found if where == 1 else None
 
 
 # (disk, handle) for a simulated descriptor, None for a real one;
@@ -165,16 +172,29 @@ def failed(nd: NodeDisk, exc: OSError, path: Any, what: str) -> OSError:
     return exc
 
 
-def stat_result(st: tuple[int, int, int, int, int, int, int]) -> os.stat_result:
-    ino, size, blocks, mode, nlink, _is_dir, mtime_ns = st
-    # The disk keeps virtual time; stat reads the run's wall clock (as C's
-    # does). Only a world's code reaches a simulated disk.
+def wall_epoch_ns() -> int:
+    """The run's wall clock at virtual time 0: a disk's mtimes are kept in
+    virtual time and read on the wall clock, as C's stat reads them. Only a
+    world's code reaches a simulated disk."""
     assert _world is not None
-    wall_ns = _world._loop._config.wall_epoch_ns + mtime_ns
+    epoch: int = _world._loop._config.wall_epoch_ns
+    return epoch
+
+
+def now_ns() -> int:
+    """Virtual time now, as the disk stamps its mtimes."""
+    assert _world is not None
+    now: int = _world._loop._now_ns
+    return now
+
+
+def stat_result(st: tuple[int, int, int, int, int, int, int, int]) -> os.stat_result:
+    ino, size, blocks, mode, nlink, _is_dir, mtime_ns, dev = st
+    wall_ns = wall_epoch_ns() + mtime_ns
     secs = wall_ns // 1_000_000_000
     t = wall_ns / 1e9
     return os.stat_result(
-        (mode, ino, 0, nlink, 0, 0, size, secs, secs, secs),
+        (mode, ino, dev, nlink, 0, 0, size, secs, secs, secs),
         {
             "st_atime": t,
             "st_mtime": t,
@@ -239,10 +259,10 @@ def check_faults(
     if lo > hi:
         raise ValueError(f"faults.disk(latency=...): min {lo!r} is above max {hi!r}")
     if capacity is not None and (
-        isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0
+        isinstance(capacity, bool) or not isinstance(capacity, int) or not 0 < capacity < 2**64
     ):
         raise ValueError(
-            f"faults.disk(capacity=...) must be a positive byte count, got {capacity!r}"
+            f"faults.disk(capacity=...) must be a positive byte count below 2**64, got {capacity!r}"
         )
     cap = _core.DISK_CAPACITY_DEFAULT if capacity is None else capacity
     text = (

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The file calls a node's code makes, routed to its simulated disk: open()
-(text and binary, every mode, wrapped as io.open wraps FileIO), and the os
-calls on paths and on descriptors. A call on a path outside the calling
-node's mount, or from outside any node, goes to the real function.
-install() puts them in place for a sweep; NameSwap.undo() takes them out.
+(text and binary, every mode, wrapped as io.open wraps FileIO), os.open
+(dir_fd= too) and the os calls on descriptors; the calls on paths are
+paths.py's. A call on a path outside the calling node's mount, or from
+outside any node, goes to the real function; a descriptor call the disk
+does not model is refused by name. install() puts them all in place for a
+sweep; NameSwap.undo() takes them out.
 """
 
 from __future__ import annotations
@@ -17,25 +19,23 @@ from typing import Any
 from .. import _core
 from .._loop.nodes import node_var
 from .._loop.patches import NameSwap
+from .._loop.refusal import refuse
 from .disk import (
     FD_BASE,
-    NodeDisk,
-    caller_disk,
-    disk_path,
     eio,
     failed,
     fd_of,
     fd_route,
-    route,
-    stat_result,
 )
+from .paths import install_paths, os_stat, where
 
 _real_open = builtins.open
 _real = {
     name: getattr(os, name)
     for name in (
         "open close read write pread pwrite lseek fsync fdatasync ftruncate fstat stat lstat "
-        "rename replace remove unlink rmdir mkdir listdir scandir truncate utime"
+        "rename replace remove unlink rmdir mkdir listdir scandir truncate utime sendfile "
+        "fchmod fchown fstatvfs posix_fadvise"
     ).split()
 }
 
@@ -44,14 +44,13 @@ _real = {
 
 
 def _os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-    r = route(path) if dir_fd is None else None
-    if r is None:
-        return int(_real["open"](path, flags, mode, dir_fd=dir_fd))
-    nd, rel = r
+    w = where(path, dir_fd)
+    if w.nd is None:
+        return int(_real["open"](w.path, flags, mode, dir_fd=w.dir_fd))
     try:
-        return fd_of(nd, nd.disk.open(rel, flags, mode))
+        return fd_of(w.nd, w.nd.disk.open(w.path, flags, mode))
     except OSError as exc:
-        raise failed(nd, exc, path, "open") from None
+        raise failed(w.nd, exc, path, "open") from None
 
 
 def _os_close(fd: int) -> None:
@@ -82,209 +81,38 @@ def _fd_call(name: str, what: str) -> Any:
 
 
 def _os_fstat(fd: int) -> os.stat_result:
-    r = fd_route(fd)
-    if r is None:
-        return _real["fstat"](fd)  # type: ignore[no-any-return]
-    return stat_result(r[0].disk.fstat(r[1]))
+    return os_stat(fd)  # type: ignore[no-any-return]
 
 
-# ---- os: paths ------------------------------------------------------------------
+def _os_sendfile(out_fd: int, in_fd: int, offset: int | None, count: int, *args: Any) -> int:
+    """sendfile(2) with a simulated descriptor at either end (shutil's copy
+    takes it first): the bytes are read and written by the routed calls, as
+    the kernel copies them; two real ones are the real call's."""
+    if fd_route(in_fd) is None and fd_route(out_fd) is None:
+        return int(_real["sendfile"](out_fd, in_fd, offset, count, *args))
+    data = os.read(in_fd, count) if offset is None else os.pread(in_fd, count, offset)
+    return os.write(out_fd, data) if data else 0
 
 
-def _os_stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> Any:
-    if isinstance(path, int):
-        return _os_fstat(path)
-    r = route(path) if dir_fd is None else None
-    if r is None:
-        return _real["stat"](path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
-    nd, rel = r
-    try:
-        return stat_result(nd.disk.stat(rel))
-    except OSError as exc:
-        raise failed(nd, exc, path, "stat") from None
-
-
-def _os_lstat(path: Any, *, dir_fd: int | None = None) -> Any:
-    if route(path) is None or dir_fd is not None:
-        return _real["lstat"](path, dir_fd=dir_fd)
-    return _os_stat(path)  # no symlinks on a simulated disk
-
-
-def _path_call(name: str, what: str) -> Any:
-    """os.<name>(path, *args) under a mount: disk.<what>(rel, *args)."""
-    real = _real[name]
-
-    def call(path: Any, *args: Any, **kwargs: Any) -> Any:
-        r = route(path) if not kwargs.get("dir_fd") else None
-        if r is None:
-            return real(path, *args, **kwargs)
-        nd, rel = r
-        try:
-            getattr(nd.disk, what)(rel, *args)
-        except OSError as exc:
-            raise failed(nd, exc, path, name) from None
-        return None
-
-    call.__name__ = name
-    call.__doc__ = real.__doc__
-    return call
-
-
-def _os_utime(path: Any, *args: Any, **kwargs: Any) -> None:
-    """os.utime under a mount: the file must exist; its times are the
-    disk's own (set by writes), so nothing else changes. pathlib's touch()
-    calls it."""
-    r = route(path) if not isinstance(path, int) and not kwargs.get("dir_fd") else None
-    if r is None:
-        _real["utime"](path, *args, **kwargs)
-        return
-    nd, rel = r
-    try:
-        nd.disk.stat(rel)
-    except OSError as exc:
-        raise failed(nd, exc, path, "utime") from None
-
-
-def _os_truncate(path: Any, length: int) -> None:
-    if isinstance(path, int):
-        _os_ftruncate(path, length)
-        return
-    _truncate_path(path, length)
-
-
-def _two_paths(name: str) -> Any:
-    """os.rename / os.replace: both under one mount, the disk renames; one
-    under and one not is EXDEV, as across file systems."""
-    real = _real[name]
-
-    def call(src: Any, dst: Any, *, src_dir_fd: Any = None, dst_dir_fd: Any = None) -> None:
-        nd = caller_disk()
-        a = None if nd is None else disk_path(nd, src)
-        b = None if nd is None else disk_path(nd, dst)
-        if nd is None or (a is None and b is None) or src_dir_fd or dst_dir_fd:
-            real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
-            return
-        if a is None or b is None:
-            raise OSError(errno.EXDEV, os.strerror(errno.EXDEV), src, None, dst)
-        try:
-            nd.disk.rename(a, b)
-        except OSError as exc:
-            raise failed(nd, exc, src, name) from None
-
-    call.__name__ = name
-    call.__doc__ = real.__doc__
-    return call
-
-
-def _no_links(name: str) -> Any:
-    """os.symlink / os.link into or out of a mount: EPERM (a simulated disk
-    has neither); elsewhere the real call."""
+def _refused_fd(name: str, why: str) -> Any:
+    """os.<name>(fd, ...) on a simulated descriptor: refused by name (the
+    disk does not model it), as C code's call is under the preload."""
     real = getattr(os, name)
 
-    def call(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
-        nd = caller_disk()
-        if nd is not None and (disk_path(nd, src) is not None or disk_path(nd, dst) is not None):
-            raise OSError(
-                errno.EPERM, f"{name} is not supported on a simulated disk ({nd.mount})", dst
-            )
-        real(src, dst, *args, **kwargs)
+    def call(fd: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(fd, int) and fd >= FD_BASE and fd_route(fd) is not None:
+            refuse(f"os.{name}() of a simulated disk's descriptor", why, "is not modelled")
+        return real(fd, *args, **kwargs)
 
     call.__name__ = name
+    call.__doc__ = real.__doc__
     return call
 
 
-def _os_listdir(path: Any = ".") -> list[Any]:
-    r = route(path) if not isinstance(path, int) else None
-    if r is None:
-        return _real["listdir"](path)  # type: ignore[no-any-return]
-    nd, rel = r
-    try:
-        names = [name for name, _ino, _d in nd.disk.list(rel)]
-    except OSError as exc:
-        raise failed(nd, exc, path, "listdir") from None
-    if isinstance(os.fspath(path), bytes):
-        return names
-    return [os.fsdecode(n) for n in names]
-
-
-class DirEntry:
-    """os.scandir's entry for a simulated directory (os.DirEntry cannot be
-    made from Python): the same attributes and methods."""
-
-    __slots__ = ("_is_dir", "_nd", "_stat", "inode_", "name", "path")
-
-    def __init__(self, nd: NodeDisk, parent: Any, name: Any, ino: int, is_dir: int) -> None:
-        self._nd = nd
-        self.name = name
-        self.path = os.path.join(parent, name)
-        self.inode_ = ino
-        self._is_dir = bool(is_dir)
-        self._stat: os.stat_result | None = None
-
-    def inode(self) -> int:
-        return self.inode_
-
-    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
-        return self._is_dir
-
-    def is_file(self, *, follow_symlinks: bool = True) -> bool:
-        return not self._is_dir
-
-    def is_symlink(self) -> bool:
-        return False
-
-    def is_junction(self) -> bool:
-        return False
-
-    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
-        if self._stat is None:
-            self._stat = _os_stat(self.path)
-        return self._stat
-
-    def __fspath__(self) -> Any:
-        return self.path
-
-    def __repr__(self) -> str:
-        return f"<DirEntry {self.name!r}>"
-
-
-class _ScandirIterator:
-    def __init__(self, entries: list[DirEntry]) -> None:
-        self._it = iter(entries)
-
-    def __iter__(self) -> _ScandirIterator:
-        return self
-
-    def __next__(self) -> DirEntry:
-        return next(self._it)
-
-    def __enter__(self) -> _ScandirIterator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._it = iter(())
-
-
-def _os_scandir(path: Any = ".") -> Any:
-    r = route(path) if not isinstance(path, int) else None
-    if r is None:
-        return _real["scandir"](path)
-    nd, rel = r
-    try:
-        listed = nd.disk.list(rel)
-    except OSError as exc:
-        raise failed(nd, exc, path, "scandir") from None
-    as_bytes = isinstance(os.fspath(path), bytes)
-    parent = os.fspath(path)
-    return _ScandirIterator(
-        [
-            DirEntry(nd, parent, name if as_bytes else os.fsdecode(name), ino, is_dir)
-            for name, ino, is_dir in listed
-        ]
-    )
+def _os_posix_fadvise(fd: int, offset: int, length: int, advice: int) -> None:
+    """Advice only: a disk takes it and changes nothing."""
+    if fd_route(fd) is None:
+        _real["posix_fadvise"](fd, offset, length, advice)
 
 
 # ---- open(): a raw file over a handle, wrapped as io.open wraps FileIO ----
@@ -335,16 +163,27 @@ def _open(
         r = fd_route(file)
         assert r is not None
         nd, handle = r
+    elif opener is not None:
+        # The opener opens (tempfile's does, os.open with a dir_fd): its
+        # descriptor may be a simulated one.
+        fd = opener(file, _flags(mode) | os.O_CLOEXEC)
+        r = fd_route(fd)
+        if r is None:
+            return _real_open(
+                file, mode, buffering, encoding, errors, newline, closefd, lambda *_: fd
+            )
+        nd, handle = r
     else:
-        routed = route(file) if opener is None and not isinstance(file, int) else None
-        if routed is None:
-            return _real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
-        nd, rel = routed
+        w = where(file) if not isinstance(file, int) else None
+        if w is None or w.nd is None:
+            path = file if w is None else w.path
+            return _real_open(path, mode, buffering, encoding, errors, newline, closefd, opener)
+        nd = w.nd
         flags = _flags(mode)
         if not closefd:
             raise ValueError("Cannot use closefd=False with file name")
         try:
-            handle = nd.disk.open(rel, flags | os.O_CLOEXEC, 0o666)
+            handle = nd.disk.open(w.path, flags | os.O_CLOEXEC, 0o666)
         except OSError as exc:
             raise failed(nd, exc, file, "open") from None
         if nd.disk.fstat(handle)[5]:
@@ -403,30 +242,53 @@ def install(names: NameSwap) -> None:
         "pread": _core.disk_pread,
         "pwrite": _core.disk_pwrite,
         "lseek": _core.disk_lseek,
-        "ftruncate": _os_ftruncate,
+        "ftruncate": _fd_call("ftruncate", "ftruncate"),
         "fsync": _core.disk_fsync,
         "fdatasync": _core.disk_fdatasync,
         "fstat": _os_fstat,
-        "stat": _os_stat,
-        "lstat": _os_lstat,
-        "rename": _two_paths("rename"),
-        "replace": _two_paths("replace"),
-        "remove": _path_call("remove", "unlink"),
-        "unlink": _path_call("unlink", "unlink"),
-        "rmdir": _path_call("rmdir", "rmdir"),
-        "mkdir": _path_call("mkdir", "mkdir"),
-        "listdir": _os_listdir,
-        "scandir": _os_scandir,
-        "truncate": _os_truncate,
-        "utime": _os_utime,
-        "symlink": _no_links("symlink"),
-        "link": _no_links("link"),
+        "sendfile": _os_sendfile,
+        "posix_fadvise": _os_posix_fadvise,
+        # The fd forms of the metadata calls are their path forms' (which
+        # take a descriptor), as os.fchmod(fd) is os.chmod(fd) in CPython.
+        "fchmod": _fd_or_path("fchmod", "chmod"),
+        "fchown": _fd_or_path("fchown", "chown"),
+        "fstatvfs": _fd_or_path("fstatvfs", "statvfs"),
     }
+    for name, why in (
+        ("dup", "a simulated file has one descriptor: open it again"),
+        ("dup2", "a simulated file has one descriptor: open it again"),
+        ("readv", "read into one buffer"),
+        ("writev", "write one bytes object"),
+        ("preadv", "use os.pread"),
+        ("pwritev", "use os.pwrite"),
+        ("lockf", "C code's fcntl locks are served under askew-exec"),
+        ("fchdir", "askew joins a relative path to the real working directory"),
+        ("posix_fallocate", "write the bytes, or truncate"),
+        ("copy_file_range", "use os.read and os.write, or os.sendfile"),
+        ("splice", "use os.read and os.write"),
+        ("fpathconf", "use os.fstatvfs"),
+    ):
+        if hasattr(os, name):
+            replacements[name] = _refused_fd(name, why)
     for name, fn in replacements.items():
         names.set(os, name, fn)
+    install_paths(names)
 
 
-_os_ftruncate = _fd_call("ftruncate", "ftruncate")
+def _fd_or_path(name: str, path_form: str) -> Any:
+    """os.<name>(fd, ...): on a simulated descriptor, os.<path_form>(fd, ...)
+    as patched; else the real os.<name>."""
+    real = _real[name]
+
+    def call(fd: Any, *args: Any) -> Any:
+        if fd_route(fd) is None:
+            return real(fd, *args)
+        return getattr(os, path_form)(fd, *args)
+
+    call.__name__ = name
+    call.__doc__ = real.__doc__
+    return call
+
+
 _core.disk_route_init(node_var, eio, _real)
 io.RawIOBase.register(_core.DiskFile)
-_truncate_path = _path_call("truncate", "truncate")

@@ -66,8 +66,11 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         self._default_executor: Any = None
         self._thread_id: int | None = None
         self._own_scope = False
-        self._random_state: Any = None
+        self._random_state: random.Random | None = None
         self._host: Any = None  # the network layer's state on this loop (wrap mode's host)
+        # The refusal that cut this loop's last run short: what runs on it
+        # until one stops as asked is that run's teardown (_run_cannot_go_on).
+        self._cut_by: NondeterminismError | None = None
         self.slow_callback_duration = 0.1
         # As asyncio's loops: PYTHONASYNCIODEBUG and -X dev turn debug on.
         self.set_debug(coroutines._is_debug_mode())  # type: ignore[attr-defined]
@@ -106,6 +109,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
     def reset(self, seed: int) -> None:
         """Start a new run on this loop: clock at zero, streams from `seed`."""
         check_seed(seed)
+        self._cut_by = None
         hostio.host_io.reset(self)  # what the host served goes with the network's reset
         self._dropping_run = True  # the old run's async generators go with it
         try:
@@ -159,11 +163,15 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             events._set_running_loop(self)
             try:
                 status = self._run()
+            except NondeterminismError as exc:
+                self._cut_by = exc  # caught or not, a refusal fails the run
+                raise
             finally:
                 self._leave()
                 events._set_running_loop(None)
             if status != _core.RUN_STOPPED:
                 self._run_cannot_go_on(status)
+            self._cut_by = None
         finally:
             self._close_scope()
             self._thread_id = None
@@ -179,16 +187,26 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             if self._random_state is None:
                 scope.reseed(self.seed)
             else:
-                random.setstate(self._random_state)
+                random.setstate(self._random_state.getstate())
 
     def _close_scope(self) -> None:
         if self._own_scope:
-            self._random_state = random.getstate()
+            # Kept in a Random of its own rather than as getstate()'s tuple:
+            # a run then leaves no new object behind (grpclib's leak test
+            # counts every object a second run adds).
+            if self._random_state is None:
+                self._random_state = random.Random()
+            self._random_state.setstate(random.getstate())
             self._own_scope = False
             scope.exit()
 
     def _run_cannot_go_on(self, status: int) -> NoReturn:
         if status == _core.RUN_IDLE:
+            if self._cut_by is not None:
+                # The teardown of a run a refusal cut short waits for what the
+                # cut run never finished (a runner's task in mid-test): that
+                # is the refusal's doing, so the refusal is what it raises.
+                raise self._cut_by
             raise DeadlockError(self._deadlock_report())
         if status == _core.RUN_TIME_BUDGET:
             raise BudgetExceeded(

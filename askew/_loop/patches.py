@@ -292,6 +292,7 @@ class Scope:
         self._saved_globals: list[tuple[Any, Any]] = []
         self._gc_was_enabled = False
         self._saved_tz: str | None = None
+        self._saved_tzname: tuple[str, str] = time.tzname
         self._saved_log_start: Any = None
         # What layers above add to every scope, in the order they were
         # registered, after the loop's own patches (askew/_net/patches.py
@@ -426,6 +427,7 @@ class Scope:
         """The host's time zone and logging's start time stay outside: a run
         reads UTC and counts log times from its wall epoch."""
         self._saved_tz = os.environ.get("TZ")
+        self._saved_tzname = time.tzname
         os.environ["TZ"] = "UTC"
         time.tzset()
         logging = sys.modules.get("logging")
@@ -443,6 +445,10 @@ class Scope:
         else:
             os.environ["TZ"] = self._saved_tz
         time.tzset()
+        if time.tzname == self._saved_tzname:
+            # The very tuple the host had, not tzset's new equal one: a run
+            # leaves no object behind (grpclib's leak test).
+            time.tzname = self._saved_tzname
         self._saved_tz = None
         logging = sys.modules.get("logging")
         if logging is not None and self._saved_log_start is not None:

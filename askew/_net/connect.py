@@ -63,22 +63,28 @@ async def create_connection(
         )
     # As asyncio: each address in turn; the first that connects wins.
     errors: list[OSError] = []
-    for info in infos:
-        check_port(info[4][1], "connect")
-        try:
-            local = None
-            if locals_ is not None:  # bound first, to an address of the same family
-                local = _local_of(locals_, info[0])
-            return await _connect_inet(
-                stack, token, protocol_factory, info[4][0], info[4][1], local, call
-            )
-        except OSError as exc:
-            errors.append(exc)
-    if all_errors:  # 3.12's create_connection(all_errors=True)
-        raise ExceptionGroup("create_connection failed", errors)
-    if len(errors) == 1 or all(str(e) == str(errors[0]) for e in errors):
-        raise errors[0]
-    raise OSError(f"Multiple exceptions: {', '.join(str(e) for e in errors)}")
+    try:
+        for info in infos:
+            check_port(info[4][1], "connect")
+            try:
+                local = None
+                if locals_ is not None:  # bound first, to an address of the same family
+                    local = _local_of(locals_, info[0])
+                return await _connect_inet(
+                    stack, token, protocol_factory, info[4][0], info[4][1], local, call
+                )
+            except OSError as exc:
+                errors.append(exc)
+        if all_errors:  # 3.12's create_connection(all_errors=True)
+            raise ExceptionGroup("create_connection failed", errors)
+        if len(errors) == 1 or all(str(e) == str(errors[0]) for e in errors):
+            raise errors[0]
+        raise OSError(f"Multiple exceptions: {', '.join(str(e) for e in errors)}")
+    finally:
+        # The error raised holds this frame (its traceback), which held the
+        # list holding the error: a cycle only the collector frees, as
+        # asyncio breaks it too.
+        del errors
 
 
 def _local_of(infos: list[tuple[Any, ...]], family: int) -> tuple[str, int]:
@@ -132,6 +138,7 @@ async def open_endpoint(stack: Stack, ep: Endpoint, protocol_factory: Any) -> tu
     try:
         await ep.waiter
     except BaseException:
+        ep.waiter = None  # it holds the error, whose traceback holds ep: no cycle
         if ep.state == "syn":
             ep.state = "closed"
             ep.dead = True

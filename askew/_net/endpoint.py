@@ -23,6 +23,7 @@ from .._loop.kinds import CLOSE, RESET
 from .addr import UNIX, as_sockaddr, ep_text
 from .simsock import SimSocket
 from .tcp import (
+    ACK,
     DATA,
     FIN,
     HIGH_WATER_DEFAULT,
@@ -33,6 +34,7 @@ from .tcp import (
     LOG_WRITES_AFTER_LOST,
     PROBE,
     RST,
+    RTO_MIN_NS,
     SEGMENT_MAX,
     TCP_USER_TIMEOUT,
     WINDOW,
@@ -123,6 +125,8 @@ class Endpoint(Owned, asyncio.Transport):
         # receive side
         self.eof_delivered = False
         self.port_held = False
+        # A reset that came after the peer's FIN, for the next write to meet.
+        self.so_error: OSError | None = None
         # asyncio.BaseTransport.get_extra_info reads _extra (not overridden,
         # so a test that patches asyncio.Transport.get_extra_info reaches it).
         self.extra = self._extra = {
@@ -193,9 +197,15 @@ class Endpoint(Owned, asyncio.Transport):
     def _send_rst(self) -> None:
         """A RST to the peer, once: nobody retransmits a reset."""
         self.stack.stats["tcp_segments"] += 1
+        seq = self.snd_next + self.fin_sent  # what it sent: a FIN counts one
         self.stack.wire.send_segment(
-            self.token, self.remote_node, Segment(RST, self, self.peer, 0, b"")
+            self.token, self.remote_node, Segment(RST, self, self.peer, seq, b"")
         )
+
+    def _send_ack(self) -> None:
+        """An ACK alone to the peer (see tcp.ACK): a reset did not match."""
+        if not self.dead and self.alive():
+            self.stack.send(Segment(ACK, self, self.peer, self.snd_next, b""), self.remote_node)
 
     # -- keep-alive and the user timeout (tcp(7)) ------------------------------
 
@@ -277,18 +287,42 @@ class Endpoint(Owned, asyncio.Transport):
         self.rx_ns = self.loop._local_ns(self.node)
         self.probes = 0
 
-    def _reset(self, by: Any) -> None:
+    def _reset(self, rst: Segment) -> None:
         if self.state == "syn":
             refused = f"Connect call failed {self.remote!r}"
             self._connect_failed(ConnectionRefusedError(errno.ECONNREFUSED, refused))
             return
         if self.dead:
             return
+        expected = self.rcv_next + self.rx_eof
+        if rst.seq != expected:
+            # Linux (RFC 5961) takes a reset only at the next byte it
+            # expects. One ahead (the peer sent more than has arrived) gets
+            # a challenge ACK at once; one behind (it answered a segment
+            # sent before what arrived since) is dropped, and the segment
+            # that drew it goes again a retransmission timeout later. A
+            # socket that is gone answers either with a reset that matches.
+            if rst.seq > expected:
+                self._send_ack()
+            else:
+                self.loop.call_later(RTO_MIN_NS / 1e9, self._send_ack, context=self.ctx)
+            return
         self.stack.stats["tcp_resets"] += 1
         self.stack.log(RESET, self.node, f"reset {ep_text(self.local)} <- {ep_text(self.remote)}")
+        if self.rx_eof and not self.buf:
+            # After the peer's FIN (CLOSE_WAIT) Linux keeps the reset as the
+            # socket's pending error, EPIPE, and a read still gives what
+            # arrived, then EOF. asyncio stopped reading at EOF, so only its
+            # next write meets the error (_write); the transport stays open.
+            self.dead = True
+            self._timers_stop()
+            self.unacked.clear()
+            self.state = "closed"
+            self.ooo.clear()
+            self.so_error = BrokenPipeError(errno.EPIPE, "Broken pipe")
+            return
         if self.rx_eof:
-            # After the peer's FIN (CLOSE_WAIT), Linux reports a reset as
-            # EPIPE: the peer had closed, and this end wrote to it.
+            # Bytes wait to be sent: asyncio's writer meets EPIPE at once.
             self._lose(BrokenPipeError(errno.EPIPE, "Broken pipe"))
             return
         self._lose(ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"))
@@ -403,6 +437,12 @@ class Endpoint(Owned, asyncio.Transport):
         if self.eof_wanted:
             raise RuntimeError("Cannot call write() after write_eof()")
         if not data:
+            return
+        if self.so_error is not None and not self.conn_lost:
+            # The reset kept after the peer's FIN: this write fails, as
+            # asyncio's send() does (a fatal write error, connection_lost).
+            exc, self.so_error = self.so_error, None
+            self._lose(exc)
             return
         if self.conn_lost:
             if self.conn_lost >= LOG_WRITES_AFTER_LOST:

@@ -46,10 +46,11 @@ _CONNECT_IGNORED = frozenset(
     | {"family", "sock", "ssl_handshake_timeout", "ssl_shutdown_timeout"}
 )
 _SERVE_IGNORED = frozenset(
-    {"backlog", "start_serving", "reuse_address", "flags", "keep_alive", "proto", "family"}
+    {"backlog", "start_serving", "reuse_address", "reuse_port", "flags", "keep_alive"}
+    | {"proto", "family"}
     | {"sock", "ssl_handshake_timeout", "ssl_shutdown_timeout", "cleanup_socket"}
 )
-_DATAGRAM_IGNORED = frozenset({"proto", "flags", "allow_broadcast", "sock"})
+_DATAGRAM_IGNORED = frozenset({"proto", "flags", "allow_broadcast", "sock", "reuse_port"})
 
 
 # Each socket method's keywords on this Python (asyncio's signature): any
@@ -113,7 +114,7 @@ def _refuse_unbuilt(call: str, kwargs: dict[str, Any], ignored: frozenset[str]) 
         refuse(
             call,
             "Simulated TCP covers IPv4 streams, IPv6 loopback, TLS and sock= with a "
-            "simulated socket; reuse_port and the like are not built yet (docs/sockets.md).",
+            "simulated socket; the option named is not built yet (docs/sockets.md).",
             f"with {name}={value!r} is not simulated yet",
         )
 
@@ -220,6 +221,7 @@ async def create_server(
         start_serving,
         kwargs.get("family", 0),
         None if tls is None else tls.context,
+        bool(kwargs.get("reuse_port")),
     )
     if kwargs.get("keep_alive"):  # 3.13: on the listeners, so every accept inherits it
         for listening in server.sockets:

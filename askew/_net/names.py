@@ -16,6 +16,7 @@ from asyncio.base_events import (  # type: ignore[attr-defined]
 )
 from typing import Any
 
+from .._loop.nodes import TOKEN_SHIFT, node_var
 from .._loop.refusal import IO_HINT, refuse
 from .addr import (
     address_of,
@@ -209,6 +210,7 @@ class Names:
         if host == "":
             raise no_name()  # glibc: an empty name is no name
         if ":" in host:
+            _refuse_scoped(host)
             try:
                 socket.inet_pton(socket.AF_INET6, host)
             except OSError:
@@ -322,13 +324,29 @@ class Names:
             raise socket.herror(1, "Unknown host")
         return name, [], [addr]
 
+    def own_name(self) -> str | None:
+        """The name the calling host has for itself: a world's node its
+        hostname (the test body none: it is no host), wrap mode's one host
+        the machine's (what it resolves on loopback)."""
+        if self.one_host:
+            return _real_gethostname()
+        token = node_var.get(None)
+        if token is None:
+            return None
+        return str(self._world._hostnames[token >> TOKEN_SHIFT])
+
     def getfqdn(self, name: str = "") -> str:
-        if not name:
+        """What a host knows of itself, as /etc/hosts tells glibc: no name
+        (or 0.0.0.0, ::) and its own name are its own name, localhost is
+        localhost. Any other name or address would be a reverse DNS query:
+        refused, as gethostbyaddr."""
+        name = name.strip()
+        own = self.own_name()
+        if own is not None and (name in ("", "0.0.0.0", "::") or name.lower() == own.lower()):
+            return own
+        if own is not None and name.lower() == "localhost":
             return "localhost"
-        try:
-            return self.gethostbyaddr(name)[0]
-        except socket.herror:
-            return name
+        refuse("socket.getfqdn()", IO_HINT, "would send a real DNS query")
 
 
 def resolve(
@@ -341,3 +359,27 @@ def resolve(
     if info is not None:
         return [info]
     return stack.names.getaddrinfo(host, port, family, kind, proto, flags)
+
+
+_real_gethostname = socket.gethostname  # taken before any run patches it
+
+
+def _refuse_scoped(host: str) -> None:
+    """A link-local IPv6 address with a scope (fe80::1%eth0) names an
+    interface of the real machine, which no simulated host has (their IPv6
+    is loopback's alone): refused by name, where glibc would read the
+    machine's interfaces. Any other scoped host is glibc's EAI_NONAME."""
+    addr, sep, scope = host.partition("%")
+    if not sep:
+        return
+    try:
+        packed = socket.inet_pton(socket.AF_INET6, addr)
+    except OSError:
+        return
+    if packed[0] == 0xFE and packed[1] & 0xC0 == 0x80:  # fe80::/10
+        refuse(
+            f"getaddrinfo({host!r})",
+            "askew's hosts have IPv6 on loopback only (::1); use a node's address "
+            "(docs/sockets.md).",
+            f"names interface {scope!r} of the real machine, which is not simulated",
+        )

@@ -22,6 +22,7 @@ import socket
 from typing import Any
 
 from .._loop.nodes import TOKEN_SHIFT
+from .._loop.refusal import raise_refusal
 from . import udp as _udp
 from .addr import (
     UNIX,
@@ -59,10 +60,21 @@ if TYPE_CHECKING:
     from .stack import Stack
 
 _RealSocket = socket.socket
+_SO_REUSEPORT = getattr(socket, "SO_REUSEPORT", 15)
+
+
+def _refuse_ancillary(sock: RawSocket, name: str) -> None:
+    raise_refusal(
+        f"socket.{name}() with ancillary data on a simulated socket: descriptors "
+        "(SCM_RIGHTS) and credentials are the kernel's objects and cannot pass between "
+        "simulated hosts. Send the data alone, or run this test outside the simulation."
+    )
+
+
 _TYPE_MASK = ~(getattr(socket, "SOCK_NONBLOCK", 0) | getattr(socket, "SOCK_CLOEXEC", 0))
 _BLOCKING = frozenset(
     {"accept", "connect", "connect_ex", "recv", "recv_into", "recvfrom", "recvfrom_into"}
-    | {"recvmsg", "send", "sendall", "sendto", "sendmsg", "sendfile"}
+    | {"send", "sendall", "sendto", "sendfile"}
 )
 # getsockopt(SOL_SOCKET, name) read off the socket object itself.
 _SO_SELF = {
@@ -304,6 +316,30 @@ class RawSocket(SimSocket):
             )
         ep.write(view.tobytes())
 
+    def sendmsg(self, buffers: Any, ancdata: Any = (), flags: int = 0, address: Any = None) -> int:
+        """send/sendto of the buffers joined. Ancillary data (descriptors
+        passed with SCM_RIGHTS, credentials) cannot cross a simulated
+        socket: refused by name, never an endless EAGAIN."""
+        self._check_open()
+        if list(ancdata):
+            _refuse_ancillary(self, "sendmsg")
+        data = b"".join(memoryview(b).cast("B").tobytes() for b in buffers)
+        if flags:
+            would_block(self, "sendmsg", "send flags are not simulated")
+        if address is not None:
+            return self.sendto(data, address)
+        return self.send(data)
+
+    def recvmsg(self, bufsize: int, ancbufsize: int = 0, flags: int = 0) -> Any:
+        """recv (recvfrom for a datagram) as recvmsg's 4-tuple: nothing
+        ancillary ever arrives (sendmsg refuses to send any)."""
+        self._check_open()
+        if self.type == socket.SOCK_DGRAM:
+            data, address = self.recvfrom(bufsize, flags)
+        else:
+            data, address = self.recv(bufsize, flags), None
+        return data, [], 0, address
+
     def sendto(self, data: Any, *args: Any) -> int:
         self._check_open()
         if self.type != socket.SOCK_DGRAM:
@@ -351,9 +387,15 @@ class RawSocket(SimSocket):
 
         self._listen(accepted, backlog)._start_serving()
 
+    def _reuse_port(self) -> bool:
+        return bool(self._opts.get((socket.SOL_SOCKET, _SO_REUSEPORT)))
+
     def _listen(self, factory: Any, backlog: int) -> Server:
         host, port = self._local
-        coro = listen(self._stack, self._token, factory, [host], port, backlog, False)
+        coro = listen(
+            self._stack, self._token, factory, [host], port, backlog, False,
+            reuse_port=self._reuse_port(),
+        )  # fmt: skip
         server: Server | None = None
         try:
             coro.send(None)  # never suspends with start_serving=False
@@ -425,6 +467,7 @@ class RawSocket(SimSocket):
         ep = _udp.DatagramEndpoint(
             udp, self._token, contextvars.copy_context(), (host, port), remote, False
         )
+        ep.reuse_port = self._reuse_port()
         udp.bind(ep, host, port)
         ep.protocol = DatagramProtocol(self)
         self._ep = ep

@@ -45,11 +45,20 @@ if TYPE_CHECKING:
 class Listener(Owned):
     """A listening socket: one node, one address (or all), one port."""
 
-    def __init__(self, server: Server, token: int, ctx: Any, host: str, port: int | str) -> None:
+    def __init__(
+        self,
+        server: Server,
+        token: int,
+        ctx: Any,
+        host: str,
+        port: int | str,
+        reuse_port: bool = False,
+    ) -> None:
         self.server = server
         Owned.__init__(self, server.stack, token, ctx)
         self.host = host
         self.port = port
+        self.reuse_port = reuse_port  # SO_REUSEPORT: a group shares the port
         self.backlog = server.backlog
         self.holds_port = False
         self.pending: list[Endpoint] = []
@@ -68,7 +77,7 @@ class Listener(Owned):
         server = self.server
         while self.pending and server.serving:
             ep = self.pending.pop(0)
-            if ep.dead:
+            if ep.dead and ep.so_error is None:  # reset before the peer's FIN
                 continue
             self.stack.stats["tcp_accepts"] += 1
             self.stack.log(ACCEPT, self.node, f"accept {ep_text(ep.local)} <- {ep_text(ep.remote)}")
@@ -252,6 +261,7 @@ async def create_server(
     start_serving: bool,
     family: int = 0,
     ssl_context: Any = None,
+    reuse_port: bool = False,
 ) -> Server:
     token = stack.caller(f"create_server({host!r}, {port!r})")
     node = token >> TOKEN_SHIFT
@@ -276,7 +286,7 @@ async def create_server(
             if a not in addrs:
                 addrs.append(a)
     return await listen(
-        stack, token, protocol_factory, addrs, p, backlog, start_serving, ssl_context
+        stack, token, protocol_factory, addrs, p, backlog, start_serving, ssl_context, reuse_port
     )
 
 
@@ -304,11 +314,14 @@ async def listen(
     backlog: int,
     start_serving: bool,
     ssl_context: Any = None,
+    reuse_port: bool = False,
 ) -> Server:
     """A Server listening on every one of addrs at port p (a path for
     AF_UNIX); every address binds or none does, as asyncio closes what it
     opened. ssl_context: the server's TLS context, which asyncio's Server
-    keeps as _ssl_context (the TLS layer is in protocol_factory)."""
+    keeps as _ssl_context (the TLS layer is in protocol_factory).
+    reuse_port: SO_REUSEPORT, as Linux: listeners that all set it share the
+    port, and the kernel picks one for each connection."""
     if isinstance(backlog, bool) or not isinstance(backlog, int):
         raise TypeError(f"backlog must be an int, got {backlog!r}")
     if not -(2**31) <= backlog < 2**31:
@@ -320,6 +333,8 @@ async def listen(
     found[:] = [ls for ls in found if ls.token == token and ls.open]
     for a in addrs:
         for ls in found:
+            if reuse_port and ls.reuse_port and a != UNIX:
+                continue  # one SO_REUSEPORT group
             if family_of(a) == family_of(ls.host) and (
                 a in WILDCARDS or ls.host in WILDCARDS or ls.host == a
             ):
@@ -331,7 +346,7 @@ async def listen(
     server._ssl_context = ssl_context
     assert server.listeners is not None
     for a in addrs:
-        ls = Listener(server, token, ctx, a, p)
+        ls = Listener(server, token, ctx, a, p, reuse_port)
         server.listeners.append(ls)
         found.append(ls)
     if isinstance(p, int):

@@ -206,11 +206,11 @@ def connect_locally(sock: RawSocket, address: Any) -> bool:
         if not (is_loopback(host) or may_bind(stack, node, host)):
             return False
         remote = (host, port)
-        listener = stack.find_listener(node, host, port)
         lhost = sock._local[0]
         if lhost in WILDCARDS:
             lhost = local_addr_for(stack, node, host)
         local = (lhost, sock._local[1] or stack.ephemeral(sock._token))
+        listener = stack.find_listener(node, host, port, local[1])
         if listener is None:
             if stack.one_host:
                 _realsock.raise_refusal(remote)
@@ -249,9 +249,13 @@ def stream_ep(sock: RawSocket) -> Any:
     if sock._err is not None:
         err, sock._err = sock._err, None  # reported once, as Linux's sock_error()
         raise err
-    if sock._ep.is_closing():
+    ep = sock._ep
+    if ep.so_error is not None:
+        err, ep.so_error = ep.so_error, None  # a reset after the peer's FIN
+        raise err
+    if ep.is_closing() or ep.dead:
         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-    return sock._ep
+    return ep
 
 
 def peer_of(sock: RawSocket) -> Any:

@@ -22,6 +22,7 @@ from .addr import covers, ep_text
 from .endpoint import Endpoint
 from .names import Names
 from .tcp import (
+    ACK,
     DATA,
     DELIVERED,
     DUPLICATED,
@@ -146,6 +147,7 @@ class Stack:
         """Put seg on the wire from its source's incarnation; a drop at send
         comes back as a retransmission at once (no draw is skipped)."""
         src = seg.src
+        seg.ack = src.rcv_next + src.rx_eof  # what it has heard, as it (re)sends
         self.stats["tcp_segments"] += 1
         outcome = self.wire.send_segment(src.token, dst_node, seg)
         if outcome > DUPLICATED:  # dropped at send: lost or partitioned
@@ -171,7 +173,12 @@ class Stack:
             return
         if kind == RST:
             if dst is not None and dst.alive():
-                dst._reset(seg.src)
+                dst._reset(seg)
+            return
+        if kind == ACK:
+            seg.acked = True
+            if dst is None or not dst.alive() or dst.dead:
+                self._reset_back(seg)  # a socket that is gone: a reset that matches
             return
         if kind == PROBE:
             if dst is not None and dst.alive() and not dst.dead:
@@ -199,12 +206,14 @@ class Stack:
             dst._receive(seg)
 
     def _reset_back(self, seg: Segment) -> None:
-        """Answer seg with a RST from its destination node's current kernel."""
+        """Answer seg with a RST from its destination node's current kernel;
+        its sequence number is seg's ACK, as Linux answers (the receiver
+        takes a reset only when that is the next byte it expects)."""
         dst_node = seg.dst.node if seg.dst is not None else seg.src.remote_node
         token = self.token_of(dst_node)
         if token < 0:
             return
-        rst = Segment(RST, _Kernel(self, dst_node, token, seg), seg.src, 0, b"")
+        rst = Segment(RST, _Kernel(self, dst_node, token, seg), seg.src, seg.ack, b"")
         self.stats["tcp_segments"] += 1
         self.wire.send_segment(token, seg.src.node, rst)
 
@@ -235,8 +244,8 @@ class Stack:
 
     def _retransmit(self, seg: Segment, give_up: bool) -> None:
         seg.src._lost_unacked()  # forget the lost data that got through since
-        if seg.acked or not seg.src.alive():
-            return
+        if seg.acked or seg.src.dead or not seg.src.alive():
+            return  # a socket that is gone sends nothing again
         if give_up:
             seg.src._timed_out(seg)
             return
@@ -250,7 +259,7 @@ class Stack:
         node, port = client.remote_node, client.remote[1]
         if client.peer is not None:
             return  # a retransmitted SYN; the SYN-ACK is on its way
-        listener = self.find_listener(node, client.remote[0], port)
+        listener = self.find_listener(node, client.remote[0], port, client.local[1])
         if listener is None:
             # Wrap mode: a real socket of the process listening there is
             # named, not answered with a reset (askew/_net/realsock.py).
@@ -281,7 +290,12 @@ class Stack:
         self.send(Segment(SYNACK, server, client, 0, b""), client.node)
         listener.kick()
 
-    def find_listener(self, node: int, addr: str, port: int | str) -> Listener | None:
+    def find_listener(
+        self, node: int, addr: str, port: int | str, src_port: int = 0
+    ) -> Listener | None:
+        """The listener a connection to (addr, port) from src_port reaches:
+        in an SO_REUSEPORT group, the one src_port picks (Linux hashes the
+        addresses: a fixed function of them either way)."""
         found = self.listeners.get((node, port))
         if not found:
             return None
@@ -289,10 +303,13 @@ class Stack:
         live = [ls for ls in found if ls.token == token and ls.open]
         if len(live) != len(found):
             found[:] = live
-        for ls in live:
-            if covers(ls.host, addr):
-                return ls
-        return None
+        covering = [ls for ls in live if covers(ls.host, addr)]
+        if not covering:
+            return None
+        group = [ls for ls in covering if ls.reuse_port]
+        if len(group) > 1 and covering[0].reuse_port:
+            return group[src_port % len(group)]
+        return covering[0]
 
 
 class _Kernel:

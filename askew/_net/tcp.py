@@ -52,7 +52,11 @@ IN_FLIGHT, DUPLICATED = 0, 1
 SYN, SYNACK, DATA, FIN, RST = range(5)
 UDP, ICMP = 5, 6  # a datagram and a port unreachable (askew/_net/udp.py)
 PROBE = 7  # a keep-alive probe: no data, nobody retransmits it
-KIND_TEXT = ("SYN", "SYN-ACK", "DATA", "FIN", "RST", "", "", "keep-alive")
+# An ACK alone, sent when a reset does not match what arrived (RFC 5961's
+# challenge ACK, or the reset's trigger sent again): a socket that is gone
+# answers it with a reset that does. Retransmitted when lost.
+ACK = 8
+KIND_TEXT = ("SYN", "SYN-ACK", "DATA", "FIN", "RST", "", "", "keep-alive", "ACK")
 
 
 class Segment(_core.Segment):

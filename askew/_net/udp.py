@@ -97,6 +97,8 @@ class Udp:
     def bind(self, ep: DatagramEndpoint, host: str, port: int) -> None:
         node = ep.node
         for other in self.live(node, port):
+            if ep.reuse_port and other.reuse_port:
+                continue  # one SO_REUSEPORT group
             if host == "0.0.0.0" or other.local[0] in ("0.0.0.0", host):
                 raise OSError(errno.EADDRINUSE, "Address already in use")
         self.used.setdefault(ep.token, set()).add(port)
@@ -114,12 +116,24 @@ class Udp:
                 del self.bound[(ep.node, port)]
 
     def find(self, node: int, addr: str, port: int, src: tuple[str, int]) -> Any:
+        """The endpoint a datagram from src to (addr, port) reaches: one
+        connected to src first, as Linux scores them; else an unconnected
+        one, and in an SO_REUSEPORT group the one src's port picks (Linux
+        hashes the addresses: a fixed function of them either way)."""
+        open_to_all: list[DatagramEndpoint] = []
         for ep in self.live(node, port):
             host = ep.local[0]
             if host in ("0.0.0.0", addr) or (is_loopback(addr) and is_loopback(host)):
-                if ep.remote is None or ep.remote == src:
+                if ep.remote == src:
                     return ep
-        return None
+                if ep.remote is None:
+                    open_to_all.append(ep)
+        if not open_to_all:
+            return None
+        group = [ep for ep in open_to_all if ep.reuse_port]
+        if len(group) > 1 and open_to_all[0].reuse_port:
+            return group[src[1] % len(group)]
+        return open_to_all[0]
 
     # -- the wire -------------------------------------------------------------
 
@@ -214,6 +228,7 @@ class DatagramEndpoint(Owned, asyncio.DatagramTransport):
         self.local = local
         self.remote = remote
         self.broadcast = allow_broadcast
+        self.reuse_port = False  # SO_REUSEPORT: a group shares the port
         self.protocol: Any = None
         self.closed = False  # close() or abort() was called
         self.lost = False  # connection_lost has been scheduled
@@ -419,8 +434,6 @@ async def create_datagram_endpoint(
     node = token >> TOKEN_SHIFT
     if family not in (0, socket.AF_INET):
         raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
-    if reuse_port:
-        raise ValueError("reuse_port is not simulated yet")
     if local_addr is None and remote_addr is None and family == 0:
         raise ValueError("unexpected address family")  # asyncio's: no address, no family
     udp = udp_of(stack)
@@ -440,6 +453,7 @@ async def create_datagram_endpoint(
         port = udp.ephemeral(token)
     ctx = contextvars.copy_context()
     ep = DatagramEndpoint(udp, token, ctx, (host, port), remote, bool(allow_broadcast))
+    ep.reuse_port = bool(reuse_port)
     udp.bind(ep, host, port)
     return await start(ep, protocol_factory)
 

@@ -37,6 +37,7 @@ from .._net import host as _host
 from .._net import loopio as _loopio  # noqa: F401  (the loop's sockets are the network's)
 from .._net import realsock as _realsock
 from .._report.report import notes, replay_command
+from ..errors import NondeterminismError
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
@@ -137,6 +138,7 @@ class _Patches:
             if policy is not None:
                 self._names.set(policy, "new_event_loop", _policy_new_event_loop)
             self._names.set(runners.Runner, "__init__", self._runner_init())
+            self._names.set(runners, "_cancel_all_tasks", _cancel_all_tasks)
             # A real socket refused at the test's own simulated server says so.
             loops = self._loops
             real = socket.socket
@@ -212,6 +214,30 @@ class _Patches:
 
 
 _STOCK_LOOP_MODULES = ("asyncio", "uvloop", "winloop")
+_original_cancel_all_tasks = runners._cancel_all_tasks  # type: ignore[attr-defined]
+# How many times Runner.close cancels what is left of a run a refusal cut short.
+_CANCEL_ROUNDS = 8
+
+
+def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio.Runner.close's cancellation of the tasks left. After a refusal
+    cut a SimLoop's run short, a task may be in mid-test (anyio's and
+    pytest-asyncio's runners run every test inside one long-lived task): it
+    takes the cancel as the test's and waits for the next test, which the
+    stock loop would never have left it doing. It is cancelled again, a
+    bounded number of times, so that the runner closes (the next test gets a
+    fresh one, not "Runner is closed") and the refusal stays the failure."""
+    cut = getattr(loop, "_cut_by", None) if isinstance(loop, SimLoop) else None
+    if cut is None:
+        _original_cancel_all_tasks(loop)
+        return
+    for _ in range(_CANCEL_ROUNDS):
+        try:
+            _original_cancel_all_tasks(loop)
+            return
+        except NondeterminismError as exc:
+            if exc is not cut:
+                raise
 
 
 def _replaceable(loop: asyncio.AbstractEventLoop) -> bool:

@@ -415,7 +415,15 @@ def _check_hostname(name: object, taken: dict[str, int]) -> None:
             f"spawn(name={name!r}): a hostname is dot-separated labels of letters, digits "
             "and '-', not all digits at the end, and not 'localhost'"
         )
-    if name.lower() in taken:
+    lowered = name.lower()
+    if lowered.startswith("node-") and lowered[5:].isdigit():
+        # node-N is node N's default name, spawned yet or not: a custom one
+        # would take it from that node (and its timeline file).
+        raise ValueError(
+            f"spawn(name={name!r}): names node-<number> are the default names of nodes "
+            f"(node-{int(lowered[5:])} is node {int(lowered[5:])}'s); pick another"
+        )
+    if lowered in taken:
         raise ValueError(f"spawn(name={name!r}): node {taken[name.lower()]} has that name")
 
 

@@ -161,15 +161,25 @@ static int do_open(struct askew_disk *d, const char *path, int flags, uint32_t m
         return rc;
     const int acc = flags & O_ACCMODE;
     struct inode *n = inode_get(d, lk.ino);
-    if (n && (flags & O_CREAT) && (flags & O_EXCL))
-        return -EEXIST;
+#ifdef O_TMPFILE
+    if ((flags & O_TMPFILE) == O_TMPFILE)
+        return -EOPNOTSUPP; /* an unnamed file: not modelled (tempfile falls back) */
+#endif
+    if (flags & O_CREAT) {
+        /* Linux: a create names a file, never "name/" nor "d/." (which
+         * exists: EEXIST with O_EXCL). */
+        if (lk.last != LAST_NORM)
+            return (flags & O_EXCL) ? -EEXIST : -EISDIR;
+        if (lk.slash)
+            return -EISDIR;
+        if (n && (flags & O_EXCL))
+            return -EEXIST;
+    }
     if (n == NULL) {
         if (!(flags & O_CREAT))
             return -ENOENT;
         if (flags & O_DIRECTORY)
             return -EINVAL; /* Linux refuses O_CREAT | O_DIRECTORY */
-        if (lk.dir == 0)
-            return -EISDIR;
         rc = askew__disk_inode_new(d, 0, mode, &n);
         if (rc)
             return rc;
@@ -181,7 +191,7 @@ static int do_open(struct askew_disk *d, const char *path, int flags, uint32_t m
     } else if (n->is_dir) {
         if (acc != O_RDONLY || (flags & O_CREAT))
             return -EISDIR;
-    } else if (flags & O_DIRECTORY) {
+    } else if ((flags & O_DIRECTORY) || lk.slash) {
         return -ENOTDIR;
     } else if ((flags & O_TRUNC) && n->cur_size) {
         rc = askew__disk_resize(d, n, 0);
@@ -203,6 +213,7 @@ int askew_disk_open(struct askew_disk *disk, const char *path, int flags, uint32
 static void fill_stat(const struct askew_disk *d, const struct inode *n,
                       struct askew_disk_stat *st)
 {
+    st->dev = ASKEW_DISK_DEV_BASE + (uint64_t)(uint32_t)d->node + (d->crashes << 20);
     st->ino = n->ino;
     st->mode = n->mode;
     st->is_dir = n->is_dir;
@@ -227,12 +238,11 @@ static void fill_stat(const struct askew_disk *d, const struct inode *n,
 static struct inode *existing(struct askew_disk *d, const char *path, int *rc)
 {
     struct lookup lk;
+    struct inode *n = NULL;
     charge(d);
     mix(d, hash_str(path ? path : ""));
-    *rc = askew__disk_walk(d, path, &lk);
-    if (*rc == 0 && lk.ino == 0)
-        *rc = -ENOENT;
-    return *rc ? NULL : inode_get(d, lk.ino);
+    *rc = askew__disk_found(d, path, &lk, &n);
+    return *rc ? NULL : n;
 }
 
 int askew_disk_stat(struct askew_disk *disk, const char *path,
@@ -266,11 +276,18 @@ static int do_rename(struct askew_disk *d, const char *from, const char *to)
     rc = askew__disk_walk(d, to, &b);
     if (rc)
         return rc;
+    /* In Linux's order (do_renameat2, then vfs_rename). */
+    if (a.last != LAST_NORM || b.last != LAST_NORM)
+        return -EBUSY; /* ".", "..", or the mount itself */
     if (a.ino == 0)
         return -ENOENT;
-    if (a.dir == 0 || b.dir == 0)
-        return a.dir == 0 && a.ino == ASKEW_DISK_ROOT_INO ? -EBUSY : -EINVAL;
     struct inode *src = inode_get(d, a.ino), *dst = inode_get(d, b.ino);
+    if (!src->is_dir && (a.slash || b.slash))
+        return -ENOTDIR; /* "file/", or a file renamed to "name/" */
+    if (src->is_dir && is_ancestor(d, src->ino, b.dir))
+        return -EINVAL; /* into itself */
+    if (dst && dst->is_dir && is_ancestor(d, dst->ino, a.dir))
+        return -ENOTEMPTY; /* onto its own ancestor */
     if (src == dst)
         return 0;
     if (dst) {
@@ -281,8 +298,6 @@ static int do_rename(struct askew_disk *d, const char *from, const char *to)
         if (dst->is_dir && dst->ents.len)
             return -ENOTEMPTY;
     }
-    if (src->is_dir && is_ancestor(d, src->ino, b.dir))
-        return -EINVAL;
     struct inode *sdir = inode_get(d, a.dir), *tdir = inode_get(d, b.dir);
     uint64_t old;
     rc = askew__disk_log_add(d, DIROP_RENAME, a.dir, a.name, b.dir, b.name, src->ino);
@@ -317,15 +332,22 @@ static int do_remove(struct askew_disk *d, const char *path, int want_dir)
     int rc = askew__disk_walk(d, path, &lk);
     if (rc)
         return rc;
+    /* In Linux's order (do_rmdir, do_unlinkat). */
+    if (want_dir && lk.last != LAST_NORM)
+        return lk.last == LAST_DOT      ? -EINVAL
+               : lk.last == LAST_DOTDOT ? -ENOTEMPTY
+                                        : -EBUSY;
+    if (!want_dir && lk.last != LAST_NORM)
+        return -EISDIR;
     if (lk.ino == 0)
         return -ENOENT;
-    if (lk.dir == 0)
-        return want_dir ? (lk.ino == ASKEW_DISK_ROOT_INO ? -EBUSY : -EINVAL) : -EISDIR;
     struct inode *n = inode_get(d, lk.ino), *dir = inode_get(d, lk.dir);
     if (want_dir && !n->is_dir)
         return -ENOTDIR;
     if (!want_dir && n->is_dir)
         return -EISDIR;
+    if (!want_dir && lk.slash)
+        return -ENOTDIR; /* "file/" */
     if (want_dir && n->ents.len)
         return -ENOTEMPTY;
     rc = askew__disk_log_add(d, DIROP_UNLINK, dir->ino, lk.name, 0, NULL, n->ino);
@@ -358,8 +380,8 @@ static int do_mkdir(struct askew_disk *d, const char *path, uint32_t mode)
     int rc = askew__disk_walk(d, path, &lk);
     if (rc)
         return rc;
-    if (lk.ino)
-        return -EEXIST;
+    if (lk.ino || lk.last != LAST_NORM)
+        return -EEXIST; /* "d/." and "d/.." name directories that exist */
     struct inode *n;
     rc = askew__disk_inode_new(d, 1, mode, &n);
     if (rc)
@@ -554,6 +576,30 @@ int askew_disk_ftruncate(struct askew_disk *disk, int fh, int64_t length)
     else
         rc = askew__disk_truncate_inode(disk, inode_get(disk, h->ino), length);
     return (int)traced(disk, ASKEW_DISK_OP_TRUNCATE, (uint64_t)fh, rc);
+}
+
+int askew_disk_setattr(struct askew_disk *disk, const char *path, int fh,
+                       const struct askew_disk_attr *attr)
+{
+    int rc = 0;
+    struct inode *n;
+    if (path != NULL) {
+        n = existing(disk, path, &rc);
+    } else {
+        charge(disk);
+        const struct handle *h = handle_get(disk, fh);
+        n = h ? inode_get(disk, h->ino) : NULL;
+        rc = h ? 0 : -EBADF;
+    }
+    mix(disk, attr->set_mode ? attr->mode : UINT64_MAX);
+    mix(disk, attr->set_mtime ? (uint64_t)attr->mtime_ns : UINT64_MAX);
+    if (n != NULL) {
+        if (attr->set_mode)
+            n->mode = (n->mode & ~07777u) | (attr->mode & 07777u);
+        if (attr->set_mtime)
+            n->mtime_ns = attr->mtime_ns;
+    }
+    return (int)traced(disk, ASKEW_DISK_OP_SETATTR, path ? 0 : (uint64_t)fh, rc);
 }
 
 int askew_disk_fstat(struct askew_disk *disk, int fh, struct askew_disk_stat *st)

@@ -5,7 +5,8 @@
  * keeps what is durable plus a seeded subset of the rest (docs/disks.md).
  * Every call returns >= 0 or -errno exactly as the Linux system call of the
  * same name would; paths are relative to the mount ("a/b", a leading '/' is
- * the mount itself, ".." never climbs above it). Pure C: never includes
+ * the mount itself, ".." never climbs above it; askew_disk_locate finds a
+ * path's part on the disk). Pure C: never includes
  * Python.h, draws only from the disk's own DISK stream, mixes every operation
  * and crash outcome into the scheduler's trace. The signatures here are
  * stable: the LD_PRELOAD path (item 4 of issue 15) builds on them. */
@@ -37,6 +38,14 @@ extern "C" {
 #define ASKEW_DISK_NAME_MAX 255
 /* The root directory's inode number. */
 #define ASKEW_DISK_ROOT_INO 2
+/* A disk's device number (st_dev), C's stat and Python's alike: base + node
+ * + crashes << 20. A crash makes it a new device, so that what a dead
+ * incarnation's C code keeps in the process by (device, inode) (sqlite's
+ * table of inodes and their locks) never meets the next incarnation's. */
+#define ASKEW_DISK_DEV_BASE 0xa5000
+/* The longest path askew_disk_locate takes, with its NUL (Linux's PATH_MAX:
+ * ENAMETOOLONG past it). */
+#define ASKEW_DISK_PATH_MAX 4096
 
 /* What a disk operation is, fed to the trace as an event's `a` low byte.
  * Part of the determinism contract: never renumber. */
@@ -56,13 +65,15 @@ enum askew_disk_op {
     ASKEW_DISK_OP_RMDIR = 13,
     ASKEW_DISK_OP_LIST = 14,
     ASKEW_DISK_OP_CRASH = 15,
-    ASKEW_DISK_OP_LOCK = 16 /* reserved for the byte-range locks below */
+    ASKEW_DISK_OP_LOCK = 16, /* reserved for the byte-range locks below */
+    ASKEW_DISK_OP_SETATTR = 17
 };
 
 /* stat(2), the fields the model has. mode is S_IFREG or S_IFDIR | the
  * permission bits given at creation (never enforced). mtime is virtual: the
  * scheduler's now_ns of the last change to the content or the entries. */
 struct askew_disk_stat {
+    uint64_t dev; /* see ASKEW_DISK_DEV_BASE */
     uint64_t ino;
     uint64_t size;   /* a directory: 4096, as ext4 shows a small one */
     uint64_t blocks; /* 512-byte blocks: ceil(size / 512) */
@@ -130,6 +141,23 @@ void askew_disk_usage(const struct askew_disk *disk, struct askew_disk_usage *ou
 
 /* ---- the namespace, by path -------------------------------------------- */
 
+/* Where an absolute `path` lands for this disk mounted at `mount` (absolute
+ * and normalised: no "//", ".", ".." or trailing '/'), resolved component by
+ * component as the kernel does; the real file system's part is folded
+ * lexically (askew does not see its symbolic links), so "//data/f" and
+ * "/x/../data/f" reach a mount at /data. 1 with *rel the rest of path after
+ * the mount, untouched (the calls below resolve it: "f/" or "d/." keep
+ * their meaning), "/" for the mount itself; 0 when the path is not on the
+ * disk and never passed it; 2 when it entered the disk and left it by ".."
+ * again: `real` (cap bytes; may be NULL) is then the real path it names,
+ * folded (the
+ * components it passed on the disk must exist as directories, else their
+ * -ENOENT or -ENOTDIR). -ENAMETOOLONG, -EINVAL for a relative path or
+ * mount. The one resolver of the Python file calls (ext/disk_type.c) and C
+ * code's (ext/preload_disk.c). Draws nothing, traces nothing. */
+int askew_disk_locate(const struct askew_disk *disk, const char *mount,
+                      const char *path, const char **rel, char *real, size_t cap);
+
 /* open(2): flags are Linux's O_RDONLY/O_WRONLY/O_RDWR, O_CREAT, O_EXCL,
  * O_TRUNC, O_APPEND, O_DIRECTORY (others are ignored); mode is kept in
  * st_mode. Returns a handle >= 0 (the lowest free one) or -errno: ENOENT,
@@ -156,6 +184,27 @@ int askew_disk_list(struct askew_disk *disk, const char *path, askew_disk_dirent
                     void *ctx);
 
 /* ---- open handles ------------------------------------------------------- */
+
+/* The current path from the disk's root ("/", "/a/b") of the directory open
+ * as handle fh, for the *at calls and os.scandir(fd): -EBADF, -ENOTDIR (a
+ * file's handle, as openat(2) with one), -ENOENT (removed since),
+ * -ENAMETOOLONG. Draws nothing, traces nothing. */
+int askew_disk_handle_path(const struct askew_disk *disk, int fh, char *out,
+                           size_t cap);
+
+/* chmod(2) and utime(2) by path, or by handle (path NULL): set the
+ * permission bits (mode & 07777, kept and never enforced) when set_mode, the
+ * mtime (virtual, as the disk keeps it) when set_mtime. The mtime is
+ * durable after the next fsync, as a write's; the mode at once. ENOENT,
+ * ENOTDIR, EBADF. */
+struct askew_disk_attr {
+    int set_mode;
+    uint32_t mode;
+    int set_mtime;
+    int64_t mtime_ns;
+};
+int askew_disk_setattr(struct askew_disk *disk, const char *path, int fh,
+                       const struct askew_disk_attr *attr);
 
 int askew_disk_close(struct askew_disk *disk, int fh);
 /* read(2)/write(2) at the handle's offset, which they advance; O_APPEND
@@ -200,6 +249,10 @@ int askew_disk_flags(const struct askew_disk *disk, int fh);
  * Files no entry reaches any more are freed. The outcome is traced (one
  * event) with every count mixed in. out may be NULL. */
 int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *out);
+/* How many times the disk crashed: what the node's process held before the
+ * last one (its handles, a stat's device, below) belongs to a dead
+ * incarnation. */
+uint64_t askew_disk_crashes(const struct askew_disk *disk);
 
 /* ---- byte-range locks (fcntl F_SETLK/F_SETLKW/F_GETLK, OFD locks) --------
  * (The LD_PRELOAD path's block: issue 15 item 4.) POSIX record locks as

@@ -58,14 +58,19 @@ static void crash_file(struct askew_disk *d, struct inode *n,
             continue;
         }
         res->sectors_kept++;
+        /* A sector is kept whole, as it is now: past the current end (a
+         * truncate cut it) it holds zeros, never the old bytes the
+         * truncate took, even when the old size is what survives. */
         const size_t lo = s * ASKEW_DISK_SECTOR;
         size_t hi = lo + ASKEW_DISK_SECTOR;
-        if (hi > n->cur_size)
-            hi = n->cur_size;
         if (hi > size)
             hi = size;
-        if (lo < hi)
-            memcpy(n->dur + lo, n->cur + lo, hi - lo);
+        const size_t cut = hi < n->cur_size ? hi : n->cur_size;
+        if (lo < cut)
+            memcpy(n->dur + lo, n->cur + lo, cut - lo);
+        const size_t from = lo > cut ? lo : cut;
+        if (from < hi)
+            memset(n->dur + from, 0, hi - from);
     }
     n->dirty_len = 0;
     d->bytes -= n->cur_size + n->dur_size;
@@ -128,6 +133,7 @@ int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *ou
 {
     struct askew_disk_crash_result res = {0};
     struct askew_disk *d = disk;
+    d->crashes++;
     for (size_t fh = 0; fh < d->handles_len; fh++) {
         if (!d->handles[fh].used)
             continue;
@@ -186,4 +192,9 @@ int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *ou
     if (out)
         *out = res;
     return 0;
+}
+
+uint64_t askew_disk_crashes(const struct askew_disk *disk)
+{
+    return disk->crashes;
 }

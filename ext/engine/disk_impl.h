@@ -83,6 +83,7 @@ struct handle {
 struct askew_disk {
     struct askew_sched *sched; /* borrowed: the clock and the trace */
     int32_t node;
+    uint64_t crashes; /* askew_disk_crash calls so far */
     struct askew_rng rng;
     struct askew_disk_faults faults;
     int64_t latency_ns;
@@ -101,12 +102,20 @@ struct askew_disk {
     uint64_t log_seq;
 };
 
+/* What a path's last component is, as the kernel's namei sorts it: a name,
+ * ".", "..", or none (the mount itself). The calls answer by it: rmdir of
+ * "d/." is EINVAL, of "d/.." ENOTEMPTY, mkdir of either EEXIST. */
+enum last_kind { LAST_NORM = 0, LAST_DOT = 1, LAST_DOTDOT = 2, LAST_ROOT = 3 };
+
 /* A path resolved in the current tree: the directory `dir` holding `name`
  * and the inode it names (0 when absent), or, for the mount itself and paths
- * ending in "." or "..", that directory alone (dir 0, empty name). */
+ * ending in "." or "..", that directory alone (dir 0, empty name). `slash`:
+ * the last component had a '/' after it ("f/"), so it must be a directory. */
 struct lookup {
     uint64_t dir;
     uint64_t ino;
+    int last; /* enum last_kind */
+    int slash;
     char name[ASKEW_DISK_NAME_MAX + 1];
 };
 
@@ -187,9 +196,19 @@ void askew__disk_log_pop(struct askew_disk *d);
  * log drops what is durable everywhere it touches. -ENOMEM. */
 int askew__disk_dir_sync(struct askew_disk *d, struct inode *dir);
 
-/* Resolve path in the current tree (see struct lookup): -ENOENT (an empty
- * path, a missing directory on the way), -ENOTDIR, -ENAMETOOLONG. */
+/* Resolve path in the current tree component by component, as the kernel
+ * does (see struct lookup): every component but the last must be a
+ * directory that exists, so "f/.." is -ENOTDIR and "no/.." -ENOENT; the
+ * last may be absent or, with a '/' after it, anything: each call decides
+ * (a lookup wants a directory there, open(O_CREAT) says EISDIR). -ENOENT
+ * (an empty path, a missing directory on the way), -ENOTDIR, -ENAMETOOLONG.
+ * ".." at the root stays there: askew_disk_locate hands the calls no path
+ * that climbs out of the mount. */
 int askew__disk_walk(const struct askew_disk *d, const char *path, struct lookup *lk);
+/* The inode an existing path names, for a call that needs one: -ENOENT,
+ * -ENOTDIR ("file/"), or a walk's error. */
+int askew__disk_found(const struct askew_disk *d, const char *path, struct lookup *lk,
+                      struct inode **out);
 
 /* ---- disk_data.c -------------------------------------------------------- */
 

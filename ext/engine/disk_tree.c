@@ -287,53 +287,215 @@ int askew__disk_dir_sync(struct askew_disk *d, struct inode *dir)
 
 /* ---- paths ---------------------------------------------------------------------- */
 
+/* The next component of the path at *p, past the slashes before it: *p
+ * points at it, and its length is returned (0 at the path's end). */
+static size_t next_component(const char **p)
+{
+    while (**p == '/')
+        (*p)++;
+    return strcspn(*p, "/");
+}
+
+/* The component at p (no '/' in it) of length len: a name or "." or "..". */
+static int component_kind(const char *p, size_t len)
+{
+    if (len == 1 && p[0] == '.')
+        return LAST_DOT;
+    if (len == 2 && p[0] == '.' && p[1] == '.')
+        return LAST_DOTDOT;
+    return LAST_NORM;
+}
+
 int askew__disk_walk(const struct askew_disk *d, const char *path, struct lookup *lk)
 {
     if (path == NULL || *path == '\0')
         return -ENOENT;
     uint64_t at = ASKEW_DISK_ROOT_INO;
-    lk->dir = 0;
-    lk->ino = at;
-    lk->name[0] = '\0';
+    *lk = (struct lookup){.dir = 0, .ino = at, .last = LAST_ROOT, .slash = 0};
     const char *p = path;
     for (;;) {
-        while (*p == '/')
-            p++;
-        if (*p == '\0')
+        const size_t len = next_component(&p);
+        if (len == 0)
             return 0;
-        const char *end = strchr(p, '/');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len > ASKEW_DISK_NAME_MAX)
             return -ENAMETOOLONG;
         const struct inode *cur = inode_get(d, at);
         if (cur == NULL || !cur->is_dir)
-            return -ENOTDIR;
-        int last = 1;
-        for (const char *q = p + len; *q; q++)
-            if (*q != '/')
-                last = 0;
-        if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.')) {
-            if (len == 2)
+            return -ENOTDIR; /* what came before was not a directory */
+        const char *next = p + len;
+        while (*next == '/')
+            next++;
+        const int kind = component_kind(p, len);
+        lk->slash = p[len] == '/';
+        if (kind != LAST_NORM) {
+            if (kind == LAST_DOTDOT)
                 at = cur->parent;
             lk->dir = 0;
             lk->ino = at;
+            lk->last = kind;
             lk->name[0] = '\0';
-            p += len;
+            p = next;
             continue;
         }
         memcpy(lk->name, p, len);
         lk->name[len] = '\0';
-        const uint64_t next = askew__disk_dmap_get(&cur->ents, lk->name);
-        if (last) {
+        const uint64_t ino = askew__disk_dmap_get(&cur->ents, lk->name);
+        if (*next == '\0') {
             lk->dir = at;
-            lk->ino = next;
-            if (end && next && !inode_get(d, next)->is_dir)
-                return -ENOTDIR; /* "file/" */
+            lk->ino = ino;
+            lk->last = LAST_NORM;
             return 0;
         }
-        if (next == 0)
+        if (ino == 0)
             return -ENOENT;
-        at = next;
+        at = ino;
+        p = next;
+    }
+}
+
+int askew__disk_found(const struct askew_disk *d, const char *path, struct lookup *lk,
+                      struct inode **out)
+{
+    const int rc = askew__disk_walk(d, path, lk);
+    if (rc)
+        return rc;
+    struct inode *n = inode_get(d, lk->ino);
+    if (n == NULL)
+        return -ENOENT;
+    if (lk->slash && !n->is_dir)
+        return -ENOTDIR;
+    *out = n;
+    return 0;
+}
+
+/* Whether the disk's part of a path, `rest` (what follows the mount),
+ * climbs out of the mount by "..": 0 when it stays, 1 with *after just
+ * past the ".." that leaves when the components before it resolve to a
+ * directory on the disk, or their walk's -errno (the kernel walks them). */
+static int climbs_out(const struct askew_disk *d, const char *rest, const char **after)
+{
+    long depth = 0;
+    const char *p = rest;
+    for (;;) {
+        const size_t len = next_component(&p);
+        if (len == 0)
+            return 0;
+        const int kind = component_kind(p, len);
+        depth += kind == LAST_NORM ? 1 : kind == LAST_DOTDOT ? -1 : 0;
+        if (depth < 0)
+            break;
         p += len;
     }
+    char prefix[ASKEW_DISK_PATH_MAX];
+    const size_t n = (size_t)(p - rest);
+    if (n + 2 > sizeof(prefix))
+        return -ENAMETOOLONG;
+    prefix[0] = '/';
+    memcpy(prefix + 1, rest, n);
+    prefix[n + 1] = '\0';
+    struct lookup lk;
+    struct inode *dir;
+    const int rc = askew__disk_found(d, prefix, &lk, &dir);
+    if (rc)
+        return rc;
+    if (!dir->is_dir)
+        return -ENOTDIR;
+    *after = p + 2;
+    return 1;
+}
+
+int askew_disk_locate(const struct askew_disk *disk, const char *mount,
+                      const char *path, const char **rel, char *real, size_t cap)
+{
+    const size_t mount_len = strlen(mount);
+    char at[ASKEW_DISK_PATH_MAX]; /* the real directory reached so far, "" for "/" */
+    size_t n = 0;
+    int passed = 0; /* went through the disk and out again */
+    if (path == NULL || path[0] != '/' || mount[0] != '/')
+        return -EINVAL;
+    const char *p = path;
+    for (;;) {
+        const size_t len = next_component(&p);
+        if (len == 0)
+            break;
+        const int kind = component_kind(p, len);
+        if (kind == LAST_DOTDOT) {
+            while (n > 0 && at[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* ".." of "/" is "/" */
+        } else if (kind == LAST_NORM) {
+            if (n + 1 + len >= sizeof(at))
+                return -ENAMETOOLONG;
+            at[n++] = '/';
+            memcpy(at + n, p, len);
+            n += len;
+        }
+        p += len;
+        if (kind != LAST_NORM || n != mount_len || memcmp(at, mount, n) != 0)
+            continue;
+        /* The mount: the rest is the disk's, unless ".." leads out again. */
+        const char *after = NULL;
+        const int out = climbs_out(disk, p, &after);
+        if (out <= 0) {
+            *rel = out < 0 ? NULL : *p != '\0' ? p : "/";
+            return out < 0 ? out : 1;
+        }
+        while (n > 0 && at[n - 1] != '/')
+            n--;
+        if (n > 0)
+            n--;
+        p = after;
+        passed = 1;
+    }
+    if (!passed)
+        return 0;
+    if (real == NULL)
+        return 2;
+    /* The real path it names, folded, with its trailing '/' kept. */
+    const size_t slash = path[strlen(path) - 1] == '/';
+    if (n + slash + 2 > cap)
+        return -ENAMETOOLONG;
+    memcpy(real, n ? at : "/", n ? n : 1);
+    n = n ? n : 1;
+    if (slash && real[n - 1] != '/')
+        real[n++] = '/';
+    real[n] = '\0';
+    return 2;
+}
+
+int askew_disk_handle_path(const struct askew_disk *disk, int fh, char *out, size_t cap)
+{
+    if (fh < 0 || (size_t)fh >= disk->handles_len || !disk->handles[fh].used)
+        return -EBADF;
+    const struct inode *n = inode_get(disk, disk->handles[fh].ino);
+    if (!n->is_dir)
+        return -ENOTDIR;
+    if (cap < 2)
+        return -ENAMETOOLONG;
+    /* Built from the end: each directory's name in its parent, up to the
+     * root (a directory has one name; its parent's entries hold it). */
+    size_t at = cap - 1;
+    out[at] = '\0';
+    while (n->ino != ASKEW_DISK_ROOT_INO) {
+        if (n->cur_links == 0)
+            return -ENOENT; /* removed since it was opened */
+        const struct inode *parent = inode_get(disk, n->parent);
+        const char *name = NULL;
+        for (size_t i = 0; parent && i < parent->ents.len && name == NULL; i++)
+            if (parent->ents.v[i].ino == n->ino)
+                name = parent->ents.v[i].name;
+        ASKEW_ASSERT(name != NULL);
+        const size_t len = strlen(name);
+        if (len + 1 > at)
+            return -ENAMETOOLONG;
+        at -= len;
+        memcpy(out + at, name, len);
+        out[--at] = '/';
+        n = parent;
+    }
+    if (at == cap - 1)
+        out[--at] = '/';
+    memmove(out, out + at, cap - at);
+    return 0;
 }

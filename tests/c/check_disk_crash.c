@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Check suite for ext/engine/disk_crash.c, the crash: over many seeds, what
  * fsync made durable (a file, a directory's entries) always survives, a
- * torn write keeps each sector old or new, the directory log survives as a
+ * torn write keeps each sector old or new (after a truncate too), the
+ * directory log survives as a
  * prefix (a rename without its directory's fsync may keep the old file),
  * and a file named only by unsynced renames survives as far as the kept
  * prefix reaches. */
@@ -90,6 +91,48 @@ START_TEST(test_disk_an_unsynced_write_is_torn_per_sector)
 }
 END_TEST
 
+START_TEST(test_disk_a_crash_after_a_truncate_keeps_each_sector_as_it_once_was)
+{
+    /* 1024 durable bytes, cut to 300, then 100 new bytes at the start: a
+     * sector kept is the sector as it is now (new head, old middle, zeros
+     * past the cut), one lost the durable one; never the new head with the
+     * bytes the truncate took, whichever size survives. */
+    enum { old_len = 2 * ASKEW_DISK_SECTOR, cut = 300, head = 100 };
+    static char old[old_len], got[old_len + 1];
+    memset(old, 'o', sizeof(old));
+    int kept_sector_old_size = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        d_open(seed);
+        int fh = askew_disk_open(disk, "f", O_RDWR | O_CREAT, 0644);
+        ck_assert_int_eq(askew_disk_pwrite(disk, fh, old, old_len, 0),
+                         (int64_t)old_len);
+        ck_assert_int_eq(askew_disk_fsync(disk, fh), 0);
+        sync_dir("/");
+        ck_assert_int_eq(askew_disk_ftruncate(disk, fh, cut), 0);
+        ck_assert_int_eq(askew_disk_pwrite(disk, fh, "nnnnnnnnnn", 10, 0), 10);
+        for (int i = 1; i < head / 10; i++)
+            ck_assert_int_eq(askew_disk_pwrite(disk, fh, "nnnnnnnnnn", 10, i * 10), 10);
+        ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
+        fh = askew_disk_open(disk, "f", O_RDONLY, 0);
+        const int64_t n = askew_disk_pread(disk, fh, got, sizeof(got), 0);
+        ck_assert(n == cut || n == old_len);
+        const int new_head = got[0] == 'n';
+        for (int i = 0; i < head; i++)
+            ck_assert_int_eq(got[i], new_head ? 'n' : 'o');
+        for (int i = head; i < cut; i++)
+            ck_assert_int_eq(got[i], 'o');
+        for (int64_t i = cut; i < n; i++) {
+            /* past the cut in sector 0: zeros if the sector is the new one */
+            const char want = i < ASKEW_DISK_SECTOR && new_head ? '\0' : 'o';
+            ck_assert_int_eq(got[i], want);
+        }
+        kept_sector_old_size += new_head && n == old_len;
+        d_close();
+    }
+    ck_assert_int_gt(kept_sector_old_size, 0); /* the case that used to mix */
+}
+END_TEST
+
 START_TEST(test_disk_unsynced_directory_operations_survive_as_a_prefix)
 {
     int seen[4] = {0};
@@ -173,6 +216,24 @@ START_TEST(test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash)
 }
 END_TEST
 
+START_TEST(test_disk_a_crash_makes_the_disk_a_new_device_with_the_same_inodes)
+{
+    d_open(1);
+    struct askew_disk_stat before, after;
+    ck_assert_int_eq(put("f", "x", 1), 0);
+    sync_dir("/");
+    ck_assert_int_eq(askew_disk_stat(disk, "f", &before), 0);
+    ck_assert_uint_eq(before.dev, ASKEW_DISK_DEV_BASE);
+    ck_assert_uint_eq(askew_disk_crashes(disk), 0);
+    ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
+    ck_assert_uint_eq(askew_disk_crashes(disk), 1);
+    ck_assert_int_eq(askew_disk_stat(disk, "f", &after), 0);
+    ck_assert_uint_eq(after.ino, before.ino);
+    ck_assert_uint_eq(after.dev, ASKEW_DISK_DEV_BASE + (1u << 20));
+    d_close();
+}
+END_TEST
+
 Suite *disk_crash_suite(void)
 {
     Suite *s = suite_create("disk_crash");
@@ -180,10 +241,14 @@ Suite *disk_crash_suite(void)
     tcase_add_test(tc, test_disk_synced_file_and_directory_survive_every_crash);
     tcase_add_test(tc, test_disk_a_new_name_needs_its_directory_fsynced);
     tcase_add_test(tc, test_disk_an_unsynced_write_is_torn_per_sector);
+    tcase_add_test(tc,
+                   test_disk_a_crash_after_a_truncate_keeps_each_sector_as_it_once_was);
     tcase_add_test(tc, test_disk_unsynced_directory_operations_survive_as_a_prefix);
     tcase_add_test(tc, test_disk_rename_without_directory_fsync_may_keep_the_old_file);
     tcase_add_test(tc,
                    test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash);
+    tcase_add_test(tc,
+                   test_disk_a_crash_makes_the_disk_a_new_device_with_the_same_inodes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -311,6 +311,8 @@ def test_a_capacity_bounds_the_disk_with_enospc() -> None:
         ({"latency": (2, 1)}, "latency"),
         ({"capacity": 0}, "capacity"),
         ({"capacity": True}, "capacity"),
+        ({"capacity": 2**64 + 5}, "2\\*\\*64"),  # not a 5-byte disk
+        ({"capacity": 2**64}, "18446744073709551616"),
     ],
 )
 def test_bad_disk_faults_are_value_errors_naming_the_value(kwargs: Any, message: str) -> None:
@@ -327,6 +329,17 @@ def test_bad_disk_faults_are_value_errors_naming_the_value(kwargs: Any, message:
 
 async def idle(n: Any) -> None:
     pass
+
+
+def test_a_capacity_is_taken_whole_up_to_2_64_and_never_wraps() -> None:
+    async def body(world: askew.World) -> None:
+        h = world.spawn(idle, disk=MOUNT)
+        world.faults.disk(h, capacity=2**64 - 1)
+        assert world.disk(h)._nd.disk.get_faults()[6] == 2**64 - 1
+        with pytest.raises(OverflowError):  # the binding checks too, never masks
+            world.disk(h)._nd.disk.set_faults(0, 0, 0, 0, 0, 0, 2**64 + 5)
+
+    run_sim(body)
 
 
 @pytest.mark.parametrize(
@@ -358,10 +371,12 @@ def test_a_path_escaping_the_mount_goes_to_the_real_file_system() -> None:
             f.write("x")
         with pytest.raises(FileNotFoundError):  # /askew-test-disk/other: real, absent
             open(f"{MOUNT}/../other/f", "w")
+        assert not os.path.exists(f"{MOUNT}/sub/../in")  # as Linux: no sub to pass
+        os.mkdir(f"{MOUNT}/sub")
         assert os.path.exists(f"{MOUNT}/sub/../in")
         return os.listdir(MOUNT)
 
-    assert run_node(fn) == ["in"]
+    assert run_node(fn) == ["in", "sub"]
 
 
 def test_symlinks_and_hard_links_on_a_disk_are_refused() -> None:

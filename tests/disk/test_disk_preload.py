@@ -78,6 +78,8 @@ async def main(world):
     world.spawn(node, disk=MOUNT)
     await asyncio.sleep(1)
 """
+# ... run under the preload.
+_UNDER_PRELOAD = _NODE_MAIN + "\nassert askew.preload_active()\nmain()\n"
 # Run main and print the first line of its failure.
 _FIRST_LINE = """
 try:
@@ -101,11 +103,7 @@ async def node(n):
     print("rows", again.execute("SELECT v FROM t ORDER BY k").fetchall())
     print("files", sorted(os.listdir(MOUNT)))
 """
-        + _NODE_MAIN
-        + """
-assert askew.preload_active()
-main()
-""",
+        + _UNDER_PRELOAD,
     )
     assert "rows [('a',), ('b',)]" in out, out
     assert "files ['db']" in out, out
@@ -303,3 +301,108 @@ def test_synchronous_off_loses_committed_rows_in_a_crash_and_full_does_not(
         ASKEW_ITERATIONS="1",
     )
     assert again.returncode == 1 and "committed rows lost in a crash" in again.stdout, again.stdout
+
+
+def test_c_code_resolves_paths_on_the_disk_as_linux_does(tmp_path: Path) -> None:
+    """The cases of tests/disk/pathcases.py through libc (the preload's
+    interposers, the engine's one resolver): the same answers on the real
+    file system outside the run and on the node's disk inside it."""
+    real = tmp_path / "real"
+    real.mkdir()
+    out = _program(
+        tmp_path,
+        f"""
+import json, sys
+sys.path.insert(0, {str(REPO / "tests" / "disk")!r})
+from pathcases import LibcCalls, outcomes
+
+expected = outcomes({str(real)!r}, LibcCalls())
+
+async def node(n):
+    got = outcomes(MOUNT, LibcCalls())
+    differ = {{k: (expected[k], got[k]) for k in expected if expected[k] != got[k]}}
+    print("differ", json.dumps(differ))
+    print("cases", len(expected))
+"""
+        + _UNDER_PRELOAD,
+    )
+    assert "differ {}" in out, out
+    assert "cases 434" in out, out
+
+
+def test_a_node_that_crashed_inside_a_transaction_writes_again_after_its_restart(
+    tmp_path: Path,
+) -> None:
+    """The dead incarnation's connection stays alive in the process (its
+    coroutine is kept), and sqlite keeps every connection's locks in one
+    table per process, keyed by (device, inode): the restarted node got
+    "database is locked". A crash makes the disk a new device, so what the
+    dead incarnation held is its own."""
+    out = _program(
+        tmp_path,
+        """
+async def node(n):
+    db = sqlite3.connect(MOUNT + "/db", isolation_level=None)
+    db.execute("CREATE TABLE IF NOT EXISTS t (v)")
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO t VALUES (1)")
+    await asyncio.sleep(10)  # the crash comes here, inside the transaction
+    db.execute("COMMIT")
+    n.rows = db.execute("SELECT count(*) FROM t").fetchone()[0]
+
+@askew.simulate(seed=3, iterations=1)
+async def main(world):
+    h = world.spawn(node, disk=MOUNT)
+    await asyncio.sleep(1)
+    world.faults.restart(h)
+    await asyncio.sleep(20)
+    print("rows", h.rows)
+
+assert askew.preload_active()
+main()
+""",
+    )
+    assert "rows 1" in out, out
+
+
+def test_sqlite_temporary_files_go_to_the_nodes_disk_not_the_hosts(tmp_path: Path) -> None:
+    """VACUUM, a sort that spills and a TEMP table write temporary files
+    (etilqs_*) in $SQLITE_TMPDIR or /var/tmp: a node's are on its disk.
+    Shown by the disk's capacity: the TEMP table does not fit beside the
+    database, where on the host it would."""
+    host_tmp = tmp_path / "host-tmp"
+    host_tmp.mkdir()
+    out = _program(
+        tmp_path,
+        """
+async def node(n):
+    db = sqlite3.connect(MOUNT + "/db", isolation_level=None)
+    db.execute("PRAGMA cache_size=20")  # spill to a temporary file early
+    db.execute("CREATE TABLE t (v)")
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO t VALUES (?)", [(os.urandom(700),) for _ in range(400)])
+    db.execute("COMMIT")
+    n.sorted = len(db.execute("SELECT v FROM t ORDER BY v").fetchall())
+    db.execute("VACUUM")
+    try:
+        db.execute("CREATE TEMP TABLE big AS SELECT v FROM t, (SELECT 1 UNION SELECT 2 "
+                   "UNION SELECT 3 UNION SELECT 4 UNION SELECT 5 UNION SELECT 6)")
+        n.temp = "fitted"
+    except sqlite3.OperationalError as exc:
+        n.temp = str(exc)
+    n.files = sorted(os.listdir(MOUNT))
+
+@askew.simulate(seed=3, iterations=1)
+async def main(world):
+    h = world.spawn(node, disk=MOUNT)
+    world.faults.disk(h, capacity=2_000_000)  # the database twice, not the TEMP table too
+    await asyncio.sleep(1)
+    print("sorted", h.sorted, "temp", h.temp, "files", h.files)
+
+assert askew.preload_active()
+main()
+""",
+        SQLITE_TMPDIR=str(host_tmp),
+    )
+    assert "sorted 400 temp database or disk is full files ['db']" in out, out
+    assert list(host_tmp.iterdir()) == []

@@ -171,10 +171,64 @@ def test_spawn_refuses_a_bad_or_taken_hostname() -> None:
                 world.spawn(echo_server, name=bad)
         with pytest.raises(ValueError, match="node 0 has that name"):
             world.spawn(echo_server, name="DB")
+        for default in ("node-1", "NODE-7", "node-01", "node-0"):
+            # node 1's default name, before or after node 1 exists: refused
+            with pytest.raises(ValueError, match="default names of nodes"):
+                world.spawn(echo_server, name=default)
+        world.spawn(echo_server)  # node 1, whose name stays its own
+        assert world._names["node-1"] == 1
+        world.spawn(echo_server, name="node-x")  # only node-<number> is reserved
         with pytest.raises(TypeError):
             world.spawn(echo_server, name=3)  # type: ignore[arg-type]
 
     run_sim(body)
+
+
+def test_a_node_knows_its_own_names_and_a_reverse_lookup_of_others_stays_refused() -> None:
+    """aiosmtplib's EHLO asks socket.getfqdn(): a host answers that from
+    what it knows of itself (issue 24, item 26)."""
+    seen: dict[str, Any] = {}
+
+    async def named(node: Any) -> None:
+        seen[node.id] = (
+            socket.gethostname(),
+            socket.getfqdn(),
+            socket.getfqdn(" 0.0.0.0 "),
+            socket.getfqdn(socket.gethostname().upper()),
+            socket.getfqdn("localhost"),
+            socket.getaddrinfo(socket.gethostname(), 25)[0][4],
+        )
+
+    async def body(world: askew.World) -> None:
+        world.spawn(named)
+        world.spawn(named, name="mail.example")
+        await asyncio.sleep(1)
+
+    run_sim(body)
+    assert seen[0] == ("node-0", "node-0", "node-0", "node-0", "localhost", ("10.0.0.1", 25))
+    assert seen[1][:2] == ("mail.example", "mail.example")
+    assert socket.gethostname() == _real_hostname()  # put back after the run
+
+    for who in ("node", "body"):
+
+        async def other(node: Any) -> None:
+            socket.getfqdn("10.0.0.1")  # another host's address: a reverse DNS query
+
+        async def refused_body(world: askew.World, who: str = who) -> None:
+            if who == "node":
+                world.spawn(other)
+                await asyncio.sleep(1)
+            else:
+                socket.getfqdn()  # the test body is no host
+
+        with pytest.raises(NondeterminismError, match=r"socket\.getfqdn\(\)"):
+            run_sim(refused_body)
+
+
+def _real_hostname() -> str:
+    import _socket
+
+    return str(_socket.gethostname())
 
 
 def test_an_option_left_off_as_false_is_not_refused_as_not_built() -> None:

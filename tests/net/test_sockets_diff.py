@@ -23,6 +23,7 @@ import gc
 import socket
 import struct
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -277,11 +278,16 @@ async def binding_a_port_twice_is_eaddrinuse_with_or_without_reuse_address() -> 
     return out
 
 
-@refused
+@case
 async def binding_a_port_twice_with_reuse_port() -> Any:
-    # SO_REUSEPORT (two listeners sharing a port) is not simulated yet.
-    _server, port = await listening(reuse_port=True)
-    return await attempt(asyncio.start_server(echo, "127.0.0.1", port, reuse_port=True))
+    # SO_REUSEPORT: two listeners share a port (issue 24; it was refused).
+    server, port = await listening(reuse_port=True)
+    twin = await attempt(asyncio.start_server(echo, "127.0.0.1", port, reuse_port=True))
+    got = twin if isinstance(twin, tuple) else twin.sockets[0].getsockname() == ("127.0.0.1", port)
+    if not isinstance(twin, tuple):
+        twin.close()
+    server.close()
+    return got
 
 
 @case
@@ -496,6 +502,36 @@ async def a_protocol_sees_made_data_eof_lost_and_the_transport_checks_its_limits
     out += [transport.get_extra_info("no such key", 5), transport.is_closing()]
     out += [await attempt(transport.pause_reading), await attempt(transport.resume_reading)]
     server.close()
+    return out
+
+
+class _Sentinel:
+    pass
+
+
+@case
+async def a_failed_connect_leaves_its_error_to_reference_counting() -> Any:
+    """No cycle holds a connect's error (its traceback's frames held the
+    list of errors holding it): once the caller drops it, it goes, with the
+    collector off (as it is in a run) too."""
+    port = await closed_port()
+    out = []
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for host in ("127.0.0.1", "localhost"):
+            try:
+                await asyncio.open_connection(host, port)
+            except OSError as exc:
+                sentinel = _Sentinel()
+                exc.sentinel = sentinel  # type: ignore[attr-defined]
+                gone = weakref.ref(sentinel)
+                del sentinel
+            await asyncio.sleep(0)
+            out.append(gone() is None)
+    finally:
+        if was_enabled:
+            gc.enable()
     return out
 
 
@@ -834,6 +870,74 @@ async def a_socket_closed_with_unread_bytes_resets_its_peer() -> Any:
     return await raw_reset("unread")
 
 
+async def answer_and_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A server that reads one request, answers and closes."""
+    await reader.readexactly(3)
+    writer.write(b"answer")
+    writer.close()
+
+
+async def after_the_peers_close(late: Callable[[asyncio.StreamWriter], Awaitable[None]]) -> Any:
+    """A client whose late bytes meet a server that answered and closed:
+    the closed socket answers them with a RST, in the client's CLOSE_WAIT."""
+    server = await asyncio.start_server(answer_and_close, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"req")
+    await late(writer)
+    await asyncio.sleep(0.05)  # the RST is back
+    out = [await attempt(reader.read()), await attempt(reader.read()), writer.is_closing()]
+    writer.write(b"more")  # the reset is the socket's pending error: EPIPE
+    await asyncio.sleep(0.01)
+    out += [writer.is_closing(), await attempt(reader.read()), await attempt(writer.drain())]
+    writer.close()
+    out.append(await attempt(writer.wait_closed()))
+    server.close()
+    return out
+
+
+@case
+async def a_reset_after_the_peers_fin_spares_what_the_reader_has() -> Any:
+    async def late(writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)  # the answer and the FIN have arrived
+        writer.write(b"late")
+
+    return await after_the_peers_close(late)
+
+
+@case
+async def a_write_whose_second_segment_meets_the_peers_close() -> Any:
+    async def late(writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)  # the server read the first segment, answered, closed
+        writer.write(b"second")
+
+    return await after_the_peers_close(late)
+
+
+@case
+async def a_protocol_in_close_wait_meets_the_reset_at_its_next_write() -> Any:
+    loop = asyncio.get_running_loop()
+    server = await asyncio.start_server(answer_and_close, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    class HalfOpen(Recorder):
+        def eof_received(self) -> bool:
+            super().eof_received()
+            return True  # keep the write side open
+
+    transport, proto = await loop.create_connection(HalfOpen, "127.0.0.1", port)
+    transport.write(b"req")
+    await asyncio.sleep(0.05)
+    transport.write(b"late")  # meets the closed socket: a RST comes back
+    await asyncio.sleep(0.05)
+    out: list[Any] = [list(proto.seen), transport.is_closing()]
+    transport.write(b"again")
+    await proto.lost
+    out += [proto.seen[-1], transport.is_closing()]
+    server.close()
+    return out
+
+
 @case
 async def socket_objects_with_bad_arguments() -> Any:
     out = []
@@ -950,6 +1054,99 @@ async def a_unix_socket_bound_twice_is_einval() -> Any:
     got = await attempt(functools.partial(sock.bind, "\0askew-battery-b"))
     sock.close()
     return got
+
+
+@case
+async def sendmsg_and_recvmsg_carry_the_buffers_joined() -> Any:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    out = [a.sendmsg([b"ab", memoryview(b"cd")]), await attempt(lambda: a.sendmsg([]))]
+    await asyncio.sleep(0.01)
+    out += [b.recvmsg(10), await attempt(lambda: b.recvmsg(10))]
+    u1 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u1.bind(("127.0.0.1", 0))
+    u2 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u1.setblocking(False)
+    out.append(u2.sendmsg([b"x", b"y"], [], 0, u1.getsockname()))
+    await asyncio.sleep(0.01)
+    data, anc, msg_flags, address = u1.recvmsg(10)
+    out.append((data, anc, msg_flags, address[0]))
+    close_all(a, b, u1, u2)
+    return out
+
+
+@case
+async def so_reuseport_lets_a_group_share_a_port_and_one_of_them_takes_each_peer() -> Any:
+    loop = asyncio.get_running_loop()
+    out: list[Any] = []
+    accepted: list[int] = []
+
+    def handler(i: int) -> Any:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(i)
+            writer.close()
+
+        return handle
+
+    first = await asyncio.start_server(handler(0), "127.0.0.1", 0, reuse_port=True)
+    port = first.sockets[0].getsockname()[1]
+    second = await asyncio.start_server(handler(1), "127.0.0.1", port, reuse_port=True)
+    out.append(await attempt(asyncio.start_server(handler(2), "127.0.0.1", port)))  # not in it
+    raw = [socket.socket(), socket.socket()]
+    for sock in raw:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(("127.0.0.1", port + 1 if port < 60999 else port - 1))
+        out.append(await attempt(sock.listen))
+    for _ in range(6):
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.close()
+    await asyncio.sleep(0.05)
+    out.append((len(accepted), set(accepted) <= {0, 1}))
+    udp = [
+        await loop.create_datagram_endpoint(
+            asyncio.DatagramProtocol, local_addr=("127.0.0.1", port), reuse_port=True
+        )
+        for _ in range(2)
+    ]
+    out.append(await attempt(udp_bound_at(port)))  # without it: taken
+    for transport, _ in udp:
+        transport.close()
+    close_all(*raw)
+    first.close()
+    second.close()
+    return out
+
+
+async def udp_bound_at(port: int) -> str:
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+        asyncio.DatagramProtocol, local_addr=("127.0.0.1", port)
+    )
+    transport.close()
+    return "bound"
+
+
+@refused
+async def descriptors_passed_with_sendmsg() -> Any:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    fds = struct.pack("i", 0)
+    try:
+        return a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+    finally:
+        close_all(a, b)
+
+
+@refused
+async def a_scoped_link_local_address() -> Any:
+    # The real machine's interface: stock tries it (and fails or not), askew
+    # names it rather than answering gaierror as if the host were unknown.
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection("fe80::1%lo", 9), 1)
+        writer.close()
+    except (TimeoutError, OSError) as exc:
+        return outcome(exc)
+    return "connected"
 
 
 @refused
@@ -1074,6 +1271,83 @@ def test_a_datagram_to_a_crashed_node_is_lost_without_an_error() -> None:
         return proto.seen
 
     assert in_world(receiver, client) == []
+
+
+def test_an_so_reuseport_group_shares_its_connections_by_the_peers_port() -> None:
+    """Linux picks a group's listener by a hash of the addresses; askew by
+    the peer's port: a fixed function, so a seed replays, and every
+    listener of the group takes some."""
+
+    async def servers(node: Any) -> None:
+        node.taken = [0, 0]
+        for i in range(2):
+
+            async def handle(r: Any, w: Any, i: int = i) -> None:
+                node.taken[i] += 1
+                w.close()
+
+            await asyncio.start_server(handle, None, 7, reuse_port=True)
+        await asyncio.sleep(1e9)
+
+    async def client(node: Any, world: askew.World) -> Any:
+        for _ in range(10):
+            _, writer = await asyncio.open_connection("node-0", 7)
+            writer.close()
+        await asyncio.sleep(1)
+        return world.nodes[0].taken
+
+    taken = in_world(servers, client)
+    assert sum(taken) == 10 and min(taken) > 0, taken
+
+
+def late_write_in_a_world(seed: int) -> tuple[Any, list[str]]:
+    """Node 1 reads node 0's whole answer, then writes to it after it closed:
+    what its next read gives, and the world log."""
+    seen: dict[str, Any] = {}
+
+    async def server(node: Any) -> None:
+        node.s = await asyncio.start_server(answer_and_close, None, 7)
+        await asyncio.sleep(1e9)
+
+    async def client(node: Any) -> None:
+        reader, writer = await asyncio.open_connection("node-0", 7)
+        writer.write(b"req")
+        await reader.readexactly(6)
+        writer.write(b"late")
+        await asyncio.sleep(0.5)
+        seen["read"] = await attempt(reader.read())
+
+    async def body(world: askew.World) -> None:
+        world.net.configure(latency=(0.001, 0.02))
+        world.spawn(server)
+        world.spawn(client)
+        await asyncio.sleep(2)
+        seen["log"] = [str(e) for e in world.log]
+
+    run_sim(body, seed=seed)
+    return seen["read"], seen["log"]
+
+
+def test_a_reset_is_taken_only_at_the_next_byte_the_reader_expects() -> None:
+    """The wire reorders (latency is drawn per segment): a client that read
+    the whole answer and then wrote may meet the server's RST before, with
+    or after the FIN. As Linux (RFC 5961), a reset counts only at the next
+    byte expected: after the FIN it is the socket's pending error and the
+    read ends cleanly; before it, ECONNRESET; one that answered an older
+    segment is dropped, and the ACK sent again draws one that matches."""
+    clean = challenged = 0
+    for seed in range(40):
+        read, log = late_write_in_a_world(seed)
+        fin = next(i for i, e in enumerate(log) if "0 -> 1" in e and "FIN   delivered" in e)
+        reset = next((i for i, e in enumerate(log) if "reset 10.0.0.2" in e), len(log))
+        if read == b"":
+            assert reset > fin, seed  # taken after the FIN, or never
+            clean += 1
+        else:
+            assert read == ("ConnectionResetError", errno.ECONNRESET), seed
+            assert reset < fin, seed  # only a reset that overtook the FIN
+        challenged += any("1 -> 0" in e and " ACK   sent" in e for e in log)
+    assert clean > 30 and challenged > 0, (clean, challenged)
 
 
 # ---- scale ------------------------------------------------------------------------------------

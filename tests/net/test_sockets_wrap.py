@@ -527,3 +527,156 @@ class Recorder(asyncio.Protocol):
     def connection_lost(self, exc: BaseException | None) -> None:
         if not self.lost.done():
             self.lost.set_result(None)
+
+
+# ---- a refusal that cuts a runner's test short (issue 24, item 27) ---------------------------
+
+
+def runner_with_a_test_task(test: Main) -> tuple[Any, Any]:
+    """What anyio's and pytest-asyncio's runners do, wrapped: one long-lived
+    task runs each test, and the test's task group takes a cancel as its own
+    (it returns), after which the runner task waits for the next test. The
+    test's outcome, and what Runner.close() raised, if anything."""
+    run = _wrap.WrappedRun("tests/test_x.py::test_cut", 1)
+    with _wrap.installed(run):
+        runner = asyncio.Runner()
+        loop = runner.get_loop()
+        tests: asyncio.Queue[tuple[Main, asyncio.Future[Any]]] = asyncio.Queue()
+
+        async def runner_task() -> None:
+            while True:
+                test, done = await tests.get()
+                try:
+                    result = await test()
+                except Exception as exc:
+                    result = exc
+                if not done.cancelled():  # as anyio's: Runner.close cancelled the caller
+                    done.set_result(result)
+
+        async def call(test: Main) -> Any:
+            done = loop.create_future()
+            await tests.put((test, done))
+            return await done
+
+        task = loop.create_task(runner_task())
+        try:
+            outcome: Any = runner.run(call(test))
+        except Exception as exc:
+            outcome = exc
+        if isinstance(outcome, Exception) and not isinstance(outcome, NondeterminismError):
+            raise outcome
+        try:
+            runner.close()
+            closed: Any = None
+        except Exception as exc:
+            closed = exc
+        assert task.done()
+        return outcome, closed
+
+
+async def a_thread_in_a_child_task() -> None:
+    import threading
+
+    async def child() -> None:
+        try:
+            threading.Thread(target=print).start()
+        except NondeterminismError:
+            pass  # swallowed: the run fails all the same
+
+    child_task = asyncio.ensure_future(child())
+    try:
+        await asyncio.sleep(1)
+    except asyncio.CancelledError:
+        await child_task  # a task group waits for its children, and returns
+
+
+def test_a_refusal_that_cuts_a_runners_test_short_is_the_failure_and_the_runner_closes() -> None:
+    """anyio's socket tests: a thread or real-socket refusal in a child task
+    surfaced as a DeadlockError from Runner.close (the runner task, cut in
+    mid-test, took the cancel and waited for the next test), and every later
+    test of the session saw "Runner is closed". The refusal is the failure,
+    and the runner closes."""
+    outcome, closed = runner_with_a_test_task(a_thread_in_a_child_task)
+    assert isinstance(outcome, NondeterminismError)
+    assert "threading.Thread.start()" in str(outcome)
+    assert closed is None
+    again, closed_again = runner_with_a_test_task(lambda: asyncio.sleep(0, "fine"))
+    assert (again, closed_again) == ("fine", None)
+
+
+def test_a_teardown_that_deadlocks_after_a_refusal_raises_the_refusal() -> None:
+    async def main() -> None:
+        fut = asyncio.get_running_loop().create_future()
+
+        async def refused() -> None:
+            socket.gethostbyaddr("192.0.2.1")  # a reverse lookup: refused
+
+        task = asyncio.ensure_future(refused())
+        await fut  # nothing will set it
+        del task
+
+    run = _wrap.WrappedRun("tests/test_x.py::test_teardown", 1)
+    with _wrap.installed(run):
+        loop = asyncio.new_event_loop()
+        try:
+            with pytest.raises(NondeterminismError, match="gethostbyaddr"):
+                loop.run_until_complete(main())
+            # what the cut run left waits forever: its teardown says why
+            with pytest.raises(NondeterminismError, match="gethostbyaddr"):
+                loop.run_until_complete(asyncio.gather(*asyncio.all_tasks(loop)))
+            loop.run_until_complete(asyncio.sleep(0))  # a run that ends as asked
+            with pytest.raises(askew.DeadlockError):  # and then a deadlock is one
+                loop.run_until_complete(loop.create_future())
+        finally:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.close()
+
+
+def added_by_a_second_run() -> list[str]:
+    """grpclib's leak test: a new loop runs the same work twice; what the
+    second run and the loop's close add to the collector's objects (the
+    collector off meanwhile), as (type, repr) lines."""
+    import gc
+
+    async def work() -> None:
+        queue: asyncio.Queue[int] = asyncio.Queue()
+
+        async def produce() -> None:
+            for i in range(3):
+                await queue.put(i)
+                await asyncio.sleep(0)
+
+        producer = asyncio.ensure_future(produce())
+        for _ in range(3):
+            await queue.get()
+        await producer
+        await asyncio.sleep(0.01)
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(work())  # the first run makes what stays
+    gc.collect()
+    gc.disable()
+    try:
+        before = set(map(id, gc.get_objects()))
+        loop.run_until_complete(work())
+        loop.stop()
+        loop.close()
+        after = gc.get_objects()
+    finally:
+        gc.enable()
+    added = []
+    for o in after:
+        if id(o) not in before and o is not before:
+            added.append(f"{type(o).__name__} {repr(o)[:60]}")
+    return sorted(added)
+
+
+def test_a_second_run_of_a_wrapped_loop_leaves_no_new_object_behind() -> None:
+    """What grpclib's leak test counts: a wrapped loop's second run adds no
+    object a stock loop's does not. askew kept a fresh `random` state tuple
+    and a fresh `time.tzname` tuple after every run."""
+    stock = added_by_a_second_run()
+    run = _wrap.WrappedRun("tests/test_x.py::test_leak", 1)
+    with _wrap.installed(run):
+        assert added_by_a_second_run() == stock

@@ -337,12 +337,34 @@ def test_datagram_endpoints_are_refused_outside_a_world_and_from_the_test_body()
         loop.close()
 
 
-def test_reuse_port_is_refused_as_not_built_yet() -> None:
-    async def talk(node: Any) -> None:
-        await endpoint(local_addr=("0.0.0.0", 0), reuse_port=True)
+def test_reuse_port_lets_endpoints_share_a_port_and_each_datagram_reaches_one() -> None:
+    got: list[int] = []
 
-    with pytest.raises(NondeterminismError, match="reuse_port=True is not simulated yet"):
-        run_nodes(client(talk))
+    async def talk(node: Any) -> None:
+        class Counting(asyncio.DatagramProtocol):
+            def __init__(self, i: int) -> None:
+                self.i = i
+
+            def datagram_received(self, data: bytes, addr: Any) -> None:
+                got.append(self.i)
+
+        loop = asyncio.get_running_loop()
+        group = [
+            await loop.create_datagram_endpoint(
+                lambda i=i: Counting(i), local_addr=("127.0.0.1", 9000), reuse_port=True
+            )
+            for i in range(2)
+        ]
+        for _ in range(8):
+            sender, _ = await endpoint(remote_addr=("127.0.0.1", 9000))
+            sender.sendto(b"x")
+            await asyncio.sleep(0.01)
+            sender.close()
+        for transport, _ in group:
+            transport.close()
+
+    run_nodes(client(talk))
+    assert len(got) == 8 and set(got) == {0, 1}
 
 
 # ---- observability, leaks, determinism ------------------------------------------------
