@@ -9,6 +9,7 @@ variable or option and what would be right.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import math
 import os
 from collections.abc import Callable
@@ -86,15 +87,37 @@ def env_trace() -> int | None:
 
 def env_views(test: str, seed: int) -> tuple[str | None, str | None]:
     """Where a failing run's views go: its HTML timeline in the folder
-    ASKEW_TIMELINE names (a file per test and seed), its Chrome trace JSON
-    to the file ASKEW_TRACE_JSON names; None for one not asked for."""
+    ASKEW_TIMELINE names (a file per test and seed: see view_name), its
+    Chrome trace JSON to the file ASKEW_TRACE_JSON names; None for one not
+    asked for. `test` is the test function's qualified name."""
     folder = os.environ.get("ASKEW_TIMELINE", "").strip()
     trace_json = os.environ.get("ASKEW_TRACE_JSON", "").strip() or None
     timeline = None
     if folder:
-        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in test)
-        timeline = os.path.join(folder, f"{name}-{seed}.html")
+        timeline = os.path.join(folder, f"{view_name(test)}-{seed}.html")
     return timeline, trace_json
+
+
+_VIEW_NAME_MAX = 120  # characters of a test's name kept in its file's name
+
+
+def view_name(test: str) -> str:
+    """A test's name as its timeline's file name. Under pytest, when the
+    test running (PYTEST_CURRENT_TEST) is this function, its node id, so
+    that each parametrization and each file's test of one name gets its own
+    file: `tests/x.py::TestA::test_y[2-b]` is `tests.x.py.TestA.test_y[2-b]`.
+    Any other character a file name should not hold becomes "_", and then
+    a digest of the whole name follows, so two names never share a file."""
+    node = os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]  # "id (call)"
+    path, _sep, name = node.partition("::")
+    name = name.replace("::", ".")
+    if name == test or name.startswith(test + "["):
+        test = f"{path.replace('/', '.')}.{name}"
+    shown = "".join(c if c.isalnum() or c in "._-[]" else "_" for c in test)
+    if shown != test or len(shown) > _VIEW_NAME_MAX:
+        digest = hashlib.sha256(test.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        shown = f"{shown[:_VIEW_NAME_MAX]}-{digest}"
+    return shown
 
 
 def env_flag(name: str) -> bool:

@@ -20,6 +20,7 @@ import pytest
 from conftest import run_pytest
 
 import askew
+from askew._loop import settings
 from askew._report import timeline as _timeline
 
 RECEIVED: list[int] = []
@@ -180,11 +181,62 @@ def test_the_pytest_options_write_a_failing_runs_views(tmp_path: Path) -> None:
             assert world.now < 0
     """
     proc = run_pytest(tmp_path, source, "--askew-timeline=views", "--askew-trace-json=t.json")
-    page = tmp_path / "views" / "test_fails-5.html"
+    page = tmp_path / "views" / "test_mod.py.test_fails-5.html"
     assert f"timeline: {page}" in proc.stdout, proc.stdout
     assert f"trace json: {tmp_path / 't.json'}" in proc.stdout
     assert page.exists()
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+def test_each_parametrization_and_each_file_of_a_failing_test_keeps_its_own_timeline(
+    tmp_path: Path,
+) -> None:
+    # One name, one seed: three parameters (two that differ only in a
+    # character a file name cannot hold), a class's method, another file.
+    source = """
+        import askew, pytest
+
+        @pytest.mark.parametrize("p", ["a/b", "a b", "plain"])
+        @askew.simulate(seed=5, iterations=1)
+        async def test_fails(world, p):
+            world.log.emit(f"param {p}")
+            assert world.now < 0
+
+        class TestGroup:
+            @askew.simulate(seed=5, iterations=1)
+            async def test_fails(self, world):
+                world.log.emit("in the class")
+                assert world.now < 0
+    """
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "test_other.py").write_text(
+        "import askew\n\n@askew.simulate(seed=5, iterations=1)\n"
+        "async def test_fails(world):\n    world.log.emit('other file')\n    assert world.now < 0\n"
+    )
+    proc = run_pytest(tmp_path, source, "--askew-timeline=views", "sub/test_other.py")
+    assert proc.returncode == 1, proc.stdout
+    pages = sorted((tmp_path / "views").iterdir())
+    assert len(pages) == 5, [p.name for p in pages]
+    assert tmp_path / "views" / "test_mod.py.test_fails[plain]-5.html" in pages
+    assert tmp_path / "views" / "test_mod.py.TestGroup.test_fails-5.html" in pages
+    assert tmp_path / "views" / "sub.test_other.py.test_fails-5.html" in pages
+    emitted = set()
+    for page in pages:
+        assert f"timeline: {page}" in proc.stdout  # each report names its own file
+        (text,) = [e[3] for e in _page_data(page.read_text())["events"] if e[2] == "world"]
+        emitted.add(text)
+    assert emitted == {"param a/b", "param a b", "param plain", "in the class", "other file"}
+
+
+def test_a_timeline_name_never_outgrows_a_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASKEW_TIMELINE", str(tmp_path))
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", f"t.py::test_x[{'p' * 300}] (call)")
+    page, _ = settings.env_views("test_x", 2**64 - 1)
+    assert page is not None and len(os.path.basename(page)) < 200
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", f"t.py::test_x[{'p' * 299}q] (call)")
+    assert settings.env_views("test_x", 2**64 - 1)[0] != page
 
 
 def test_views_leave_the_trace_of_the_run_unchanged(tmp_path: Path) -> None:
