@@ -346,6 +346,40 @@ def unknown_env_variables() -> list[str]:
     return warnings
 
 
+# The ASKEW_* variables whose value is free text (a path, the preload's and
+# the developer's switches): every other one askew reads, check_env parses.
+FREE_TEXT_VARIABLES = frozenset(
+    {
+        "ASKEW_TIMELINE",
+        "ASKEW_TRACE_JSON",
+        "ASKEW_DB",
+        "ASKEW_DEBUG",
+        "ASKEW_PRELOAD_UNRESOLVED",
+        "ASKEW_ASAN",
+        "ASKEW_SANITIZE",
+        "ASKEW_DEBUG_BUILD",
+        "ASKEW_FUZZ_PROGRAMS",
+        "ASKEW_RECORD_PINS",
+        "ASKEW_TEST_INSTALLED",
+    }
+)
+
+
+def check_env() -> None:
+    """Parse every ASKEW_* value a run reads, so that a bad one is one
+    ValueError naming it when a session or a sweep starts (the plugin and
+    `askew sweep` call this), never a failure of each test that reads it."""
+    env_seed()
+    env_iterations()
+    env_seeds()
+    env_trace()
+    env_knobs()
+    env_shrink()
+    env_suppress()
+    for name in ("ASKEW_WRAP", "ASKEW_CHECK_DETERMINISM", "ASKEW_COVERAGE"):
+        env_flag(name)
+
+
 # ---- shrinking and fault analysis (askew/_explore/shrink.py) ----
 
 SHRINK_SECONDS_DEFAULT = 10.0  # the wall-time budget of one failure's analysis

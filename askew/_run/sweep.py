@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._loop.config import SEED_LIMIT
-from .._loop.settings import env_seed
+from .._loop.settings import check_env, env_seed
 from .._report.report import replay_command
 
 if TYPE_CHECKING:
@@ -367,10 +367,7 @@ def _merge(total: Summary | None, part: Summary) -> Summary:
 def _default_base(test: Callable[..., Any]) -> int:
     """Without --base: ASKEW_SEED (as `askew-exec --seed` sets it), else the
     decorator's seed, else a fresh one, as a pytest run picks its base."""
-    try:
-        seed = env_seed()
-    except (TypeError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+    seed = env_seed()
     if seed is None:
         seed = test._askew_spec.seed  # type: ignore[attr-defined]
     if seed is None:
@@ -418,6 +415,10 @@ def run_sweep(
     options: Options, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr
 ) -> SweepResult:
     """Run the sweep `options` describe, printing to `out` as failures arrive."""
+    try:
+        check_env()  # a bad ASKEW_* value: one usage error, before any worker starts
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     test = resolve(options.test_id)  # a usage error here, before any worker starts
     base = options.base if options.base is not None else _default_base(test)
     start, stop = shard_range(options.seeds, options.shard)

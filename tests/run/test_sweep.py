@@ -265,6 +265,17 @@ def test_the_base_seed_is_askew_seed_else_the_decorators(
         _sweep.run_sweep(options(test_id, 1), out=io.StringIO())
 
 
+@pytest.mark.parametrize(
+    "variable", ["ASKEW_CHECK_DETERMINISM", "ASKEW_SUPPRESS", "ASKEW_COVERAGE"]
+)
+def test_a_bad_askew_value_is_a_usage_error_before_any_worker_starts(
+    target: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], variable: str
+) -> None:
+    monkeypatch.setenv(variable, "maybe")
+    assert _sweep.main(["sweep", f"{target.name}::test_passes", "--seeds", "5"]) == 2
+    assert f"askew sweep: error: {variable} " in capsys.readouterr().err
+
+
 def test_exit_status_is_0_without_failures_and_1_with(
     target: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
