@@ -371,9 +371,7 @@ def _pages(data: RunData) -> list[tuple[int, int]]:
 # change the parse; U+2028/9 are escaped too (JSON allows them raw, older
 # JavaScript does not). The escapes are inside JSON strings (the only place
 # those characters occur), so JSON.parse reads the very text logged.
-_IN_SCRIPT = str.maketrans(
-    {c: f"\\u{ord(c):04x}" for c in ("<", ">", "&", "\u2028", "\u2029")}
-)
+_IN_SCRIPT = str.maketrans({c: f"\\u{ord(c):04x}" for c in ("<", ">", "&", "\u2028", "\u2029")})
 
 
 def html_page(data: RunData) -> str:
