@@ -297,6 +297,18 @@ def knob_text(value: object) -> str:
     return str(value)
 
 
+# The Makefile's and the test suite's own switches.
+_DEVELOPER_VARIABLES = frozenset(
+    {
+        "ASKEW_ASAN",
+        "ASKEW_SANITIZE",
+        "ASKEW_DEBUG_BUILD",
+        "ASKEW_FUZZ_PROGRAMS",
+        "ASKEW_RECORD_PINS",
+        "ASKEW_TEST_INSTALLED",
+    }
+)
+
 # Every ASKEW_* variable askew reads (the package, the preload, askew-exec)
 # and the developer's build and test switches: any other ASKEW_* name in the
 # environment is likely a typo, and the plugin warns naming the closest.
@@ -318,13 +330,7 @@ ENV_VARIABLES = frozenset(
         "ASKEW_DB",
         "ASKEW_COVERAGE",  # shrink3: askew/_explore/coverage.py
         *(variable for variable, _parse in KNOBS.values()),
-        # the Makefile's and the test suite's own
-        "ASKEW_ASAN",
-        "ASKEW_SANITIZE",
-        "ASKEW_DEBUG_BUILD",
-        "ASKEW_FUZZ_PROGRAMS",
-        "ASKEW_RECORD_PINS",
-        "ASKEW_TEST_INSTALLED",
+        *_DEVELOPER_VARIABLES,
     }
 )
 
@@ -355,12 +361,7 @@ FREE_TEXT_VARIABLES = frozenset(
         "ASKEW_DB",
         "ASKEW_DEBUG",
         "ASKEW_PRELOAD_UNRESOLVED",
-        "ASKEW_ASAN",
-        "ASKEW_SANITIZE",
-        "ASKEW_DEBUG_BUILD",
-        "ASKEW_FUZZ_PROGRAMS",
-        "ASKEW_RECORD_PINS",
-        "ASKEW_TEST_INSTALLED",
+        *_DEVELOPER_VARIABLES,
     }
 )
 
