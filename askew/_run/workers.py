@@ -208,54 +208,58 @@ def drive(pool: Pool, base: int, chunks: Iterable[tuple[int, int]], collector: C
     running: dict[object, tuple[int, int]] = {}
     alone: object = None  # the suspect running with nothing beside it
     stop_at: int | None = None  # --first: the first failing iteration found
-    while True:
-        if stop_at is not None:
-            suspects = collections.deque(p for p in suspects if p[0] <= stop_at)
-        if suspects:
+    try:
+        while True:
+            if stop_at is not None:
+                suspects = collections.deque(p for p in suspects if p[0] <= stop_at)
+            if suspects:
+                if not running:
+                    piece = suspects.popleft()
+                    alone = pool.submit(base, *piece)
+                    running[alone] = piece
+            while not suspects and len(running) < pool.slots:
+                fresh = not again
+                next_piece = again.popleft() if again else next(upcoming, None)
+                if next_piece is None:
+                    break
+                piece = next_piece
+                if stop_at is not None and piece[0] > stop_at:  # never needed
+                    if fresh:  # a new chunk: every one after it is later still
+                        upcoming = iter(())
+                    continue
+                running[pool.submit(base, *piece)] = piece
             if not running:
-                piece = suspects.popleft()
-                alone = pool.submit(base, *piece)
-                running[alone] = piece
-        while not suspects and len(running) < pool.slots:
-            fresh = not again
-            next_piece = again.popleft() if again else next(upcoming, None)
-            if next_piece is None:
                 break
-            piece = next_piece
-            if stop_at is not None and piece[0] > stop_at:  # never needed
-                if fresh:  # a new chunk: every one after it is later still
-                    upcoming = iter(())
-                continue
-            running[pool.submit(base, *piece)] = piece
-        if not running:
-            break
-        for handle, outcome in sorted(pool.wait(list(running)), key=lambda d: running[d[0]]):
-            start, stop = running.pop(handle)
-            if stop_at is not None and start > stop_at:
-                continue
-            if outcome is None:
-                again.appendleft((start, stop))
-                continue
-            if isinstance(outcome, Died):
-                if stop - start > 1:
-                    mid = (start + stop) // 2
-                    again.extendleft([(mid, stop), (start, mid)])
-                    collector.note(
-                        f"a worker process died ({outcome.reason}) running iterations "
-                        f"[{start}, {stop}); running them again in halves to find the seed"
-                    )
+            for handle, outcome in sorted(pool.wait(list(running)), key=lambda d: running[d[0]]):
+                start, stop = running.pop(handle)
+                if stop_at is not None and start > stop_at:
                     continue
-                if not (pool.exact or handle is alone):
-                    suspects.append((start, stop))
+                if outcome is None:
+                    again.appendleft((start, stop))
                     continue
-                outcome = killed(base, start, outcome.reason)
-            if collector.take(outcome):
-                first = min(f.iteration for f in outcome.failures)
-                stop_at = first if stop_at is None else min(stop_at, first)
-                late = [h for h, piece in running.items() if piece[0] > stop_at]
-                pool.drop(late)
-                for h in late:
-                    del running[h]
+                if isinstance(outcome, Died):
+                    if stop - start > 1:
+                        mid = (start + stop) // 2
+                        again.extendleft([(mid, stop), (start, mid)])
+                        collector.note(
+                            f"a worker process died ({outcome.reason}) running iterations "
+                            f"[{start}, {stop}); running them again in halves to find the seed"
+                        )
+                        continue
+                    if not (pool.exact or handle is alone):
+                        suspects.append((start, stop))
+                        continue
+                    outcome = killed(base, start, outcome.reason)
+                if collector.take(outcome):
+                    first = min(f.iteration for f in outcome.failures)
+                    stop_at = first if stop_at is None else min(stop_at, first)
+                    late = [h for h, piece in running.items() if piece[0] > stop_at]
+                    pool.drop(late)
+                    for h in late:
+                        del running[h]
+    except BaseException:  # Ctrl-C, SIGTERM, an error: nothing in flight is wanted
+        pool.drop(list(running))
+        raise
     collector.finish()
 
 
@@ -414,7 +418,8 @@ class LocalPool:
     def drop(self, handles: list[object]) -> None:
         for lane in handles:
             assert isinstance(lane, _Lane)
-            del self._busy[lane]
+            if self._busy.pop(lane, None) is None:  # already ended, or idle again
+                continue
             lane.process.kill()  # its chunk is not wanted: a worker is cheap to start
             lane.end()
 

@@ -153,6 +153,17 @@ def test_a_seed_is_named_once_it_dies_alone_where_a_death_is_blamed_on_all() -> 
     assert sorted(f.iteration for f in collector.failures) == [5, 9, 70]
 
 
+def test_an_interrupted_sweep_drops_every_chunk_in_flight() -> None:
+    class Interrupting(_Collector):
+        def take(self, chunk: _workers.ChunkResult) -> bool:
+            raise KeyboardInterrupt
+
+    pool = _Pool(4, frozenset(), frozenset())
+    with pytest.raises(KeyboardInterrupt):
+        _workers.drive(pool, 9, ((a, a + 16) for a in range(0, 2**20, 16)), Interrupting())  # type: ignore[arg-type]
+    assert pool.most == 4 and pool.running == {}  # the other three dropped
+
+
 class _Future:
     def __init__(self, status: str, value: object = None) -> None:
         self.status = status
