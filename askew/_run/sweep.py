@@ -8,9 +8,10 @@ each chunk in a local worker process (or a Dask distributed task, with
 --cluster) through askew._run.runner.run_iterations, the runner's own code path,
 so every iteration runs the seed and the code a pytest run of the test
 would. Failures stream back as chunks finish and are grouped by signature
-(exception type and the user's line). It never runs an iteration in the
-parent process and never reads the host clock inside one; askew/__main__.py
-calls main().
+(exception type and the user's line). Where chunks run, and what happens
+when a worker dies, is askew/_run/workers.py. It never runs an iteration
+in the parent process and never reads the host clock inside one;
+askew/__main__.py calls main().
 """
 
 from __future__ import annotations
