@@ -107,8 +107,13 @@ def dask(stack: contextlib.ExitStack, config: dict[str, object] | None = None) -
         raise Unavailable(f"distributed is not installed ({exc})") from None
     with dask_config.config.set(config or {}):
         cluster = stack.enter_context(
+            # Loopback only, on ports the system picks: None still serves on 8787.
             distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
             )
         )
     return str(cluster.scheduler_address)

@@ -6,7 +6,9 @@ memo of (linearized set, model state) as Porcupine does: walk the history's
 invoke/return events in order; at an invocation, try to linearize that
 operation now (the model must accept its result), remove it from the list
 and start again from the first event; at a return whose operation is not
-yet linearized, undo the last choice. A (set, state) pair seen before is
+yet linearized, undo the last choice, unless the operation never
+returned: those returns come last, and what is left may never take
+effect, so the history is linearized. A (set, state) pair seen before is
 never explored twice. Models that partition (the key-value map, by key) are
 checked one part at a time, as Horn & Kroening's P-compositionality
 allows. Operations that did not return (info, or still pending) may take
@@ -58,19 +60,38 @@ class Model:
     """A sequential specification: init() gives the first state; step(state,
     name, value, result) says whether the operation `name` with argument
     `value` may return `result` in `state`, and the state after it. A
-    result of UNKNOWN (an operation that did not return) must be accepted
-    whenever the operation is possible. States must be hashable.
-    partition, if given, splits a history's operations into independent
-    parts (P-compositionality), each checked alone."""
+    result of UNKNOWN (an operation that did not return) should be accepted
+    whenever the operation is possible; such an operation may also never
+    take effect, so refusing it everywhere fails no history. States must
+    be hashable. partition, if given, splits a history's operations into
+    independent parts (P-compositionality), each checked alone; operations,
+    if given, says what the model takes, for the error an operation of the
+    wrong shape gets."""
 
     name: str
     init: Callable[[], Hashable]
     step: Callable[[Any, str, Any, Any], tuple[bool, Any]]
     partition: Callable[[list[Operation]], list[list[Operation]]] | None = None
+    operations: str = ""  # the operations it takes, as an error names them
 
 
 def _unknown_op(model: str, name: str) -> ValueError:
     return ValueError(f"the {model} model has no operation {name!r}")
+
+
+def _model_name(model: object) -> str:
+    return str(getattr(model, "name", type(model).__name__))
+
+
+def _refused(model: object, op: Operation, exc: Exception) -> ValueError:
+    """The error for an operation the model could not take (a value of the
+    wrong shape, a name it lacks, a step that raised): it names the
+    operation, and the operations the model takes when it says."""
+    takes = getattr(model, "operations", "")
+    return ValueError(
+        f"the {_model_name(model)} model cannot check operation #{op.index} "
+        f"({op.describe()}): {type(exc).__name__}: {exc}" + (f"; it takes {takes}" if takes else "")
+    )
 
 
 def register(initial: Any = None) -> Model:
@@ -88,14 +109,22 @@ def register(initial: Any = None) -> Model:
             return bool(result) == (state == old), new if state == old else state
         raise _unknown_op("register", name)
 
-    return Model("register", lambda: initial, step)
+    return Model("register", lambda: initial, step, operations=_REGISTER_OPERATIONS)
 
 
-def _by_key(ops: list[Operation]) -> list[list[Operation]]:
+_REGISTER_OPERATIONS = "write(v), read() and cas((old, new))"
+_KV_OPERATIONS = "put((k, v)) or write((k, v)), get(k) or read(k), and cas((k, old, new))"
+
+
+def _by_key(ops: list[Operation], model: Model) -> list[list[Operation]]:
+    """The kv model's partition: its operations by key."""
     parts: dict[Any, list[Operation]] = {}
     for op in ops:
-        key = op.value[0] if op.name in ("write", "put", "cas") else op.value
-        parts.setdefault(key, []).append(op)
+        try:
+            key = op.value[0] if op.name in ("write", "put", "cas") else op.value
+            parts.setdefault(key, []).append(op)
+        except (TypeError, IndexError, KeyError) as exc:  # no key, or an unhashable one
+            raise _refused(model, op, exc) from exc
     return list(parts.values())
 
 
@@ -116,7 +145,11 @@ def kv(initial: Any = None) -> Model:
             return reg(state, "cas", (value[1], value[2]), result)
         return reg(state, "read", None, result)
 
-    return Model("kv", lambda: initial, step, _by_key)
+    def by_key(ops: list[Operation]) -> list[list[Operation]]:
+        return _by_key(ops, model)
+
+    model = Model("kv", lambda: initial, step, by_key, _KV_OPERATIONS)
+    return model
 
 
 def counter(initial: int = 0) -> Model:
@@ -129,7 +162,7 @@ def counter(initial: int = 0) -> Model:
             return result is UNKNOWN or result == state, state
         raise _unknown_op("counter", name)
 
-    return Model("counter", lambda: initial, step)
+    return Model("counter", lambda: initial, step, operations="add(n) or inc(n) and read()")
 
 
 def fifo_queue() -> Model:
@@ -146,7 +179,7 @@ def fifo_queue() -> Model:
             return result == head, state[1:]
         raise _unknown_op("fifo queue", name)
 
-    return Model("fifo queue", tuple, step)
+    return Model("fifo queue", tuple, step, operations="enqueue(v) and dequeue()")
 
 
 def transactions(initial: Any = None) -> Model:
@@ -173,7 +206,12 @@ def transactions(initial: Any = None) -> Model:
             return False, state
         return True, frozenset(data.items())
 
-    return Model("transactions", frozenset, step)
+    return Model(
+        "transactions",
+        frozenset,
+        step,
+        operations="txn(micro-operations), each ('r', key, None) or ('w', key, value)",
+    )
 
 
 @dataclass
@@ -313,7 +351,8 @@ def _search(
     ret_at = [0] * len(ops)
     for pos, e in enumerate(entries):
         (call_at if e.call else ret_at)[e.op] = pos
-    results = [op.result if _returned(op, cut) else UNKNOWN for op in ops]
+    returned = [_returned(op, cut) for op in ops]
+    results = [op.result if done else UNKNOWN for op, done in zip(ops, returned, strict=True)]
     names = [op.name for op in ops]
     values = [op.value for op in ops]
     step = model.step
@@ -345,19 +384,26 @@ def _search(
         e = entries[entry]
         if e.call:
             i = e.op
-            accepted, after = step(state, names[i], values[i], results[i])
-            if accepted:
-                key = (linearized | (1 << i), after)
-                if key not in seen:
-                    seen.add(key)
-                    stack.append((i, state))
-                    state, linearized = after, key[0]
-                    lift(i)
-                    if track and len(stack) > len(best):
-                        best = [j for j, _ in stack]
-                    entry = nxt[head]
-                    continue
+            try:
+                accepted, after = step(state, names[i], values[i], results[i])
+                fresh = accepted and (key := (linearized | (1 << i), after)) not in seen
+            except Exception as exc:  # the model could not take it: say which one
+                raise _refused(model, ops[i], exc) from exc
+            if fresh:
+                seen.add(key)
+                stack.append((i, state))
+                state, linearized = after, key[0]
+                lift(i)
+                if track and len(stack) > len(best):
+                    best = [j for j, _ in stack]
+                entry = nxt[head]
+                continue
             entry = nxt[entry]
+        elif not returned[e.op]:
+            # The returns at infinity come last, so every operation that
+            # returned is linearized: those that did not may never take
+            # effect, whether or not the model accepts them now.
+            break
         else:
             # A return whose operation is not linearized: undo the last choice.
             if not stack:
@@ -459,7 +505,7 @@ def linearizable(
     ops = [op for op in all_ops if op.status != FAIL]
     partition = getattr(m, "partition", None)
     parts = partition(ops) if partition is not None else [ops]
-    name = str(getattr(m, "name", type(m).__name__))
+    name = _model_name(m)
     budget = _Budget(timeout, max_steps)
     started = _real_clock()
 

@@ -9,6 +9,7 @@ variable or option and what would be right.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import math
 import os
 from collections.abc import Callable
@@ -88,14 +89,14 @@ def env_trace() -> int | None:
 
 def env_views(test: str, seed: int) -> tuple[str | None, str | None]:
     """Where a failing run's views go: its HTML timeline in the folder
-    ASKEW_TIMELINE names (a file per test and seed), its Chrome trace JSON
-    to the file ASKEW_TRACE_JSON names; None for one not asked for."""
+    ASKEW_TIMELINE names (a file per test and seed: see view_name), its
+    Chrome trace JSON to the file ASKEW_TRACE_JSON names; None for one not
+    asked for. `test` is the test function's qualified name."""
     folder = os.environ.get("ASKEW_TIMELINE", "").strip()
     trace_json = os.environ.get("ASKEW_TRACE_JSON", "").strip() or None
     timeline = None
     if folder:
-        name = "".join(c if c.isalnum() or c in "._-" else "_" for c in test)
-        timeline = os.path.join(folder, f"{name}-{seed}.html")
+        timeline = os.path.join(folder, f"{view_name(test)}-{seed}.html")
     return timeline, trace_json
 
 
@@ -105,6 +106,28 @@ def env_check_replay(default: bool) -> bool:
     under pytest and in `askew sweep`)."""
     raw = os.environ.get("ASKEW_CHECK_REPLAY", "")
     return parse_flag(raw, "ASKEW_CHECK_REPLAY") if raw.strip() else default
+
+
+_VIEW_NAME_MAX = 120  # characters of a test's name kept in its file's name
+
+
+def view_name(test: str) -> str:
+    """A test's name as its timeline's file name. Under pytest, when the
+    test running (PYTEST_CURRENT_TEST) is this function, its node id, so
+    that each parametrization and each file's test of one name gets its own
+    file: `tests/x.py::TestA::test_y[2-b]` is `tests.x.py.TestA.test_y[2-b]`.
+    Any other character a file name should not hold becomes "_", and then
+    a digest of the whole name follows, so two names never share a file."""
+    node = os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]  # "id (call)"
+    path, _sep, name = node.partition("::")
+    name = name.replace("::", ".")
+    if name == test or name.startswith(test + "["):
+        test = f"{path.replace('/', '.')}.{name}"
+    shown = "".join(c if c.isalnum() or c in "._-[]" else "_" for c in test)
+    if shown != test or len(shown) > _VIEW_NAME_MAX:
+        digest = hashlib.sha256(test.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        shown = f"{shown[:_VIEW_NAME_MAX]}-{digest}"
+    return shown
 
 
 def env_flag(name: str) -> bool:
@@ -316,6 +339,18 @@ def knob_text(value: object) -> str:
     return str(value)
 
 
+# The Makefile's and the test suite's own switches.
+_DEVELOPER_VARIABLES = frozenset(
+    {
+        "ASKEW_ASAN",
+        "ASKEW_SANITIZE",
+        "ASKEW_DEBUG_BUILD",
+        "ASKEW_FUZZ_PROGRAMS",
+        "ASKEW_RECORD_PINS",
+        "ASKEW_TEST_INSTALLED",
+    }
+)
+
 # Every ASKEW_* variable askew reads (the package, the preload, askew-exec)
 # and the developer's build and test switches: any other ASKEW_* name in the
 # environment is likely a typo, and the plugin warns naming the closest.
@@ -338,13 +373,7 @@ ENV_VARIABLES = frozenset(
         "ASKEW_DB",
         "ASKEW_COVERAGE",  # shrink3: askew/_explore/coverage.py
         *(variable for variable, _parse in KNOBS.values()),
-        # the Makefile's and the test suite's own
-        "ASKEW_ASAN",
-        "ASKEW_SANITIZE",
-        "ASKEW_DEBUG_BUILD",
-        "ASKEW_FUZZ_PROGRAMS",
-        "ASKEW_RECORD_PINS",
-        "ASKEW_TEST_INSTALLED",
+        *_DEVELOPER_VARIABLES,
     }
 )
 
@@ -364,6 +393,36 @@ def unknown_env_variables() -> list[str]:
         hint = f"did you mean {names[close[0]]}?" if close else "askew ignores it"
         warnings.append(f"askew does not read the environment variable {name}: {hint}")
     return warnings
+
+
+# The ASKEW_* variables whose value is free text (a path, the preload's and
+# the developer's switches): every other one askew reads, check_env parses.
+FREE_TEXT_VARIABLES = frozenset(
+    {
+        "ASKEW_TIMELINE",
+        "ASKEW_TRACE_JSON",
+        "ASKEW_DB",
+        "ASKEW_DEBUG",
+        "ASKEW_PRELOAD_UNRESOLVED",
+        *_DEVELOPER_VARIABLES,
+    }
+)
+
+
+def check_env() -> None:
+    """Parse every ASKEW_* value a run reads, so that a bad one is one
+    ValueError naming it when a session or a sweep starts (the plugin and
+    `askew sweep` call this), never a failure of each test that reads it."""
+    env_seed()
+    env_iterations()
+    env_seeds()
+    env_trace()
+    env_knobs()
+    env_shrink()
+    env_suppress()
+    env_check_replay(True)
+    for name in ("ASKEW_WRAP", "ASKEW_CHECK_DETERMINISM", "ASKEW_COVERAGE"):
+        env_flag(name)
 
 
 # ---- shrinking and fault analysis (askew/_explore/shrink.py) ----

@@ -364,6 +364,16 @@ def _pages(data: RunData) -> list[tuple[int, int]]:
     ]
 
 
+# The data goes into a <script> element, whose content HTML does not parse
+# as markup until a "</script" — except that "<!--" followed by "<script"
+# changes how that end tag is found. With every "<", ">" and "&" written as
+# a JSON escape, no payload can end the element, open a comment in it or
+# change the parse; U+2028/9 are escaped too (JSON allows them raw, older
+# JavaScript does not). The escapes are inside JSON strings (the only place
+# those characters occur), so JSON.parse reads the very text logged.
+_IN_SCRIPT = str.maketrans({c: f"\\u{ord(c):04x}" for c in ("<", ">", "&", "\u2028", "\u2029")})
+
+
 def html_page(data: RunData) -> str:
     """The timeline as one HTML document: data, script and style inline."""
     pages = _pages(data)
@@ -382,8 +392,7 @@ def html_page(data: RunData) -> str:
         "failure": data.failure,
         "pages": pages,
     }
-    # "</" cannot end the script element early once escaped.
-    blob = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    blob = json.dumps(payload, separators=(",", ":")).translate(_IN_SCRIPT)
     title = html.escape(data.title)
     return (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
@@ -502,7 +511,8 @@ def write(
         folder = os.path.dirname(path)
         if folder:
             os.makedirs(folder, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
+        # A test's name is the user's: a lone surrogate in it is written escaped.
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text())
         written.append(path)
     return written

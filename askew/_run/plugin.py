@@ -32,14 +32,10 @@ from .._loop import preload as _preload
 from .._loop.frames import PACKAGE_DIR
 from .._loop.settings import (
     KNOBS,
-    env_check_replay,
+    check_env,
     env_flag,
     env_iterations,
-    env_knobs,
-    env_seed,
     env_seeds,
-    env_shrink,
-    env_trace,
     knob_text,
     parse_positive_int,
     parse_seed,
@@ -170,8 +166,6 @@ def _configure_shrink(config: pytest.Config) -> None:
         text = config.getoption(option, None)
         if text is not None:
             os.environ[variable] = str(text)
-    env_shrink()  # a bad value is one usage error now, not one per failure
-    env_check_replay(True)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> None:
@@ -226,13 +220,11 @@ def _configure(config: pytest.Config) -> None:
         os.environ["ASKEW_ITERATIONS"] = str(
             parse_positive_int(str(iterations), "--askew-iterations")
         )
-    # A bad ASKEW_* value is one usage error now, not one failure per test.
-    env_seed()
-    env_iterations()
     given = {name: config.getoption("askew_" + name, None) for name in KNOBS}
     given = {name: text for name, text in given.items() if text is not None}
     seeds_text = config.getoption("askew_seeds", None)
-    if not (config.getoption("askew_wrap", False) or env_flag("ASKEW_WRAP")):
+    wrapping = config.getoption("askew_wrap", False) or env_flag("ASKEW_WRAP")
+    if not wrapping:
         # Only wrap mode sweeps base seeds; taking them silently would change nothing.
         if seeds_text is not None or os.environ.get("ASKEW_SEEDS", "").strip():
             raise pytest.UsageError(
@@ -245,7 +237,10 @@ def _configure(config: pytest.Config) -> None:
         for name, text in given.items():
             variable, parse = KNOBS[name]
             os.environ[variable] = knob_text(parse(text, _KNOB_OPTIONS[name]))
-        env_knobs()  # a bad ASKEW_* value is a usage error now, not in every test
+    # Every ASKEW_* value, the options' included, parsed: a bad one is one
+    # usage error now, before any test runs, not a failure of each test.
+    check_env()
+    if not wrapping:
         return
     options = {name: KNOBS[name][1](text, _KNOB_OPTIONS[name]) for name, text in given.items()}
     if seeds_text is not None:
@@ -413,7 +408,6 @@ def _configure_report(config: pytest.Config) -> None:
     if trace is not None:
         parsed = parse_trace(str(trace), "--askew-trace")
         os.environ["ASKEW_TRACE"] = "all" if parsed is None else str(parsed)
-    env_trace()
     for text in unknown_env_variables():
         config.issue_config_time_warning(pytest.PytestConfigWarning(text), stacklevel=2)
     if not config.pluginmanager.has_plugin(_PLUGIN_NAME + "-report"):

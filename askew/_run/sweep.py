@@ -8,32 +8,37 @@ each chunk in a local worker process (or a Dask distributed task, with
 --cluster) through askew._run.runner.run_iterations, the runner's own code path,
 so every iteration runs the seed and the code a pytest run of the test
 would. Failures stream back as chunks finish and are grouped by signature
-(exception type and the user's line). It never runs an iteration in the
-parent process and never reads the host clock inside one; askew/__main__.py
-calls main().
+(exception type and the user's line). Where chunks run, and what happens
+when a worker dies, is askew/_run/workers.py. It never runs an iteration
+in the parent process and never reads the host clock inside one;
+askew/__main__.py calls main().
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as futures
-import gc
 import importlib
-import inspect
-import multiprocessing
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._loop.config import SEED_LIMIT
-from .._loop.settings import env_seed
+from .._loop.settings import check_env, env_seed
 from .._report.report import replay_command
+from .workers import (
+    ChunkResult,
+    DaskPool,
+    Failure,
+    LocalPool,
+    SweepError,
+    UsageError,
+    drive,
+    resolve,
+)
 
 if TYPE_CHECKING:
     from .._explore.buggify import Summary
@@ -41,10 +46,6 @@ if TYPE_CHECKING:
 USAGE_EXIT = 2
 _CHUNK_MIN, _CHUNK_MAX = 16, 256  # iterations per task: see chunks()
 _CONNECT_TIMEOUT = "5s"  # for a --cluster scheduler to answer
-
-
-class UsageError(Exception):
-    """A bad command line or test id; the message names the bad value."""
 
 
 # ---- the command line -------------------------------------------------------
@@ -162,56 +163,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     return Options(ns.test_id, ns.seeds, ns.base, workers, ns.shard, ns.first, ns.cluster)
 
 
-# ---- the test ---------------------------------------------------------------
-
-
-def _import_path(path: Path) -> Any:
-    """Import a test file as pytest's "prepend" mode does: the directory above
-    its topmost package (or its own directory) goes first on sys.path."""
-    root = path.parent
-    names = [path.stem]
-    while (root / "__init__.py").is_file():
-        names.insert(0, root.name)
-        root = root.parent
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    return importlib.import_module(".".join(names))
-
-
-def resolve(test_id: str) -> Callable[..., Any]:
-    """The @askew.simulate test a pytest node id names, bound to an instance
-    for a method of a test class; UsageError if there is none."""
-    file, sep, rest = test_id.partition("::")
-    if not sep or not rest:
-        raise UsageError(f"test id {test_id!r} must be path/to/test_x.py::test_name")
-    if "[" in rest:
-        raise UsageError(f"test id {test_id!r}: parametrized tests cannot be swept")
-    path = Path(file).resolve()
-    if not path.is_file() or path.suffix != ".py":
-        raise UsageError(f"test id {test_id!r}: no Python file {file!r}")
-    try:
-        obj = _import_path(path)
-    except Exception as exc:
-        raise UsageError(f"test id {test_id!r}: importing {file} failed: {exc!r}") from exc
-    owner: Any = None
-    for name in rest.split("::"):
-        if inspect.isclass(obj):
-            owner = obj
-        obj = getattr(obj, name, None)
-        if obj is None:
-            raise UsageError(f"test id {test_id!r}: {file} has no {name!r}")
-    spec = getattr(obj, "_askew_spec", None)
-    if spec is None or not callable(obj):
-        raise UsageError(f"test id {test_id!r} is not an @askew.simulate test")
-    if owner is not None:
-        obj = obj.__get__(owner(), owner)
-    fixtures = [p for p in inspect.signature(obj).parameters if p != "self"]
-    if fixtures:
-        raise UsageError(
-            f"test id {test_id!r} takes pytest fixtures ({', '.join(fixtures)}): "
-            "askew sweep runs tests that take only the world"
-        )
-    return obj  # type: ignore[no-any-return]
+# ---- the iterations ---------------------------------------------------------
 
 
 def shard_range(seeds: int, shard: tuple[int, int] | None) -> tuple[int, int]:
@@ -235,87 +187,6 @@ def chunks(start: int, stop: int, workers: int) -> Iterator[tuple[int, int]]:
         yield a, min(a + size, stop)
 
 
-# ---- one worker -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One failing iteration, as the parent prints and groups it."""
-
-    iteration: int
-    seed: int
-    signature: str
-    headline: str
-    replays_alone: bool | None = None  # None: not checked (ASKEW_CHECK_REPLAY=0)
-
-
-@dataclass
-class ChunkResult:
-    start: int
-    stop: int
-    failures: list[Failure]
-    coverage: Summary
-    cpu: float  # CPU seconds the worker spent on the chunk
-    edges: int = 0  # shrink3: its runs' interleaving coverage (ASKEW_COVERAGE)
-
-
-_test: Callable[..., Any] | None = None
-
-
-def _worker_init(test_id: str, cwd: str) -> None:
-    global _test
-    # Ctrl-C on a terminal reaches the whole process group: the parent
-    # alone handles it (it stops the sweep and prints what ran).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.chdir(cwd)
-    _test = resolve(test_id)
-
-
-def _run_chunk(base: int, start: int, stop: int) -> ChunkResult:
-    from .runner import run_iterations
-
-    assert _test is not None
-    # Read outside the runs: inside one, askew's scope makes time virtual.
-    began = time.process_time()
-    # A worker's heap that is not the test's (a Dask worker's: ~57,000
-    # objects) is frozen first, so that the runner's collections inside the
-    # range scan only what is new. Its garbage is left to the collections
-    # between chunks (the runner unfreezes everything at the range's end).
-    gc.freeze()
-    edges: list[int] = []
-    outcomes, coverage = run_iterations(_test, base, start, stop, edges)
-    cpu = time.process_time() - began
-    failures = [
-        Failure(o.iteration, o.seed, o.signature or "", o.headline or "", o.replays_alone)
-        for o in outcomes
-        if o.headline is not None
-    ]
-    return ChunkResult(start, stop, failures, coverage, cpu, edges[0] if edges else 0)
-
-
-_cluster_tests: dict[tuple[str, str], Callable[..., Any]] = {}
-_cluster_lock = threading.Lock()
-
-
-def _cluster_chunk(test_id: str, cwd: str, base: int, start: int, stop: int) -> ChunkResult:
-    """A chunk on a Dask worker: the test resolved from the sweep's working
-    directory (the same path there) once per worker process. One chunk at a
-    time per process: a simulation owns its process's askew state, and a
-    Dask worker may run several tasks in threads."""
-    global _test
-    with _cluster_lock:
-        here = os.getcwd()
-        os.chdir(cwd)  # node ids, signatures and replay paths are cwd-relative
-        try:
-            key = (test_id, cwd)
-            if key not in _cluster_tests:
-                _cluster_tests[key] = resolve(test_id)
-            _test = _cluster_tests[key]
-            return _run_chunk(base, start, stop)
-        finally:
-            os.chdir(here)
-
-
 # ---- the parent -------------------------------------------------------------
 
 
@@ -332,7 +203,8 @@ class SweepResult:
     coverage: Summary | None = None  # the chunks' merged
     stopped: bool = False  # --first stopped it early
     cpu: float = 0.0  # CPU seconds the workers spent running iterations
-    interrupted: bool = False  # Ctrl-C stopped it
+    interrupted: bool = False  # Ctrl-C (or SIGTERM) stopped it
+    terminated: bool = False  # SIGTERM stopped it
     # shrink3: interleaving coverage (ASKEW_COVERAGE=1): the union of the
     # chunks' maps, and (runs, edges) as chunks came back.
     edges: int = 0
@@ -368,10 +240,7 @@ def _merge(total: Summary | None, part: Summary) -> Summary:
 def _default_base(test: Callable[..., Any]) -> int:
     """Without --base: ASKEW_SEED (as `askew-exec --seed` sets it), else the
     decorator's seed, else a fresh one, as a pytest run picks its base."""
-    try:
-        seed = env_seed()
-    except (TypeError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+    seed = env_seed()
     if seed is None:
         seed = test._askew_spec.seed  # type: ignore[attr-defined]
     if seed is None:
@@ -416,9 +285,16 @@ def progress_text(done: int, total: int, failures: int, elapsed: float) -> str:
 
 
 def run_sweep(
-    options: Options, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr
+    options: Options, out: IO[str] | None = None, err: IO[str] | None = None
 ) -> SweepResult:
-    """Run the sweep `options` describe, printing to `out` as failures arrive."""
+    """Run the sweep `options` describe, printing to `out` (stdout) as
+    failures arrive, notes and the progress line to `err` (stderr)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    try:
+        check_env()  # a bad ASKEW_* value: one usage error, before any worker starts
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     test = resolve(options.test_id)  # a usage error here, before any worker starts
     base = options.base if options.base is not None else _default_base(test)
     start, stop = shard_range(options.seeds, options.shard)
@@ -442,61 +318,21 @@ def run_sweep(
         if options.cluster is not None:
             _on_cluster(options, result, collector)
         else:
-            _on_local_processes(options, result, collector)
-    except KeyboardInterrupt:
+            pool = LocalPool(options.workers, options.test_id)
+            try:
+                drive(pool, base, chunks(start, stop, options.workers), collector)
+            finally:
+                pool.close()
+    except KeyboardInterrupt as exc:
         result.interrupted = True  # the summary says what ran
+        result.terminated = isinstance(exc, Terminated)
     finally:
         collector.close()
     return result
 
 
-class WorkersDied(Exception):
-    """Worker processes kept dying: the iterations named were not run."""
-
-
-_LOCAL_RETRIES = 3  # pools broken by a dying worker before a sweep gives up (Dask's default)
-
-
-def _on_local_processes(options: Options, result: SweepResult, collector: _Collector) -> None:
-    """The chunks on a pool of local processes. A worker that dies breaks
-    the pool: the chunks not yet finished are run again on a new one, so
-    no iteration is lost, up to _LOCAL_RETRIES times."""
-    # Workers start from a fresh interpreter (forkserver: nothing of this
-    # process is inherited, and no fork of a threaded parent); str and bytes
-    # hash order is fixed in them as askew-exec fixes it, unless set.
-    os.environ.setdefault("PYTHONHASHSEED", "0")
-    context = multiprocessing.get_context("forkserver")
-    # The server imports askew's runner once; each worker forks with it loaded.
-    context.set_forkserver_preload(["askew._run.runner"])
-    todo = list(chunks(result.start, result.stop, options.workers))
-    for attempt in range(_LOCAL_RETRIES + 1):
-        with futures.ProcessPoolExecutor(
-            options.workers,
-            mp_context=context,
-            initializer=_worker_init,
-            initargs=(options.test_id, os.getcwd()),
-        ) as pool:
-            starts = {pool.submit(_run_chunk, result.base, a, b): a for a, b in todo}
-            try:
-                _gather(starts, collector, futures.wait)
-                return
-            except futures.process.BrokenProcessPool:
-                todo = [(a, b) for a, b in todo if a not in collector.taken]
-                lost = ", ".join(f"[{a}, {b})" for a, b in todo)
-                if attempt == _LOCAL_RETRIES or result.stopped:
-                    raise WorkersDied(
-                        f"worker processes died {attempt + 1} times; iterations {lost} were not run"
-                    ) from None
-                collector.note(f"a worker process died; running iterations {lost} again")
-            finally:
-                for future in starts:
-                    future.cancel()
-
-
 def _on_cluster(options: Options, result: SweepResult, collector: _Collector) -> None:
-    """The chunks as Dask tasks. The scheduler re-runs the task of a worker
-    that dies (up to distributed.scheduler.allowed-failures times), so a
-    dead worker loses no iteration."""
+    """The chunks as tasks of the Dask cluster at options.cluster (see DaskPool)."""
     try:
         # Typed as Any: distributed is optional and ships no complete hints.
         distributed: Any = importlib.import_module("distributed")
@@ -505,44 +341,25 @@ def _on_cluster(options: Options, result: SweepResult, collector: _Collector) ->
             "--cluster needs Dask distributed: pip install 'askew-dst[cluster]'"
         ) from None
     try:
+        # A client connects and listens on nothing: the sweep binds no address.
         client = distributed.Client(options.cluster, timeout=_CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
         raise UsageError(
             f"--cluster {options.cluster!r}: no Dask scheduler reachable there ({exc})"
         ) from None
     with client:
-        workers = max(1, sum(client.nthreads().values()))
-        starts = {
-            client.submit(
-                _cluster_chunk, options.test_id, os.getcwd(), result.base, a, b, pure=False
-            ): a
-            for a, b in chunks(result.start, result.stop, workers)
-        }
-        try:
-            _gather(starts, collector, distributed.wait)
-        finally:
-            client.cancel(list(starts))
+        pool = DaskPool(client, distributed, options.test_id)
+        pieces = chunks(result.start, result.stop, pool.threads)
+        drive(pool, result.base, pieces, collector)
 
 
-def _gather(starts: dict[Any, int], collector: _Collector, wait: Callable[..., Any]) -> None:
-    """Hand each chunk to the collector as it finishes. Chunks start in
-    order, so once one fails under --first only the chunks before it can
-    hold an earlier failure: those are awaited and the rest dropped, and the
-    sweep reports the first failing iteration of all, as one process would.
-    `starts` maps each chunk's future (a local or a Dask one) to its start."""
-    pending = set(starts)
-    stop_at: int | None = None
-    while pending:
-        # concurrent.futures.wait or distributed.wait: (done, not done)
-        done, pending = wait(pending, return_when="FIRST_COMPLETED")
-        pending = set(pending)
-        for future in sorted(done, key=starts.__getitem__):
-            if future.cancelled() or (stop_at is not None and starts[future] > stop_at):
-                continue
-            if collector.take(future.result()) and stop_at is None:
-                stop_at = starts[future]
-                pending = {f for f in pending if starts[f] < stop_at}
-    collector.finish()
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI timeout, `kill PID`): the sweep stops as after Ctrl-C,
+    prints what ran, and exits 143."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 _SHOWN_PER_SIGNATURE = 10  # failures printed as they arrive; the rest are counted
@@ -560,14 +377,13 @@ class _Collector:
         self.err = err
         self.progress = _Progress(result.stop - result.start, err)
         self.shown: dict[str, int] = {}
-        self.taken: set[int] = set()  # the starts of the chunks taken
 
     def take(self, chunk: ChunkResult) -> bool:
         result = self.result
-        self.taken.add(chunk.start)
         result.ran += chunk.stop - chunk.start
         result.cpu += chunk.cpu
-        result.coverage = _merge(result.coverage, chunk.coverage)
+        if chunk.coverage is not None:
+            result.coverage = _merge(result.coverage, chunk.coverage)
         if chunk.edges:  # shrink3
             result.edges |= chunk.edges
             result.edge_growth.append((result.ran, result.edges.bit_count()))
@@ -622,6 +438,8 @@ class _Collector:
 def _alone_line(failure: Failure) -> str:
     """Whether the seed was checked to replay alone: a sweep prints no seed
     as reproducible that it did not check."""
+    if failure.signature.startswith("worker process died"):
+        return "  replays alone: not checked (it killed its worker)"
     if failure.replays_alone is None:
         return "  replays alone: not checked (ASKEW_CHECK_REPLAY=0)"
     if failure.replays_alone:
@@ -635,7 +453,7 @@ def summary(result: SweepResult) -> str:
         f"askew sweep summary: {result.ran:,} of iterations [{result.start}, {result.stop}) "
         f"run from base seed {result.base}"
         + (" (stopped at the first failure)" if result.stopped else "")
-        + (" (interrupted)" if result.interrupted else "")
+        + (" (terminated)" if result.terminated else " (interrupted)" if result.interrupted else "")
     ]
     groups = result.groups()
     if not groups:
@@ -670,15 +488,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = parse_args(args)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
+    # SIGTERM (a CI timeout, `kill PID`) stops the sweep as Ctrl-C does: the
+    # summary is printed and the workers end with it.
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = run_sweep(options)
     except UsageError as exc:
         sys.stderr.write(f"askew sweep: error: {exc}\n")
         return USAGE_EXIT
-    except WorkersDied as exc:
+    except SweepError as exc:
         sys.stderr.write(f"askew sweep: {exc}\n")
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(summary(result), flush=True)
-    if result.interrupted:
-        return 130  # the shell's status for SIGINT
+    if result.interrupted:  # the shell's status for the signal
+        return 128 + (signal.SIGTERM if result.terminated else signal.SIGINT)
     return 1 if result.failures else 0

@@ -46,7 +46,7 @@ class WrapPlugin:
         self.run: WrappedRun | None = None
         self.failures: list[tuple[str, int, int]] = []  # (nodeid, base, seed)
         self.kept: dict[str, int] = {}  # a suite's own loop class -> tests that used it
-        self._ast_cache = _SessionAstCache()
+        self._statements = _StatementCache()
 
     def _begin(self, item: pytest.Item, base: int) -> WrappedRun:
         self.run = WrappedRun(item.nodeid, base, self.config)
@@ -65,10 +65,10 @@ class WrapPlugin:
         )
 
     def pytest_sessionstart(self) -> None:
-        self._ast_cache.install()
+        self._statements.install()
 
     def pytest_unconfigure(self) -> None:
-        self._ast_cache.uninstall()
+        self._statements.uninstall()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -299,23 +299,34 @@ def _failed_subtest_counts(config: pytest.Config) -> dict[Any, int] | None:
     return counts
 
 
-class _SessionAstCache:
-    """Parse each source file once per session while formatting failures.
+class _StatementCache:
+    """Parse each source file once per session while formatting failures,
+    and keep of the parse only what pytest reads: the sorted line numbers
+    of its statements.
 
     pytest re-parses and walks the whole module of every traceback entry
     for every failure report (its AST cache lives for one report); a
     wrapped suite that fails hundreds of tests through anyio's or
-    asyncio's large modules spent most of its time there. The cache is
-    keyed by the source text itself, so a changed file is parsed anew, and
-    it is installed only if pytest's function still has the signature it
-    is written against: otherwise failures format as slowly as stock.
+    asyncio's large modules spent most of its time there. Keeping the
+    parsed modules for the session cost more than it saved in a suite that
+    collects garbage often: a large module's AST is some 100,000 objects
+    the collector walks at every collection, and aiohttp's suite calls
+    gc.collect() after each test (98 s of CPU wrapped against 54 stock).
+    A tuple of ints is one object the collector soon stops tracking. The
+    line numbers go back to pytest on a stand-in node: its memo of them
+    (pytest 9.2's `_statement_linenos`), or one `pass` per statement line
+    for a pytest that walks the node. Keyed by the source text, so a
+    changed file is parsed anew; installed only if pytest's function
+    still has the signature it is written against and the stand-in gives
+    the ranges a parse does on a sample (otherwise failures format as
+    slowly as stock).
     """
 
-    _MAX_FILES = 64  # an AST of a 3,000-line module is a few MB
+    _MAX_FILES = 256  # a tuple of a module's statement lines is a few KB
 
     def __init__(self) -> None:
         self._names = NameSwap()
-        self._asts: dict[str, ast.AST] = {}
+        self._lines: dict[str, tuple[int, ...]] = {}
         self.parsed = 0  # sources parsed since install (for the tests)
 
     def install(self) -> None:
@@ -331,37 +342,127 @@ class _SessionAstCache:
             "astnode",
         ]:
             return
-        cached = self._wrap(original)
+        memo = vars(source).get("_statement_linenos")
+        cached = self._wrap(original, memo)
+        if not _same_ranges(original, cached, source.Source):
+            return
+        self._lines.clear()
+        self.parsed = 0
         for module in (source, code):
             if vars(module).get("getstatementrange_ast") is original:
                 self._names.set(module, "getstatementrange_ast", cached)
 
     def uninstall(self) -> None:
         self._names.undo()
-        self._asts.clear()
+        self._lines.clear()
 
-    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        asts = self._asts
+    def _wrap(
+        self, original: Callable[..., Any], memo: Callable[[ast.AST], list[int]] | None
+    ) -> Callable[..., Any]:
+        lines = self._lines
+        stand_in = _memo_stand_in if memo is not None else _walked_stand_in
 
         def getstatementrange_ast(
             lineno: int, source: Any, assertion: bool = False, astnode: ast.AST | None = None
         ) -> Any:
             if astnode is None:
                 text = "\n".join(source.lines)  # what pytest parses: str(source)
-                astnode = asts.get(text)
-                if astnode is None:
+                known = lines.get(text)
+                if known is None:
                     try:
-                        result = original(lineno, source, assertion)
+                        tree, start, end = original(lineno, source, assertion)
                     except SystemError:
                         # CPython 3.11's "AST constructor recursion depth
                         # mismatch" on a deep file: show the one line
                         # rather than end the session in an INTERNALERROR.
                         return ast.Module(body=[], type_ignores=[]), lineno, lineno + 1
                     self.parsed += 1
-                    if len(asts) >= self._MAX_FILES:
-                        del asts[next(iter(asts))]
-                    asts[text] = result[0]
-                    return result
+                    if len(lines) >= self._MAX_FILES:
+                        del lines[next(iter(lines))]
+                    known = lines[text] = tuple(memo(tree) if memo else _statement_lines(tree))
+                    return stand_in(known), start, end
+                astnode = stand_in(known)
             return original(lineno, source, assertion, astnode)
 
         return getstatementrange_ast
+
+
+def _statement_lines(tree: ast.AST) -> list[int]:
+    """The sorted 0-based line numbers pytest (before 9.2) finds in a
+    module: each statement's and except clause's, its decorators', and the
+    line before a finally or else block."""
+    values = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.stmt, ast.ExceptHandler)):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                values += [d.lineno - 1 for d in node.decorator_list]
+            values.append(node.lineno - 1)
+            for name in ("finalbody", "orelse"):
+                block = getattr(node, name, None)
+                if block:
+                    values.append(block[0].lineno - 2)
+    return sorted(values)
+
+
+def _memo_stand_in(lines: tuple[int, ...]) -> ast.AST:
+    node = ast.Module(body=[], type_ignores=[])
+    node._pytest_statement_linenos = list(lines)  # type: ignore[attr-defined]
+    return node
+
+
+def _walked_stand_in(lines: tuple[int, ...]) -> ast.AST:
+    # Made for one call and dropped: nothing of it outlives the report.
+    body: list[ast.stmt] = [ast.Pass(lineno=n + 1, col_offset=0) for n in lines]
+    return ast.Module(body=body, type_ignores=[])
+
+
+_SAMPLE = """\
+import functools
+
+
+@functools.cache
+@functools.wraps(print)
+def decorated(a,
+              b):
+    try:
+        x = (a +
+             b)
+    except ValueError:  # a comment
+        pass
+    else:
+
+        x = 2
+    finally:
+        x = 3
+    for i in range(3):
+        x += i
+    else:
+        x -= 1
+    while x:
+        x = 0
+    else:
+        pass
+    with open("f") as f:
+        return f.read()
+
+
+class C:
+    async def m(self):
+        async for y in self:
+            await y
+        return [
+            z for z in ()
+        ]
+"""
+
+
+def _same_ranges(original: Callable[..., Any], cached: Callable[..., Any], make: Any) -> bool:
+    """Whether the cached function gives every line of a sample the range
+    a parse gives it, first and cached alike."""
+    sample = make(_SAMPLE)
+    lines = range(len(sample.lines))
+    try:
+        want = [original(n, sample)[1:] for n in lines]
+        return all([cached(n, sample)[1:] for n in lines] == want for _ in range(2))
+    except Exception:
+        return False

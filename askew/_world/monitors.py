@@ -86,7 +86,9 @@ class _Eventually:
         what = f"eventually {self.name!r} ({_describe(self._predicate)})"
         try:
             ok = bool(self._predicate())
-        except Exception as exc:
+        except (KeyboardInterrupt, SystemExit):
+            raise  # a request to stop, as from any callback
+        except BaseException as exc:  # CancelledError, GeneratorExit, the user's own
             self._fail(PropertyViolation(f"{what}: the predicate raised {exc!r}"), exc)
             return
         now = w.now
@@ -139,15 +141,23 @@ class _AlwaysSet:
     def __init__(self, world: World) -> None:
         self._world = world
         self.checks: list[_Always] = []
+        self._stopped = False  # a predicate raised KeyboardInterrupt or SystemExit
 
     def __call__(self) -> None:
         w = self._world
-        if w._ended or w._failure is not None:
+        if w._ended or w._failure is not None or self._stopped:
             return
         for check in tuple(self.checks):
             try:
                 ok = bool(check.predicate())
-            except Exception as exc:
+            except (KeyboardInterrupt, SystemExit):
+                # A request to stop, not a verdict on the run: it goes up as
+                # from any step, and the checks stay quiet while the run
+                # ends (a predicate raising again there would abort the
+                # teardown and leave its tasks and coroutines unfinished).
+                self._stopped = True
+                raise
+            except BaseException as exc:  # CancelledError, GeneratorExit, the user's own
                 self._fail(check, "raised " + safe_repr(exc), exc)
             if not ok:
                 self._fail(check, "did not hold", None)

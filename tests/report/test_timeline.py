@@ -6,6 +6,8 @@ the page without errors and draws what the run did."""
 from __future__ import annotations
 
 import html
+import html.parser
+import importlib.util
 import inspect
 import json
 import os
@@ -20,6 +22,7 @@ import pytest
 from conftest import run_pytest
 
 import askew
+from askew._loop import settings
 from askew._report import timeline as _timeline
 
 RECEIVED: list[int] = []
@@ -76,7 +79,7 @@ def _views(tmp_path: Path, test: Any, seed: int = 7) -> tuple[str, dict[str, Any
 def _page_data(page: str) -> dict[str, Any]:
     blob = re.search(r"<script type='application/json' id=data>(.*?)</script>", page, re.S)
     assert blob is not None
-    return json.loads(blob.group(1).replace("<\\/", "</"))  # type: ignore[no-any-return]
+    return json.loads(blob.group(1))  # type: ignore[no-any-return]
 
 
 def test_the_timeline_pairs_every_delivered_message_with_its_send(tmp_path: Path) -> None:
@@ -180,11 +183,62 @@ def test_the_pytest_options_write_a_failing_runs_views(tmp_path: Path) -> None:
             assert world.now < 0
     """
     proc = run_pytest(tmp_path, source, "--askew-timeline=views", "--askew-trace-json=t.json")
-    page = tmp_path / "views" / "test_fails-5.html"
+    page = tmp_path / "views" / "test_mod.py.test_fails-5.html"
     assert f"timeline: {page}" in proc.stdout, proc.stdout
     assert f"trace json: {tmp_path / 't.json'}" in proc.stdout
     assert page.exists()
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+def test_each_parametrization_and_each_file_of_a_failing_test_keeps_its_own_timeline(
+    tmp_path: Path,
+) -> None:
+    # One name, one seed: three parameters (two that differ only in a
+    # character a file name cannot hold), a class's method, another file.
+    source = """
+        import askew, pytest
+
+        @pytest.mark.parametrize("p", ["a/b", "a b", "plain"])
+        @askew.simulate(seed=5, iterations=1)
+        async def test_fails(world, p):
+            world.log.emit(f"param {p}")
+            assert world.now < 0
+
+        class TestGroup:
+            @askew.simulate(seed=5, iterations=1)
+            async def test_fails(self, world):
+                world.log.emit("in the class")
+                assert world.now < 0
+    """
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "test_other.py").write_text(
+        "import askew\n\n@askew.simulate(seed=5, iterations=1)\n"
+        "async def test_fails(world):\n    world.log.emit('other file')\n    assert world.now < 0\n"
+    )
+    proc = run_pytest(tmp_path, source, "--askew-timeline=views", "sub/test_other.py")
+    assert proc.returncode == 1, proc.stdout
+    pages = sorted((tmp_path / "views").iterdir())
+    assert len(pages) == 5, [p.name for p in pages]
+    assert tmp_path / "views" / "test_mod.py.test_fails[plain]-5.html" in pages
+    assert tmp_path / "views" / "test_mod.py.TestGroup.test_fails-5.html" in pages
+    assert tmp_path / "views" / "sub.test_other.py.test_fails-5.html" in pages
+    emitted = set()
+    for page in pages:
+        assert f"timeline: {page}" in proc.stdout  # each report names its own file
+        (text,) = [e[3] for e in _page_data(page.read_text())["events"] if e[2] == "world"]
+        emitted.add(text)
+    assert emitted == {"param a/b", "param a b", "param plain", "in the class", "other file"}
+
+
+def test_a_timeline_name_never_outgrows_a_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASKEW_TIMELINE", str(tmp_path))
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", f"t.py::test_x[{'p' * 300}] (call)")
+    page, _ = settings.env_views("test_x", 2**64 - 1)
+    assert page is not None and len(os.path.basename(page)) < 200
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", f"t.py::test_x[{'p' * 299}q] (call)")
+    assert settings.env_views("test_x", 2**64 - 1)[0] != page
 
 
 def test_views_leave_the_trace_of_the_run_unchanged(tmp_path: Path) -> None:
@@ -271,6 +325,119 @@ def test_the_page_escapes_what_the_run_logged(tmp_path: Path) -> None:
     assert "</script><b>x" not in text
     assert any("</script><b>x" in e[3] for e in _page_data(text)["events"])
     assert _timeline.PAGE_EVENTS > 0
+
+
+# Markup that would end the data's script element, open a comment or a
+# script in it, end a CDATA section, start an entity, end a JavaScript line
+# or a string: in every field the page shows.
+HOSTILE = "</script><!--<script>alert(1)</script>]]>&amp;<b>\u2028\u2029'\"`${x}"
+
+HOSTILE_NODES = """
+import dataclasses
+
+@dataclasses.dataclass(frozen=True)
+class Payload:
+    def __repr__(self):
+        return HOSTILE
+
+async def hostile_node(node):
+    node.emit(HOSTILE)
+    await node.send(1 - node.id, Payload())
+    await node.recv()
+
+async def hostile_run(world):
+    world.log.emit(HOSTILE)
+    world.spawn(hostile_node)
+    world.spawn(hostile_node)
+    await world.clock.advance(1)
+    assert False, HOSTILE
+"""
+
+
+class _Parsed(html.parser.HTMLParser):
+    """The elements a page parses into, and the text of its scripts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.scripts: list[str] = []
+        self.title = ""
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self.tags.append(tag)
+        self._in = tag
+
+    def handle_endtag(self, tag: str) -> None:
+        self.tags.append("/" + tag)
+        self._in = None
+
+    def handle_comment(self, data: str) -> None:
+        self.tags.append("<!--")
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "script":
+            self.scripts.append(data)
+        elif self._in == "title":
+            self.title += data
+
+
+def _hostile_page(tmp_path: Path) -> Path:
+    """A failing run whose every shown field holds HOSTILE: the test's name,
+    payloads, events, the failure, the await sites' files and functions."""
+    folder = tmp_path / "<!--<script>"
+    folder.mkdir()
+    source = folder / "]]>&amp;<b>.py"
+    source.write_text(f"HOSTILE = {HOSTILE!r}\n{HOSTILE_NODES}")
+    spec = importlib.util.spec_from_file_location("hostile_nodes", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for fn in (module.hostile_node, module.hostile_run):
+        fn.__code__ = fn.__code__.replace(co_qualname=HOSTILE)
+    module.hostile_run.__qualname__ = HOSTILE
+    page = tmp_path / "hostile.html"
+    with pytest.raises(askew.SimulationFailure):
+        askew.Replay.run(module.hostile_run, seed=2, timeline=str(page))
+    return page
+
+
+def test_no_payload_changes_how_the_page_parses(tmp_path: Path) -> None:
+    page = _hostile_page(tmp_path)
+    text = page.read_text()
+    innocent = tmp_path / "plain.html"
+    askew.Replay.run(_known_run, seed=2, timeline=str(innocent))
+    parsed, plain = _Parsed(), _Parsed()
+    parsed.feed(text)
+    plain.feed(innocent.read_text())
+    # The same elements as a page of an innocent run: the hostile text
+    # opened, closed and commented out nothing.
+    assert parsed.tags == plain.tags and "<!--" not in parsed.tags
+    assert parsed.title == f"askew timeline: {HOSTILE} seed=2"
+    blob = parsed.scripts[0]
+    assert not set(blob) & set("<>&\u2028\u2029")
+    data = json.loads(blob)
+    # ...and the page's data holds each field exactly as logged.
+    assert data["failure"][1] == HOSTILE.splitlines()[0]  # its first line: U+2028 ends it
+    assert sum(e[3].endswith(HOSTILE) for e in data["events"]) == 3  # the world's, each node's
+    delivered = [m for m in data["messages"] if m[5] == "delivered"]
+    assert len(delivered) == 2  # each payload's repr, cut short as the page cuts it
+    assert all("<!--<script>" in m[4] and HOSTILE.startswith(m[4][:-3]) for m in delivered)
+    sites = [m[6] for m in delivered] + [m[7] for m in delivered]
+    sites += [e[4] for e in data["events"] if e[3].endswith(HOSTILE) and e[2] != "assert"]
+    assert len(sites) == 7
+    assert all("<!--<script>" in s and "]]>&amp;<b>.py:" in s for s in sites)
+    assert all(s.endswith(f" in {HOSTILE}") for s in sites)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+def test_chromium_draws_a_run_of_hostile_text_as_text(tmp_path: Path) -> None:
+    page = _hostile_page(tmp_path)
+    drawn, stderr, dom = _load_in_chromium(page)
+    assert drawn["errors"] == [] and drawn["lanes"] == 3 and drawn["arrows"] == 2
+    assert [line for line in stderr.splitlines() if ":CONSOLE" in line] == []
+    assert dom.count("<b>") == 1  # the header's own: the hostile ones stayed text
+    assert "alert(1)</script>" not in dom
 
 
 async def _tcp_server(node: Any) -> None:

@@ -6,16 +6,21 @@ passing PASSES_TO_FORGET sessions."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import random
 import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_pytest
 
+from askew._run import seeddb
 from askew._run.seeddb import PASSES_TO_FORGET, SeedDB, locate
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -100,7 +105,7 @@ def test_record_keeps_the_newest_failure_last_and_counts_passes(tmp_path: Path) 
 def test_an_unreadable_database_file_counts_as_empty(tmp_path: Path) -> None:
     db = SeedDB(tmp_path)
     db.record("t", 5, [])
-    (file,) = (tmp_path / "seeds").iterdir()
+    (file,) = (tmp_path / "seeds").glob("*.json")
     file.write_text("{not json")
     assert db.seeds("t") == []
     file.write_text('{"test": "another node id", "seeds": [[1, 0]]}')
@@ -143,3 +148,152 @@ def test_lf_seed_runs_first_then_the_database_seeds_then_the_sweep(tmp_path: Pat
     assert db.seeds(NODEID) == [2, failing]
     assert session("--lf")[:1] == [failing]  # --lf's seed before the database's
     assert session()[:2] == [2, failing]  # without --lf: the database's, oldest first
+
+
+# ---- a cache, never a reason to fail: whatever the files hold, whoever writes
+
+
+def _file_of(db: SeedDB, nodeid: str) -> Path:
+    db.record(nodeid, 1, [])
+    (path,) = (db.root / "seeds").glob("*.json")
+    return path
+
+
+def _hostile_value(rng: random.Random, depth: int = 0) -> Any:
+    """A JSON value of any shape, with the integers a seed cannot be."""
+    kind = rng.randrange(9 if depth < 4 else 6)
+    if kind == 0:
+        return rng.choice([-1, 2**64, 2**64 + 5, -(2**70), 0, 7, 2**64 - 1, PASSES_TO_FORGET])
+    if kind == 1:
+        return rng.choice([True, False, None, 1.5, float("1e308"), "7", ""])
+    if kind == 2:
+        return [rng.choice([-1, 0, 3, 2**64]), rng.choice([0, 1, -1, 2, 99, True])]
+    if kind == 3:
+        return rng.randrange(2**64)
+    if kind == 4:
+        return "\ud800" if rng.random() < 0.5 else "x" * rng.randrange(50)
+    if kind == 5:
+        return [rng.randrange(2**64), rng.randrange(PASSES_TO_FORGET)]
+    if kind == 6:
+        return [_hostile_value(rng, depth + 1) for _ in range(rng.randrange(5))]
+    if kind == 7:
+        return {"test": "t", "seeds": [_hostile_value(rng, depth + 1) for _ in range(3)]}
+    return {str(rng.random()): _hostile_value(rng, depth + 1)}
+
+
+def _hostile_contents(rng: random.Random) -> bytes:
+    kind = rng.randrange(6)
+    if kind == 0:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(200)))
+    if kind == 1:
+        depth = rng.choice([1000, 10**5, 10**6])
+        return b"[" * depth + b"]" * depth  # past the parser's recursion limit
+    if kind == 2:
+        return b'{"test": "t", "seeds": ' + b"[" * 10**5 + b"]" * 10**5 + b"}"
+    if kind == 3:
+        return json.dumps(_hostile_value(rng)).encode()
+    rows = [_hostile_value(rng) for _ in range(rng.randrange(60))]
+    return json.dumps({"test": "t", "seeds": rows}).encode()
+
+
+def test_any_file_content_reads_as_valid_seeds_or_none_and_records_over_it(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(24)
+    for k in range(300):
+        db = SeedDB(tmp_path / str(k))
+        path = _file_of(db, "t")
+        path.write_bytes(_hostile_contents(rng))
+        seeds = db.seeds("t")  # never raises
+        assert all(type(s) is int and 0 <= s < 2**64 for s in seeds)
+        assert len(seeds) == len(set(seeds)) <= seeddb.KEPT
+        db.record("t", 11, seeds[:1])  # nor does a record over it
+        assert db.seeds("t")[-1] == 11
+
+
+def test_out_of_range_seeds_in_the_file_are_left_out_and_the_session_runs(
+    tmp_path: Path,
+) -> None:
+    db = SeedDB(tmp_path / "db")
+    path = _file_of(db, NODEID)
+    rows = [[2**64, 0], [-1, 0], [True, 0], [5, -1], [6, PASSES_TO_FORGET], [7, 0]]
+    path.write_text(json.dumps({"test": NODEID, "seeds": rows}))
+    assert db.seeds(NODEID) == [7]
+    (tmp_path / "fixed").touch()  # the test passes on every seed it is given
+    proc = run_pytest(tmp_path, SOURCE, "--askew-db=db")
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_deeply_nested_json_counts_as_empty(tmp_path: Path) -> None:
+    db = SeedDB(tmp_path)
+    path = _file_of(db, "t")
+    path.write_text('{"test": "t", "seeds": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    assert db.seeds("t") == []
+    db.record("t", 4, [])
+    assert db.seeds("t") == [4]
+
+
+def test_a_file_too_big_or_not_a_regular_file_counts_as_empty(tmp_path: Path) -> None:
+    db = SeedDB(tmp_path)
+    path = _file_of(db, "t")
+    rows = [[1, 0]] + [[2, 0]] * (seeddb.READ_MAX // 6)
+    path.write_text(json.dumps({"test": "t", "seeds": rows}))
+    assert db.seeds("t") == []
+    path.unlink()
+    os.mkfifo(path)  # a read would wait for a writer forever
+    assert db.seeds("t") == []
+    path.unlink()
+    path.mkdir()
+    assert db.seeds("t") == []
+    db.record("t", 3, [])  # cannot replace a directory: keeps nothing, raises nothing
+
+
+def test_a_test_keeps_its_newest_seeds_only(tmp_path: Path) -> None:
+    db = SeedDB(tmp_path)
+    for seed in range(seeddb.KEPT + 5):
+        db.record("t", seed, [])
+    assert db.seeds("t") == list(range(5, seeddb.KEPT + 5))
+
+
+_RECORDER = """
+import sys, time
+from pathlib import Path
+from askew._run.seeddb import SeedDB
+root, first, count, go = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+while not go.exists():  # start together
+    time.sleep(0.001)
+db = SeedDB(root)
+for seed in range(first, first + count):
+    db.record("test_mod.py::test_x", seed, [])
+"""
+
+
+@pytest.mark.parametrize("race", range(3))  # a lost seed needs a close race: try a few
+def test_concurrent_sessions_lose_no_seed(tmp_path: Path, race: int) -> None:
+    sessions, each = 4, seeddb.KEPT // 4
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RECORDER, str(tmp_path), str(k * 1000), str(each), str(go)]
+        )
+        for k in range(sessions)
+    ]
+    go.touch()
+    assert [p.wait(timeout=120) for p in procs] == [0] * sessions
+    kept = SeedDB(tmp_path).seeds("test_mod.py::test_x")
+    assert sorted(kept) == [k * 1000 + i for k in range(sessions) for i in range(each)]
+    assert not list((tmp_path / "seeds").glob(".*.tmp"))  # no temporary file left
+
+
+def test_a_lock_held_too_long_keeps_nothing_and_fails_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = SeedDB(tmp_path)
+    db.record("t", 1, [])
+    monkeypatch.setattr(seeddb, "LOCK_WAIT", 0.05)
+    with open(tmp_path / "seeds" / "lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another session, stuck mid-record
+        db.record("t", 2, [])
+    assert db.seeds("t") == [1]
+    db.record("t", 2, [])
+    assert db.seeds("t") == [1, 2]

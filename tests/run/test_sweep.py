@@ -24,80 +24,22 @@ import tomllib
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import run_pytest
+from sweep_target import child_env, installed, options
 
 import askew
 from askew._run import sweep as _sweep
+from askew._run import workers as _workers
 from askew._run.runner import iteration_seed, run_iterations
 from askew.errors import SimulationFailure
-
-# The README quickstart with a second failure line behind a buggify point,
-# so a sweep finds two signatures; a test that always passes; two that are
-# not for `askew sweep`.
-QUICKSTART = (Path(__file__).resolve().parents[2] / "examples" / "quickstart.py").read_text()
-_CHECK = "    assert len({n.leader for n in nodes}) == 1\n"
-TARGET = (
-    QUICKSTART.replace(
-        _CHECK,
-        '    if askew.buggify("split-check", 0.5):\n'
-        '        assert nodes[0].leader == 4, "node 0 lost the election"\n' + _CHECK,
-    )
-    + """
-@askew.simulate(seed=7, iterations=10)
-async def test_passes(world):
-    await world.clock.advance(seconds=1)
-
-async def test_plain(world):
-    pass
-
-@askew.simulate
-async def test_with_fixture(world, tmp_path):
-    pass
-
-class TestGroup:
-    @askew.simulate(seed=5)
-    async def test_method(self, world):
-        assert world.seed % 7, "a seed divisible by 7"
-
-import os
-
-@askew.simulate(seed=11)
-async def test_kills_its_process_once(world):
-    # Once armed, iteration 5 ends its process the first time it runs (the
-    # file "killed" says it ran), or every time: the dying worker.
-    if world.seed == askew._core.seed_iteration(11, 5) and os.path.exists("armed"):
-        if os.path.exists("always") or not os.path.exists("killed"):
-            open("killed", "w").close()
-            os._exit(1)
-"""
-)
 
 
 @pytest.fixture
 def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None) -> Iterator[Path]:
-    """The target module in tmp_path, the working directory; sys.path and the
-    module table restored afterwards."""
-    # A name of its own: a module imported in this process stays importable.
-    path = tmp_path / f"test_target_{abs(hash(tmp_path)) % 10**8}.py"
-    assert _CHECK in QUICKSTART  # the quickstart still ends with its check
-    path.write_text(TARGET)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    yield path
-    sys.modules.pop(path.stem, None)
-
-
-def options(test_id: str, seeds: int, **kw: Any) -> _sweep.Options:
-    values: dict[str, Any] = {"base": None, "workers": 2, "shard": None, "first": False}
-    values.update(kw)
-    return _sweep.Options(test_id, seeds, **values)
-
-
-def _child_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("ASKEW_", "PYTEST_"))}
+    with installed(tmp_path, monkeypatch) as path:
+        yield path
 
 
 def python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -105,7 +47,7 @@ def python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
     return subprocess.run(
         [sys.executable, *args],
         cwd=cwd,
-        env=_child_env(),
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -191,34 +133,11 @@ def test_first_stops_at_the_first_failing_iteration_of_all(target: Path) -> None
     assert [o.iteration for o in outcomes if o.headline is not None] == [first]
 
 
-def test_a_local_worker_that_dies_loses_no_iteration(target: Path) -> None:
-    (target.parent / "armed").touch()
-    err = io.StringIO()
-    result = _sweep.run_sweep(
-        options(f"{target.name}::test_kills_its_process_once", 40), out=io.StringIO(), err=err
-    )
-    assert (target.parent / "killed").exists()  # a worker died running iteration 5
-    assert result.ran == 40 and not result.failures
-    assert "a worker process died; running iterations [0, " in err.getvalue()
-
-
-def test_a_worker_that_always_dies_fails_the_sweep_naming_what_did_not_run(
-    target: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (target.parent / "armed").touch()
-    (target.parent / "always").touch()
-    argv = ["sweep", f"{target.name}::test_kills_its_process_once", "--seeds", "40"]
-    assert _sweep.main([*argv, "--workers", "1"]) == 1
-    err = capsys.readouterr().err
-    assert "worker processes died 4 times; iterations [0, 16), " in err
-    assert "were not run" in err
-
-
 def test_ctrl_c_ends_a_sweep_with_the_summary_of_what_ran(target: Path) -> None:
     test_id = f"{target.name}::test_leader_election"
     proc = subprocess.Popen(
         [sys.executable, "-m", "askew", "sweep", test_id, "--seeds", str(10**7), "--workers", "1"],
-        env=_child_env(),
+        env=child_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -263,6 +182,17 @@ def test_the_base_seed_is_askew_seed_else_the_decorators(
     monkeypatch.setenv("ASKEW_SEED", "abc")
     with pytest.raises(_sweep.UsageError, match="ASKEW_SEED"):
         _sweep.run_sweep(options(test_id, 1), out=io.StringIO())
+
+
+@pytest.mark.parametrize(
+    "variable", ["ASKEW_CHECK_DETERMINISM", "ASKEW_SUPPRESS", "ASKEW_COVERAGE"]
+)
+def test_a_bad_askew_value_is_a_usage_error_before_any_worker_starts(
+    target: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], variable: str
+) -> None:
+    monkeypatch.setenv(variable, "maybe")
+    assert _sweep.main(["sweep", f"{target.name}::test_passes", "--seeds", "5"]) == 2
+    assert f"askew sweep: error: {variable} " in capsys.readouterr().err
 
 
 def test_exit_status_is_0_without_failures_and_1_with(
@@ -329,7 +259,7 @@ def _on_a_terminal(cwd: Path, *args: str, status: int = 0) -> str:
     proc = subprocess.Popen(
         [sys.executable, *args],
         cwd=cwd,
-        env=_child_env(),
+        env=child_env(),
         stdin=follower,
         stdout=follower,
         stderr=follower,
@@ -427,16 +357,13 @@ def test_the_readme_sweep_command_finds_the_quickstart_failure() -> None:
     assert "(stopped at the first failure)" in proc.stdout
 
 
-def test_a_chunk_leaves_its_workers_heap_as_it_found_it(
-    target: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_chunk_leaves_its_workers_heap_as_it_found_it(target: Path) -> None:
     """A chunk freezes the worker's heap (a Dask worker's is not the test's)
     instead of collecting it, and unfreezes it after: its garbage is there
     for the next collection, and the chunk fails what run_iterations fails."""
     import gc
 
     test = _sweep.resolve(f"{target.name}::test_leader_election")
-    monkeypatch.setattr(_sweep, "_test", test)
     finalized: list[int] = []
 
     class Cycle:
@@ -447,56 +374,10 @@ def test_a_chunk_leaves_its_workers_heap_as_it_found_it(
             finalized.append(1)
 
     Cycle()  # garbage of the worker's own, before the chunk
-    chunk = _sweep._run_chunk(42, 0, 12)
+    chunk = _workers.run_chunk(test, 42, 0, 12)
     assert finalized == []  # frozen through the chunk, not collected by it
     assert gc.get_freeze_count() == 0
     gc.collect()
     assert finalized == [1]
     outcomes, _coverage = run_iterations(test, 42, 0, 12)
     assert [f.iteration for f in chunk.failures] == [o.iteration for o in outcomes if o.headline]
-
-
-# ---- --cluster: Dask distributed ------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def dask_cluster() -> Iterator[str]:
-    """A local Dask cluster of two one-thread worker processes: its address."""
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        yield cluster.scheduler_address
-
-
-def test_a_dask_cluster_fails_exactly_the_iterations_local_processes_fail(
-    target: Path, dask_cluster: str
-) -> None:
-    test_id = f"{target.name}::test_leader_election"
-    on_cluster = _sweep.run_sweep(options(test_id, 60, cluster=dask_cluster), out=io.StringIO())
-    local = _sweep.run_sweep(options(test_id, 60), out=io.StringIO())
-    assert on_cluster.ran == 60
-    assert on_cluster.failures and sorted(on_cluster.failures, key=lambda f: f.iteration) == sorted(
-        local.failures, key=lambda f: f.iteration
-    )
-
-
-def test_a_worker_that_dies_on_the_cluster_loses_no_iteration(
-    target: Path, dask_cluster: str
-) -> None:
-    (target.parent / "armed").touch()
-    result = _sweep.run_sweep(
-        options(f"{target.name}::test_kills_its_process_once", 40, cluster=dask_cluster),
-        out=io.StringIO(),
-    )
-    assert (target.parent / "killed").exists()  # a worker died running iteration 5
-    assert result.ran == 40 and not result.failures
-
-
-def test_an_unreachable_cluster_is_a_usage_error_naming_it(
-    target: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    pytest.importorskip("distributed")
-    argv = ["sweep", f"{target.name}::test_passes", "--seeds", "5"]
-    assert _sweep.main([*argv, "--cluster", "tcp://127.0.0.1:9"]) == 2
-    assert "'tcp://127.0.0.1:9'" in capsys.readouterr().err

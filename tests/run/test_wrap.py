@@ -552,12 +552,12 @@ def test_a_source_the_parser_fails_on_shows_its_one_line_instead_of_an_internal_
     to the INTERNALERROR that made. The cache shows the failing line."""
     from _pytest._code import code, source
 
-    from askew._run.wrapplugin import _SessionAstCache
+    from askew._run.wrapplugin import _StatementCache
 
     real = source.getstatementrange_ast
 
     def broken(lineno: int, source: Any, assertion: bool = False, astnode: Any = None) -> Any:
-        if astnode is None:  # the parse is what fails
+        if astnode is None and "def _error_through_asyncio" in str(source):  # this file's parse
             raise SystemError("AST constructor recursion depth mismatch (before=1, after=2)")
         return real(lineno, source, assertion, astnode)
 
@@ -565,7 +565,7 @@ def test_a_source_the_parser_fails_on_shows_its_one_line_instead_of_an_internal_
     with monkeypatch.context() as patch:  # undone before any report of this test
         patch.setattr(source, "getstatementrange_ast", broken)
         patch.setattr(code, "getstatementrange_ast", broken)
-        cache = _SessionAstCache()
+        cache = _StatementCache()
         cache.install()
         try:
             report = str(error.getrepr())
@@ -577,12 +577,12 @@ def test_a_source_the_parser_fails_on_shows_its_one_line_instead_of_an_internal_
 def test_failure_reports_read_the_same_and_parse_each_source_once_per_session() -> None:
     from _pytest._code import code, source
 
-    from askew._run.wrapplugin import _SessionAstCache
+    from askew._run.wrapplugin import _StatementCache
 
     original = source.getstatementrange_ast
     errors = [_error_through_asyncio() for _ in range(3)]
     plain = [str(e.getrepr()) for e in errors]
-    cache = _SessionAstCache()
+    cache = _StatementCache()
     cache.install()
     try:
         assert code.getstatementrange_ast is not original  # else pytest changed under us
@@ -595,3 +595,56 @@ def test_failure_reports_read_the_same_and_parse_each_source_once_per_session() 
     assert parsed >= 2  # this file and asyncio's
     assert cache.parsed == parsed
     assert source.getstatementrange_ast is code.getstatementrange_ast is original
+
+
+def test_formatted_failures_leave_no_parsed_module_behind() -> None:
+    """The session keeps each module's statement lines, not its AST: a
+    large module's AST is some 100,000 objects every collection walks, and
+    a suite that collects after each test (aiohttp's) paid for them at
+    every test once a failure had been formatted."""
+    import ast
+    import gc
+
+    from askew._run.wrapplugin import _StatementCache
+
+    def parsed_nodes() -> int:
+        gc.collect()
+        return sum(isinstance(o, ast.AST) for o in gc.get_objects())
+
+    errors = [_error_through_asyncio() for _ in range(3)]
+    cache = _StatementCache()
+    cache.install()
+    try:
+        before = parsed_nodes()
+        for error in errors:
+            str(error.getrepr())
+        assert cache.parsed >= 2  # this file and asyncio's, parsed once each
+        assert parsed_nodes() - before < 100  # none of their nodes kept
+    finally:
+        cache.uninstall()
+
+
+@pytest.mark.parametrize("module", ["asyncio.base_events", "inspect"])
+def test_the_statement_lines_are_the_ones_pytest_finds(module: str) -> None:
+    """Where pytest keeps no memo of them (before 9.2), the cache finds the
+    lines itself and hands pytest a node of one `pass` a line: the ranges
+    of every line of a large module are the ones a parse gives."""
+    import ast
+    import importlib
+    import inspect
+
+    from _pytest._code import source
+
+    from askew._run import wrapplugin
+
+    text = inspect.getsource(importlib.import_module(module))
+    tree = ast.parse(text)
+    memo = getattr(source, "_statement_linenos", None)
+    if memo is not None:
+        assert wrapplugin._statement_lines(tree) == memo(ast.parse(text))
+    original = source.getstatementrange_ast
+    walked = wrapplugin._StatementCache()._wrap(original, None)
+    parsed = source.Source(text)
+    lines = range(0, len(parsed.lines), 29)
+    want = [original(n, parsed, False, tree)[1:] for n in lines]
+    assert [walked(n, parsed)[1:] for n in lines] == want

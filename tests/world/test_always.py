@@ -8,7 +8,9 @@ it was; bad predicates are refused."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
+import warnings
 from typing import Any
 
 import pytest
@@ -49,6 +51,52 @@ def test_a_violation_fails_the_run_at_the_step_where_it_happened() -> None:
     assert isinstance(exc.__cause__, PropertyViolation)
     assert f"did not hold after step {exc.steps} at t={exc.time:.6f}s" in str(exc)
     assert "always 'small'" in exc.report
+
+
+class _Stop(BaseException):
+    """The user's own BaseException."""
+
+
+async def _sleeper(node: Any) -> None:
+    await asyncio.sleep(5)
+
+
+@pytest.mark.parametrize("check", ["always", "eventually"])
+@pytest.mark.parametrize(
+    "raised", [_Stop, asyncio.CancelledError, GeneratorExit, KeyboardInterrupt, SystemExit]
+)
+def test_a_predicate_raising_a_base_exception_ends_the_run_and_leaves_nothing_unfinished(
+    check: str, raised: type[BaseException], caplog: pytest.LogCaptureFixture
+) -> None:
+    def predicate() -> bool:
+        raise raised("from the predicate")
+
+    async def body(world: askew.World) -> None:
+        world.spawn(_sleeper)
+        world.spawn(_sleeper)
+        if check == "always":
+            world.always("p", predicate)
+        else:
+            world.eventually("p", predicate, within=0.5)
+        await asyncio.sleep(1)
+
+    stops = raised in (KeyboardInterrupt, SystemExit)
+    gc.collect()  # what other tests left is not this one's
+    caplog.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(raised if stops else askew.SimulationFailure) as info:
+            askew.simulate(seed=1, iterations=1)(body)()
+        if not stops:  # a verdict on the run: the predicate's exception chained
+            violation = info.value.__cause__
+            assert isinstance(violation, PropertyViolation)
+            assert f"{check} 'p' (" in str(violation) and "raised" in str(violation)
+            assert isinstance(violation.__cause__, raised)
+        del info
+        gc.collect()
+    # The nodes' tasks ran to their end inside the run, as after any failure.
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    assert "Task was destroyed but it is pending" not in caplog.text
 
 
 def test_a_predicate_that_raises_fails_the_run_with_its_exception_chained() -> None:

@@ -149,6 +149,54 @@ def test_a_user_model_is_an_object_with_init_and_step() -> None:
     assert not found and found.model == "set"
 
 
+class _Tickets:
+    """A user model that refuses what cannot happen, unknown results too:
+    one ticket; take() succeeds while one is left."""
+
+    name = "tickets"
+
+    def init(self) -> int:
+        return 1
+
+    def step(self, state: int, name: str, value: Any, result: Any) -> tuple[bool, Any]:
+        return state > 0, state - 1
+
+
+@pytest.mark.parametrize("status", ["info", None])  # timed out, or still pending
+def test_an_operation_that_never_returned_may_never_take_effect_though_the_model_refuses_it(
+    status: str | None,
+) -> None:
+    # Node 1's take began after node 0 took the only ticket: it cannot take
+    # effect, and since it never returned it need not.
+    h = History.of([(0, "take", None, None, 0, 1)])
+    late = h.invoke(1, "take", time=2)
+    if status == "info":
+        late.info(time=3)
+    h.add(0, "take", None, None, 4, 5, "fail")
+    assert check.linearizable(h, _Tickets()).verdict == "linearizable"
+    # Two completed takes still cannot both have had the ticket.
+    h.add(2, "take", None, None, 6, 7)
+    found = check.linearizable(h, _Tickets())
+    assert found.verdict == "not linearizable"
+    assert found.culprit is not None and found.culprit.node == 2
+
+
+def test_a_history_of_refused_pending_operations_checks_as_its_completed_part_does() -> None:
+    """Any number of refused, unreturned operations change no verdict."""
+    rng = random.Random(3)
+    for _ in range(50):
+        rows = [(0, "take", None, None, 0.0, rng.uniform(0.1, 2))]
+        if rng.random() < 0.5:
+            rows.append((1, "take", None, None, 0.5, 3.0))  # concurrent: not linearizable
+        history = History.of(rows)
+        for k in range(rng.randrange(1, 6)):
+            op = history.invoke(10 + k, "take", time=rng.uniform(2, 4))
+            if rng.random() < 0.5:
+                op.info(time=5)
+        alone = check.linearizable(History.of(rows), _Tickets()).verdict
+        assert check.linearizable(history, _Tickets()).verdict == alone
+
+
 def test_the_report_names_the_first_operation_that_cannot_be_linearized() -> None:
     rows = [(0, "write", i, None, 2 * i, 2 * i + 1) for i in range(1, 50)]
     rows.insert(20, (1, "read", None, 3, 41.5, 41.8))  # written at 6, overwritten since
@@ -218,6 +266,46 @@ def test_a_timeout_in_real_seconds_gives_unknown_too() -> None:
 def test_an_operation_name_the_model_lacks_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="the register model has no operation 'increment'"):
         check.linearizable(History.of([(0, "increment", 1, None, 0, 1)]), check.register())
+
+
+@pytest.mark.parametrize(
+    ("model", "row", "named"),
+    [
+        (
+            check.kv(),
+            (0, "put", 5, None, 0, 1),
+            r"the kv model cannot check operation #0 "
+            r"\(node 0 put 5\): TypeError: .*; it takes put\(\(k, v\)\)",
+        ),
+        (check.kv(), (0, "get", ["a"], None, 0, 1), r"operation #0 \(node 0 get \['a'\]\)"),
+        (
+            check.register(),
+            (0, "cas", 3, True, 0, 1),
+            r"operation #0 \(node 0 cas 3\): "
+            r"TypeError: .*; it takes write\(v\), read\(\) and cas\(\(old, new\)\)",
+        ),
+        (check.transactions(), (0, "txn", (("x", "k", 1),), None, 0, 1), r"operation #0 .*'x'"),
+        (
+            _SetModel(),
+            (0, "add", [1], None, 0, 1),
+            r"the set model cannot check operation #0 "
+            r"\(node 0 add \[1\]\): TypeError: unhashable",
+        ),
+    ],
+)
+def test_a_malformed_operation_is_refused_naming_it_and_what_the_model_takes(
+    model: Any, row: tuple[Any, ...], named: str
+) -> None:
+    # A failed operation first: left out, so the bad one is #1 of the history.
+    history = History.of([(1, "anything", None, None, 0, 1, "fail"), row])
+    with pytest.raises(ValueError, match=named.replace("#0", "#1")):
+        check.linearizable(history, model)
+
+
+def test_a_user_step_that_answers_no_pair_is_refused_naming_the_operation() -> None:
+    model = check.Model("flags", lambda: 0, lambda state, name, value, result: True)
+    with pytest.raises(ValueError, match=r"the flags model cannot check operation #0 \(node 0 set"):
+        check.linearizable(History.of([(0, "set", None, None, 0, 1)]), model)
 
 
 def test_something_that_is_not_a_model_is_refused() -> None:
