@@ -495,7 +495,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
 
     def _end_run(self) -> None:
         """Drop what is left of the run once its world has ended: ready
-        callbacks, timers and messages (askew._run.runner calls it last)."""
+        callbacks, timers and messages (askew._run.onerun calls it last)."""
         self._clear()
 
 

@@ -22,10 +22,8 @@ import gc
 import inspect
 import io
 import os
-import sys
-import traceback
 import types
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -34,8 +32,6 @@ from .._disk import files as _disk_files
 from .._explore import buggify as _buggify
 from .._explore import coverage as _coverage
 from .._explore import shrink as _shrink
-from .._explore import swarm as _swarm
-from .._loop import kinds
 from .._loop.config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -51,7 +47,6 @@ from .._loop.config import (
     check_iterations,
     check_seed,
 )
-from .._loop.frames import PACKAGE_DIR
 from .._loop.loop import SimLoop
 from .._loop.patches import NameSwap, scope
 from .._loop.settings import (
@@ -62,29 +57,15 @@ from .._loop.settings import (
     env_seed,
     env_shrink,
     env_suppress,
-    env_views,
     parse_suppress,
 )
-from .._report import timeline as _timeline
 from .._report.report import (
-    Outcome,
-    divergence,
-    event_text,
-    first_difference,
     interrupted,
-    node_states,
-    own_cause,
-    recent_events,
-    replay_alone_lines,
-    simulation_failure,
-    spinning_tasks,
-    teardown_line,
 )
-from .._world.log import Event, event_from_entry
-from .._world.world import World
-from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
+from ..errors import NondeterminismError
+from .failure import analyse_faults, failure_signature, insert_section
+from .onerun import TestFn, run_iteration
 
-TestFn = Callable[..., Coroutine[Any, Any, Any]]
 F = TypeVar("F", bound=Callable[..., Any])
 _real_urandom = os.urandom
 
@@ -312,21 +293,6 @@ class IterationOutcome:
     replays_alone: bool | None = None  # None: not checked (ASKEW_CHECK_REPLAY=0)
 
 
-_NOT_USER = (PACKAGE_DIR, os.path.dirname(os.__file__) + os.sep)
-
-
-def failure_signature(failure: BaseException) -> str:
-    """The exception type of a failure and the innermost line of the user's
-    code its traceback passed through (askew's and the stdlib's frames
-    skipped): `AssertionError at tests/test_x.py:21`."""
-    exc = failure.__cause__ if failure.__cause__ is not None else failure
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        name = os.path.abspath(frame.filename)
-        if not name.startswith(_NOT_USER):
-            return f"{type(exc).__qualname__} at {os.path.relpath(name)}:{frame.lineno}"
-    return type(exc).__qualname__
-
-
 @contextlib.contextmanager
 def _sweeping(
     fn: TestFn,
@@ -373,184 +339,6 @@ def _sweeping(
             coverage.append(_buggify.sweep_ends(fn))
 
 
-def _iteration(
-    loop: SimLoop,
-    fn: TestFn,
-    seed: int,
-    i: int,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    check: bool,
-    config: RunConfig,
-    views: tuple[str | None, str | None] | None = None,
-    suppress: frozenset[int | str] = frozenset(),
-    calls: list[tuple[int | str, float, str]] | None = None,
-    alone: bool = False,
-) -> SimulationFailure | None:
-    """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
-    its report if it failed, and the run's fault calls added to `calls`.
-    With `alone`, a failure is first re-run alone in a fresh world and its
-    report says whether it replays alone. A determinism check that finds
-    two traces raises NondeterminismError."""
-    __tracebackhide__ = True
-    run_config, drawn = config, None
-    if config.swarm:  # the seed decides the configuration
-        drawn = _swarm.draw(seed, config.swarm)
-        run_config = _swarm.run_config(config, drawn)
-        loop._config = run_config
-        loop._apply_config()
-    outcome = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
-    if check:
-        again = _run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
-        if again.trace_hash != outcome.trace_hash:
-            raise NondeterminismError(divergence(fn, seed, i, outcome, again))
-    if outcome.failure is None:
-        _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
-        return None
-    same: bool | None = None
-    if alone:
-        same, outcome.alone = _replay_alone(
-            loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
-        )
-    written = _write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
-    if calls is not None:
-        calls.extend(outcome.fault_calls)
-    failure = simulation_failure(
-        fn, seed, i, dataclasses.replace(outcome, views=written), run_config
-    )
-    failure.__cause__ = own_cause(outcome.failure)
-    failure.replays_alone = same
-    if suppress:  # its replay names the calls it skipped
-        _set_replay(failure, _suppressed_replay(failure.replay, suppress))
-    return failure
-
-
-def _replay_alone(
-    loop: SimLoop,
-    fn: TestFn,
-    seed: int,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    config: RunConfig,
-    drawn: _swarm.SwarmDraw | None,
-    suppress: frozenset[int | str],
-    first: Outcome,
-) -> tuple[bool, list[str]]:
-    """Re-run a failed seed alone, on a fresh loop of its own: whether it
-    gave the same trace, and the report's lines saying so. If it did not,
-    the two logs (`loop` still holds the failed run's) name the first event
-    that differs, and one more run alone tells state left by earlier runs
-    (the two alone runs agree) from a run that is not deterministic at all."""
-
-    def alone() -> tuple[Outcome, list[Event], int]:
-        fresh = SimLoop(seed, config)
-        try:
-            got = _run_once(fresh, fn, seed, args, kwargs, False, drawn, suppress)
-            return got, *_verdict_log(fresh, got)
-        finally:
-            fresh.set_exception_handler(None)
-            fresh.close()
-
-    again, events, start = alone()
-    if again.trace_hash == first.trace_hash:
-        return True, replay_alone_lines(True)
-    here, here_start = _verdict_log(loop, first)
-    third = alone()[0]
-    where = first_difference(here, here_start, events, start)
-    failed = again.failure is not None
-    return False, replay_alone_lines(False, where, failed, third.trace_hash == again.trace_hash)
-
-
-def _verdict_log(loop: SimLoop, outcome: Outcome) -> tuple[list[Event], int]:
-    """The events `loop` logged in `outcome`'s run up to its verdict (what
-    it logged at its end is left out), and the number of the first."""
-    kept = loop._log_recent(kinds.LOG_KEPT)
-    after = loop._log_count() - outcome.log_count
-    if after > 0:
-        kept = kept[:-after]
-    return [event_from_entry(e) for e in kept], outcome.log_count - len(kept)
-
-
-def _write_views(
-    loop: SimLoop,
-    fn: TestFn,
-    seed: int,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    drawn: _swarm.SwarmDraw | None,
-    outcome: Outcome,
-    views: tuple[str | None, str | None] | None,
-    suppress: frozenset[int | str] = frozenset(),
-) -> list[str]:
-    """The timeline and trace JSON of this run, if asked for (Replay.run's
-    paths, or for a failure ASKEW_TIMELINE / ASKEW_TRACE_JSON): the seed is
-    run once more with a log that keeps all of it. Their paths."""
-    if views is None:
-        if outcome.failure is None:
-            return []
-        views = env_views(fn.__qualname__, seed)
-    if views == (None, None):
-        return []
-    loop._log_keep(_timeline.TIMELINE_KEPT)
-    try:
-        # Await sites are noted in this run only (askew/_report/timeline.py, Sites).
-        with _timeline.Sites(loop, __file__) as sites:
-            _run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
-        return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views, sites.sites)
-    finally:
-        loop._log_keep(kinds.LOG_KEPT)
-
-
-def _suppressed_replay(replay: str, suppress: Iterable[int | str]) -> str:
-    """`replay` (a report's replay line) with the faults `suppress` skipped."""
-    keys = _shrink.ordered(suppress)
-    if replay.endswith(")"):  # askew.Replay.run(test, seed=S)
-        return f"{replay[:-1]}, suppress=[{','.join(map(repr, keys))}])"
-    return f"ASKEW_SUPPRESS={','.join(map(str, keys))} {replay}"
-
-
-def _set_replay(failure: SimulationFailure, replay: str) -> None:
-    failure.report = failure.report.replace(
-        f"\n  replay: {failure.replay}", f"\n  replay: {replay}"
-    )
-    failure.replay = replay
-
-
-def _analyse_faults(
-    failure: SimulationFailure,
-    calls: list[tuple[int | str, float, str]],
-    budget: float,
-    run: Callable[[frozenset[int | str]], SimulationFailure | None],
-) -> None:
-    """Which of the failing run's fault calls mattered, and a smaller fault
-    set that fails the same way (askew/_explore/shrink.py), `run` re-running its
-    seed with some calls suppressed: the section goes into the report,
-    before the replay line."""
-    signature = failure_signature(failure)
-
-    def rerun(suppress: frozenset[int | str]) -> tuple[str | None, int]:
-        again = run(suppress)
-        if again is None:
-            return None, 0
-        return failure_signature(again), again.steps or 0
-
-    found = _shrink.analyse(rerun, calls, signature, failure.steps or 0, budget)
-    _insert_section(failure, found.lines(_suppressed_replay(failure.replay, found.suppressed())))
-
-
-def _insert_section(failure: SimulationFailure, section: list[str]) -> None:
-    """Put a section into the report before its replay lines (the one that
-    says whether it replays alone, the replay command)."""
-    replay = f"\n  replay: {failure.replay}"
-    head, sep, tail = failure.report.partition("\n\n  replays alone:")
-    if sep:
-        failure.report = head + "\n" + "\n".join(section) + sep + tail
-    else:
-        failure.report = failure.report.replace(
-            "\n" + replay, "\n" + "\n".join(section) + "\n" + replay
-        )
-
-
 def _sweep(
     fn: TestFn,
     spec: _Spec,
@@ -595,7 +383,7 @@ def _sweep(
             for i in range(n):
                 seed = feedback.seed(i) if feedback else iteration_seed(base, i)
                 calls: list[tuple[int | str, float, str]] = []
-                failure = _iteration(
+                failure = run_iteration(
                     loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls, alone
                 )
                 if feedback is not None:
@@ -607,15 +395,15 @@ def _sweep(
                     if analyse and not failure.replays_alone:
                         # Re-runs without a fault say what the fault did only
                         # if the run without none is this one (issue 24).
-                        _insert_section(failure, _shrink.UNREPRODUCED)
+                        insert_section(failure, _shrink.UNREPRODUCED)
                     elif analyse:
-                        _analyse_faults(
+                        analyse_faults(
                             failure,
                             calls,
                             budget,
                             # Re-runs draw no timeline: (None, None) asks for none.
                             functools.partial(
-                                _iteration,
+                                run_iteration,
                                 loop,
                                 fn,
                                 seed,
@@ -676,7 +464,7 @@ def run_iterations(
         for i in range(start, stop):
             seed = iteration_seed(base, i)
             try:
-                failure = _iteration(loop, fn, seed, i, (), {}, check, config, alone=alone)
+                failure = run_iteration(loop, fn, seed, i, (), {}, check, config, alone=alone)
             except NondeterminismError as exc:
                 failure = exc
             if feedback is not None:
@@ -698,139 +486,3 @@ def run_iterations(
         if feedback is not None and edges is not None:
             edges.append(feedback.seen)
     return outcomes, coverage[0]
-
-
-def _run_once(
-    loop: SimLoop,
-    fn: TestFn,
-    seed: int,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    want_events: bool = False,
-    swarm: _swarm.SwarmDraw | None = None,
-    suppress: frozenset[int | str] = frozenset(),
-) -> Outcome:
-    """One run of `fn` under `seed` on `loop`, to its end (docs/design.md §3):
-    the verdict is fixed when the test body returns or raises (or a node
-    raised before), and what the run's end does after it (its leftovers
-    settling, the dead zone, the collection of its garbage) is teardown,
-    logged in the outcome and never its failure."""
-    __tracebackhide__ = True
-    loop.reset(seed)
-    scope.reseed(seed)
-    world = World(loop, seed, suppress)
-    _buggify.run_begins(world)
-    if swarm is not None:
-        _swarm.configure_world(world, swarm)
-    errors: list[dict[str, Any]] = []
-    loop.set_exception_handler(lambda _loop, context: errors.append(context))
-    failure: BaseException | None = None
-    teardown: list[str] = []
-    try:
-        loop.run_until_complete(fn(world, *args, **kwargs))
-    except (KeyboardInterrupt, SystemExit):
-        _teardown(loop, [world], teardown)
-        raise
-    except BaseException as exc:
-        failure = exc
-    if world._failure is not None:
-        failure = world._failure
-    if failure is None and errors:
-        failure = _unhandled(errors[0])
-    time, steps = world.now, loop.steps
-    nodes: list[str] | None = None
-    spinning: list[str] = []
-    if failure is not None:
-        # A refusal is a SimulationFailure (an AssertionError) but no assert failed.
-        refused = isinstance(failure, NondeterminismError)
-        kind = kinds.ASSERT if isinstance(failure, AssertionError) and not refused else kinds.ERROR
-        world.log._emit(kind, -1, event_text(failure, world._failed_node))
-        # The state at the failure, before the run's end stops and unwinds it.
-        nodes = node_states(world)
-        if isinstance(failure, BudgetExceeded):
-            spinning = spinning_tasks(loop)
-    # Formatting the log costs more than a small run: only for a report or a
-    # comparison. The log stays in the loop until its next reset.
-    events = recent_events(loop, want_events) if failure is not None or want_events else []
-    trace_hash, log_count = loop.trace_hash, loop._log_count()
-    faults, faults_dropped = world.log._faults, world.log.faults_dropped
-    fault_calls = world._all_faults()  # shrink3: with the network's message faults
-    failed_node = world._failed_node
-    # The world is cyclic (nodes point back at it): only _teardown, which
-    # collects the run's garbage in its dead zone, may still hold it.
-    ending = [world]
-    del world
-    _teardown(loop, ending, teardown, collect=True)
-    loop._end_run()
-    # Until the next run sets its own, what reaches the handler is this
-    # run's leftovers, after its end (the log's payloads freed at the next
-    # reset): dropped, as the dead zone drops it.
-    loop.set_exception_handler(_after_the_run)
-    return Outcome(
-        failure,
-        failed_node,
-        time,
-        steps,
-        trace_hash,
-        events,
-        faults=faults,
-        faults_dropped=faults_dropped,
-        fault_calls=fault_calls,
-        nodes=nodes,
-        spinning=spinning,
-        teardown=teardown,
-        stale=loop._stale,
-        log_count=log_count,
-    )
-
-
-@contextlib.contextmanager
-def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
-    """What user code does at the end of a run reaches no one but `log`:
-    what reaches the exception handler and an exception a finalizer raised
-    (sys.unraisablehook: under -W error, a stream a closed coroutine let go
-    of warns "unclosed" in its __del__) are teardown lines, never an error
-    of the test that is running (pytest turns an unraisable into one). A
-    warning that is no error is left to the warning filters: it fails
-    nothing, and pytest lists it (decision: catching warnings cost 15 µs a
-    run)."""
-
-    def unraisable(what: Any) -> None:
-        said = what.err_msg or "Exception ignored"
-        exc = what.exc_value
-        log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
-
-    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
-    hook = sys.unraisablehook
-    sys.unraisablehook = unraisable
-    try:
-        yield
-    finally:
-        sys.unraisablehook = hook
-
-
-def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool = False) -> None:
-    """End the run of the world `ending` holds (it lets go of it): power
-    off, then the dead zone, in which, with `collect`, the run's garbage is
-    collected, so that what it held (an unretrieved exception, a pending
-    task) is finalized now and not in a later iteration, which its seed
-    replayed alone would not see. What user code raised goes to `log`."""
-    world = ending.pop()
-    with _quiet(loop, log):
-        log.extend(map(teardown_line, world._power_off()))
-        with loop._frozen():
-            log.extend(map(teardown_line, world._release()))
-            del world
-            if collect:
-                gc.collect()
-
-
-def _after_the_run(loop: SimLoop, context: dict[str, Any]) -> None:
-    """The exception handler between two runs of a sweep: nobody's news."""
-
-
-def _unhandled(context: dict[str, Any]) -> BaseException:
-    exc = context.get("exception")
-    if isinstance(exc, BaseException):
-        return exc
-    return SimulationFailure(str(context.get("message", "an error reached the exception handler")))

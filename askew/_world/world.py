@@ -326,7 +326,7 @@ class World:
 
     def _power_off(self) -> list[BaseException]:
         """The first half of the end of this world's run, once its verdict is
-        in (askew._run.runner calls it; docs/design.md §3): every node stops
+        in (askew._run.onerun calls it; docs/design.md §3): every node stops
         as a crash stops it, its pauses end with it, and the test body's
         leftover tasks are cancelled and settle inside the run. Returns what
         they raised: teardown, never a failure."""

@@ -19,6 +19,7 @@ import pytest
 import askew
 from askew import _core
 from askew._explore import coverage as _coverage
+from askew._run import onerun as _onerun
 from askew._run import runner as _runner
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -46,7 +47,7 @@ def _map_of(seed: int, on: bool) -> tuple[bytes | None, int]:
     loop = _runner.SimLoop(seed, _runner.RunConfig())
     try:
         loop._coverage(on)
-        outcome = _runner._run_once(loop, _ring, seed, (), {})
+        outcome = _onerun.run_once(loop, _ring, seed, (), {})
         return loop._coverage_take(), outcome.trace_hash
     finally:
         loop.close()

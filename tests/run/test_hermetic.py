@@ -32,7 +32,7 @@ from askew import _core
 from askew._loop.config import RunConfig
 from askew._loop.loop import SETTLE_ROUNDS, SimLoop
 from askew._report.report import simulation_failure
-from askew._run import runner
+from askew._run import onerun, runner
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 REPO = Path(__file__).resolve().parents[2]
@@ -297,8 +297,8 @@ def test_a_callback_of_a_future_from_an_earlier_run_is_dropped_and_counted() -> 
 
     loop = SimLoop(1)
     try:
-        runner._run_once(loop, first, 1, (), {})
-        outcome = runner._run_once(loop, second, 2, (), {})
+        onerun.run_once(loop, first, 1, (), {})
+        outcome = onerun.run_once(loop, second, 2, (), {})
     finally:
         loop.close()
     assert woke == []
@@ -324,8 +324,8 @@ def test_a_task_of_an_earlier_run_destroyed_in_a_later_one_is_not_its_failure() 
 
     loop = SimLoop(1)
     try:
-        runner._run_once(loop, first, 1, (), {})
-        outcome = runner._run_once(loop, second, 2, (), {})
+        onerun.run_once(loop, first, 1, (), {})
+        outcome = onerun.run_once(loop, second, 2, (), {})
     finally:
         loop.close()
     assert outcome.failure is None and outcome.teardown == []

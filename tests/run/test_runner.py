@@ -18,7 +18,7 @@ from conftest import run_pytest, run_sim
 import askew
 from askew import _core
 from askew._loop.loop import SimLoop
-from askew._run import runner
+from askew._run import onerun
 from askew.errors import BudgetExceeded, DeadlockError, NondeterminismError, SimulationFailure
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -538,7 +538,7 @@ def test_an_unretrieved_task_exception_in_node_state_is_teardown_of_its_own_iter
     askew.simulate(seed=1, iterations=4)(body)()
     loop = SimLoop(1)
     try:
-        outcome = runner._run_once(loop, body, 1, (), {})
+        outcome = onerun.run_once(loop, body, 1, (), {})
     finally:
         loop.close()
     assert outcome.failure is None

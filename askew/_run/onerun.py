@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One run of a test on a reused loop, to its end (docs/design.md §3: the
+verdict, then the teardown and the dead zone), and one iteration of a sweep
+around it: the determinism check, the replay-alone check, the views a
+failure writes."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+from .._explore import buggify as _buggify
+from .._explore import swarm as _swarm
+from .._loop import kinds
+from .._loop.config import (
+    RunConfig,
+)
+from .._loop.loop import SimLoop
+from .._loop.patches import scope
+from .._loop.settings import (
+    env_views,
+)
+from .._report import timeline as _timeline
+from .._report.report import (
+    Outcome,
+    divergence,
+    event_text,
+    first_difference,
+    node_states,
+    own_cause,
+    recent_events,
+    replay_alone_lines,
+    simulation_failure,
+    spinning_tasks,
+    teardown_line,
+)
+from .._world.log import Event, event_from_entry
+from .._world.world import World
+from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
+from .failure import set_replay, suppressed_replay
+
+TestFn = Callable[..., Coroutine[Any, Any, Any]]
+
+
+def run_iteration(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    i: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    check: bool,
+    config: RunConfig,
+    views: tuple[str | None, str | None] | None = None,
+    suppress: frozenset[int | str] = frozenset(),
+    calls: list[tuple[int | str, float, str]] | None = None,
+    alone: bool = False,
+) -> SimulationFailure | None:
+    """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
+    its report if it failed, and the run's fault calls added to `calls`.
+    With `alone`, a failure is first re-run alone in a fresh world and its
+    report says whether it replays alone. A determinism check that finds
+    two traces raises NondeterminismError."""
+    __tracebackhide__ = True
+    run_config, drawn = config, None
+    if config.swarm:  # the seed decides the configuration
+        drawn = _swarm.draw(seed, config.swarm)
+        run_config = _swarm.run_config(config, drawn)
+        loop._config = run_config
+        loop._apply_config()
+    outcome = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
+    if check:
+        again = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
+        if again.trace_hash != outcome.trace_hash:
+            raise NondeterminismError(divergence(fn, seed, i, outcome, again))
+    if outcome.failure is None:
+        write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
+        return None
+    same: bool | None = None
+    if alone:
+        same, outcome.alone = _replay_alone(
+            loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
+        )
+    written = write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
+    if calls is not None:
+        calls.extend(outcome.fault_calls)
+    failure = simulation_failure(
+        fn, seed, i, dataclasses.replace(outcome, views=written), run_config
+    )
+    failure.__cause__ = own_cause(outcome.failure)
+    failure.replays_alone = same
+    if suppress:  # its replay names the calls it skipped
+        set_replay(failure, suppressed_replay(failure.replay, suppress))
+    return failure
+
+
+def _replay_alone(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    config: RunConfig,
+    drawn: _swarm.SwarmDraw | None,
+    suppress: frozenset[int | str],
+    first: Outcome,
+) -> tuple[bool, list[str]]:
+    """Re-run a failed seed alone, on a fresh loop of its own: whether it
+    gave the same trace, and the report's lines saying so. If it did not,
+    the two logs (`loop` still holds the failed run's) name the first event
+    that differs, and one more run alone tells state left by earlier runs
+    (the two alone runs agree) from a run that is not deterministic at all."""
+
+    def alone() -> tuple[Outcome, list[Event], int]:
+        fresh = SimLoop(seed, config)
+        try:
+            got = run_once(fresh, fn, seed, args, kwargs, False, drawn, suppress)
+            return got, *_verdict_log(fresh, got)
+        finally:
+            fresh.set_exception_handler(None)
+            fresh.close()
+
+    again, events, start = alone()
+    if again.trace_hash == first.trace_hash:
+        return True, replay_alone_lines(True)
+    here, here_start = _verdict_log(loop, first)
+    third = alone()[0]
+    where = first_difference(here, here_start, events, start)
+    failed = again.failure is not None
+    return False, replay_alone_lines(False, where, failed, third.trace_hash == again.trace_hash)
+
+
+def _verdict_log(loop: SimLoop, outcome: Outcome) -> tuple[list[Event], int]:
+    """The events `loop` logged in `outcome`'s run up to its verdict (what
+    it logged at its end is left out), and the number of the first."""
+    kept = loop._log_recent(kinds.LOG_KEPT)
+    after = loop._log_count() - outcome.log_count
+    if after > 0:
+        kept = kept[:-after]
+    return [event_from_entry(e) for e in kept], outcome.log_count - len(kept)
+
+
+def write_views(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    drawn: _swarm.SwarmDraw | None,
+    outcome: Outcome,
+    views: tuple[str | None, str | None] | None,
+    suppress: frozenset[int | str] = frozenset(),
+) -> list[str]:
+    """The timeline and trace JSON of this run, if asked for (Replay.run's
+    paths, or for a failure ASKEW_TIMELINE / ASKEW_TRACE_JSON): the seed is
+    run once more with a log that keeps all of it. Their paths."""
+    if views is None:
+        if outcome.failure is None:
+            return []
+        views = env_views(fn.__qualname__, seed)
+    if views == (None, None):
+        return []
+    loop._log_keep(_timeline.TIMELINE_KEPT)
+    try:
+        # Await sites are noted in this run only (askew/_report/timeline.py, Sites).
+        with _timeline.Sites(loop, __file__) as sites:
+            run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
+        return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views, sites.sites)
+    finally:
+        loop._log_keep(kinds.LOG_KEPT)
+
+
+def run_once(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    want_events: bool = False,
+    swarm: _swarm.SwarmDraw | None = None,
+    suppress: frozenset[int | str] = frozenset(),
+) -> Outcome:
+    """One run of `fn` under `seed` on `loop`, to its end (docs/design.md §3):
+    the verdict is fixed when the test body returns or raises (or a node
+    raised before), and what the run's end does after it (its leftovers
+    settling, the dead zone, the collection of its garbage) is teardown,
+    logged in the outcome and never its failure."""
+    __tracebackhide__ = True
+    loop.reset(seed)
+    scope.reseed(seed)
+    world = World(loop, seed, suppress)
+    _buggify.run_begins(world)
+    if swarm is not None:
+        _swarm.configure_world(world, swarm)
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    failure: BaseException | None = None
+    teardown: list[str] = []
+    try:
+        loop.run_until_complete(fn(world, *args, **kwargs))
+    except (KeyboardInterrupt, SystemExit):
+        _teardown(loop, [world], teardown)
+        raise
+    except BaseException as exc:
+        failure = exc
+    if world._failure is not None:
+        failure = world._failure
+    if failure is None and errors:
+        failure = _unhandled(errors[0])
+    time, steps = world.now, loop.steps
+    nodes: list[str] | None = None
+    spinning: list[str] = []
+    if failure is not None:
+        # A refusal is a SimulationFailure (an AssertionError) but no assert failed.
+        refused = isinstance(failure, NondeterminismError)
+        kind = kinds.ASSERT if isinstance(failure, AssertionError) and not refused else kinds.ERROR
+        world.log._emit(kind, -1, event_text(failure, world._failed_node))
+        # The state at the failure, before the run's end stops and unwinds it.
+        nodes = node_states(world)
+        if isinstance(failure, BudgetExceeded):
+            spinning = spinning_tasks(loop)
+    # Formatting the log costs more than a small run: only for a report or a
+    # comparison. The log stays in the loop until its next reset.
+    events = recent_events(loop, want_events) if failure is not None or want_events else []
+    trace_hash, log_count = loop.trace_hash, loop._log_count()
+    faults, faults_dropped = world.log._faults, world.log.faults_dropped
+    fault_calls = world._all_faults()  # shrink3: with the network's message faults
+    failed_node = world._failed_node
+    # The world is cyclic (nodes point back at it): only _teardown, which
+    # collects the run's garbage in its dead zone, may still hold it.
+    ending = [world]
+    del world
+    _teardown(loop, ending, teardown, collect=True)
+    loop._end_run()
+    # Until the next run sets its own, what reaches the handler is this
+    # run's leftovers, after its end (the log's payloads freed at the next
+    # reset): dropped, as the dead zone drops it.
+    loop.set_exception_handler(_after_the_run)
+    return Outcome(
+        failure,
+        failed_node,
+        time,
+        steps,
+        trace_hash,
+        events,
+        faults=faults,
+        faults_dropped=faults_dropped,
+        fault_calls=fault_calls,
+        nodes=nodes,
+        spinning=spinning,
+        teardown=teardown,
+        stale=loop._stale,
+        log_count=log_count,
+    )
+
+
+@contextlib.contextmanager
+def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
+    """What user code does at the end of a run reaches no one but `log`:
+    what reaches the exception handler and an exception a finalizer raised
+    (sys.unraisablehook: under -W error, a stream a closed coroutine let go
+    of warns "unclosed" in its __del__) are teardown lines, never an error
+    of the test that is running (pytest turns an unraisable into one). A
+    warning that is no error is left to the warning filters: it fails
+    nothing, and pytest lists it (decision: catching warnings cost 15 µs a
+    run)."""
+
+    def unraisable(what: Any) -> None:
+        said = what.err_msg or "Exception ignored"
+        exc = what.exc_value
+        log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
+
+    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
+    hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+
+
+def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool = False) -> None:
+    """End the run of the world `ending` holds (it lets go of it): power
+    off, then the dead zone, in which, with `collect`, the run's garbage is
+    collected, so that what it held (an unretrieved exception, a pending
+    task) is finalized now and not in a later iteration, which its seed
+    replayed alone would not see. What user code raised goes to `log`."""
+    world = ending.pop()
+    with _quiet(loop, log):
+        log.extend(map(teardown_line, world._power_off()))
+        with loop._frozen():
+            log.extend(map(teardown_line, world._release()))
+            del world
+            if collect:
+                gc.collect()
+
+
+def _after_the_run(loop: SimLoop, context: dict[str, Any]) -> None:
+    """The exception handler between two runs of a sweep: nobody's news."""
+
+
+def _unhandled(context: dict[str, Any]) -> BaseException:
+    exc = context.get("exception")
+    if isinstance(exc, BaseException):
+        return exc
+    return SimulationFailure(str(context.get("message", "an error reached the exception handler")))
