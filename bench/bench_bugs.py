@@ -9,9 +9,10 @@ the median over the base seeds (a miss counts as infinitely slow, so a
 median is "not found" when half the attempts missed) and how many found it.
 
 Sides:
-- askew, four ways: `faithful` (the default), `pct` (the bug module's
+- askew, five ways: `faithful` (the default), `pct` (the bug module's
   depth and step estimate), `swarm` (faithful with a seeded fault
-  configuration per seed) and `interleave`; `@askew.simulate(seed=base,
+  configuration per seed), `interleave` and `pctcp` (message chains'
+  priorities as latencies, the same knobs as `pct`); `@askew.simulate(seed=base,
   iterations=cap)` and the `SimulationFailure`'s iteration.
 - simloom 0.5 (3.12+): `simloom.explore(runs=cap, start_seed=...)` with its
   default random scheduler, as `@simloom.test` runs it (virtual time, seeded
@@ -50,6 +51,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "pct": {"strategy": "pct"},  # plus the bug module's PCT knobs
     "swarm": {"swarm": True},
     "interleave": {"strategy": "interleave"},
+    "pctcp": {"strategy": "pctcp"},  # plus the bug module's PCT knobs
 }
 PEERS = ("simloom", "simloop")
 PEER_SEED_STRIDE = 1_000_000  # peer attempt b explores seeds [b * stride, ...)
@@ -60,7 +62,7 @@ def askew_attempt(module: Any, strategy: str, base: int, cap: int) -> int | None
     import askew
 
     knobs = dict(STRATEGIES[strategy])
-    if strategy == "pct":
+    if strategy in ("pct", "pctcp"):
         knobs.update(module.PCT)
 
     @askew.simulate(seed=base, iterations=cap, **knobs)

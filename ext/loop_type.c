@@ -71,7 +71,7 @@ static PyObject *loop_stop(struct askew_loop_state *self, PyObject *Py_UNUSED(ig
 
 /* Indexed by enum askew_strategy; exported as _core.STRATEGIES. */
 static const char *const strategy_names[] = {"faithful", "fifo", "interleave",
-                                             "shuffle", "pct"};
+                                             "shuffle", "pct",      "pctcp"};
 #define STRATEGIES_LEN (sizeof strategy_names / sizeof strategy_names[0])
 
 static int strategy_from_name(PyObject *name, enum askew_strategy *out)
@@ -86,7 +86,8 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
     }
     PyErr_Format(
         PyExc_ValueError,
-        "strategy must be 'faithful', 'fifo', 'interleave', 'shuffle' or 'pct', not %R",
+        "strategy must be 'faithful', 'fifo', 'interleave', 'shuffle', 'pct' or 'pctcp', "
+        "not %R",
         name);
     return -1;
 }

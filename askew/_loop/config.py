@@ -18,7 +18,7 @@ STRATEGIES: tuple[str, ...] = _core.STRATEGIES  # the engine's, by number (ext/l
 # The strategies whose every schedule stock asyncio could produce on some
 # machine (DESIGN §2, "Faithful schedules"); the others hunt harder but may
 # not, and their failure reports say so.
-FAITHFUL_STRATEGIES = ("faithful", "fifo", "pct")
+FAITHFUL_STRATEGIES = ("faithful", "fifo", "pct", "pctcp")
 EXECUTORS = ("refuse", "inline")
 DEFAULT_MAX_STEPS = 10_000_000
 # Seeded virtual CPU time per callback and timer overshoot under "faithful",

@@ -43,7 +43,7 @@ options:
 
 wrap options (each needs --wrap; pytest's --askew-NAME options are the same):
   --seeds N          run every wrapped test under N base seeds (ASKEW_SEEDS)
-  --strategy S       faithful (default), fifo, interleave, shuffle or pct (ASKEW_STRATEGY)
+  --strategy S       faithful (default), fifo, interleave, shuffle, pct or pctcp (ASKEW_STRATEGY)
   --cpu LO,HI        virtual CPU seconds per callback, uniform in [LO, HI] (ASKEW_CPU)
   --overshoot LO,HI  seconds a timer fires late, uniform in [LO, HI] (ASKEW_OVERSHOOT)
   --max-steps N      callbacks per loop run before BudgetExceeded (ASKEW_MAX_STEPS)

@@ -59,7 +59,7 @@ _monotonic = time.monotonic
 # The plugin option of each RunConfig knob: --askew-strategy, --askew-max-steps, ...
 _KNOB_OPTIONS = {name: "--askew-" + name.replace("_", "-") for name in KNOBS}
 _KNOB_HELP = {
-    "strategy": ("S", "faithful (default), fifo, interleave, shuffle or pct"),
+    "strategy": ("S", "faithful (default), fifo, interleave, shuffle, pct or pctcp"),
     "cpu": ("LO,HI", "virtual CPU seconds each callback costs, uniform in [LO, HI]"),
     "overshoot": ("LO,HI", "seconds a timer fires after its deadline, uniform in [LO, HI]"),
     "max_steps": ("N", "callbacks per loop run before BudgetExceeded"),

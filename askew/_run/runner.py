@@ -101,7 +101,10 @@ def simulate(
     environment override both. strategy: "faithful" (default: only
     schedules asyncio could produce), "fifo", "pct" (faithful too: PCT's
     random loop priorities aiming at bugs of depth pct_depth, with change
-    points spread over pct_steps steps), "interleave" or "shuffle".
+    points spread over pct_steps steps), "pctcp" (faithful too: the
+    latency of each message follows its chain's priority inside the link's
+    range, with change points spread over pct_steps sends), "interleave" or
+    "shuffle".
     swarm: True (askew.Swarm()) or an askew.Swarm: each seed also varies a
     seeded subset of what leaves the test's promise intact (CPU cost,
     overshoot, each link's latency inside its range), and of the knobs the

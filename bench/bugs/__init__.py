@@ -35,6 +35,7 @@ CORPUS = (
     "stale_cache",
     "rare_branch",
     "lost_ack",
+    "reply_first",
 )
 
 __all__ = ["CORPUS", "buggify"]

@@ -189,7 +189,14 @@ enum askew_strategy {
      * key, lowered at pct_depth - 1 change-point steps drawn uniformly from
      * [1, pct_steps]. Within a key, asyncio's order; only schedules asyncio
      * can produce. */
-    ASKEW_STRATEGY_PCT = 4
+    ASKEW_STRATEGY_PCT = 4,
+    /* Faithful across and within loops, and the network's latency draws
+     * replaced by priorities over chains of messages (PCTCP, Ozkan et al.
+     * 2018; see net.h): each message's latency is a function of its chain's
+     * priority, inside the link's range, so every delivery order is one a
+     * latency within the range could produce. pct_depth - 1 change points
+     * fall on sends drawn uniformly from [1, pct_steps]. */
+    ASKEW_STRATEGY_PCTCP = 5
 };
 
 /* PCT's deepest bug depth: d - 1 change points are kept in a fixed array. */

@@ -139,6 +139,9 @@ int askew_net_reset(struct askew_net *net, uint64_t seed)
     askew__net_topo_reset(net);
     memset(&net->stats, 0, sizeof(net->stats));
     net->seed = seed;
+    net->pctcp_sends = 0;
+    net->pctcp_next = 0;
+    net->pctcp_drawn = 0;
     net->faults_len = 0;
     net->faults_more = 0;
     for (uint32_t k = 0; k < ASKEW_NET_FAULT_KINDS; k++) {
@@ -295,6 +298,69 @@ static int64_t latency_quiet(const struct askew_net *net,
     return link->latency_ns_min + (int64_t)(askew_splitmix64_next(&state) % span);
 }
 
+/* ---- PCTCP: latencies from chains' priorities (see net.h) ---------------- */
+
+static int pctcp_on(const struct askew_net *net)
+{
+    return net->sched->strategy == ASKEW_STRATEGY_PCTCP;
+}
+
+/* The d - 1 change points, from a splitmix64 of the run's seed: a pure
+ * function of the run, so drawing them again after a failed send is the
+ * same draw. */
+static void pctcp_draw_points(struct askew_net *net)
+{
+    const uint32_t points = net->sched->pct_depth - 1;
+    uint64_t state = net->seed ^ UINT64_C(0x5043544350000000); /* "PCTCP" */
+    uint64_t *at = net->pctcp_change_at;
+
+    ASKEW_ASSERT(net->sched->pct_depth >= 1 &&
+                 net->sched->pct_depth <= ASKEW_PCT_DEPTH_MAX);
+    for (uint32_t i = 0; i < points; i++) {
+        const uint64_t c = 1 + askew_splitmix64_next(&state) % net->sched->pct_steps;
+        uint32_t j = i;
+        for (; j > 0 && at[j - 1] > c; j--)
+            at[j] = at[j - 1];
+        at[j] = c;
+    }
+    net->pctcp_drawn = 1;
+}
+
+/* The priority of the chain a send from `src` joins, lowered if the send is
+ * a change point; `*next` gets the change point due after it. Draws once
+ * from the NET stream when the send starts a chain. Changes nothing else:
+ * the caller commits on success. */
+static uint64_t pctcp_prio(struct askew_net *net, uint32_t src, uint32_t *next)
+{
+    const struct askew_net_node *node = &net->nodes[src];
+    const uint32_t depth = net->sched->pct_depth;
+    const uint64_t c = net->pctcp_sends + 1;
+    uint64_t prio = node->chain_open
+                        ? node->chain_prio
+                        : ASKEW_PCT_DEPTH_MAX + (askew_rng_next(&net->rng) >> 1);
+
+    if (!net->pctcp_drawn)
+        pctcp_draw_points(net);
+    *next = net->pctcp_next;
+    while (*next + 1 < depth && net->pctcp_change_at[*next] == c) {
+        prio = depth - 1 - *next;
+        (*next)++;
+    }
+    return prio;
+}
+
+/* The latency of a chain of priority `prio`: the range's minimum for the
+ * highest, its maximum for the lowest, linear between (32 bits of it). */
+static int64_t pctcp_latency(const struct askew_net_link *link, uint64_t prio)
+{
+    const uint64_t top = (UINT64_C(1) << 63) - 1;
+    const uint64_t span = (uint64_t)(link->latency_ns_max - link->latency_ns_min);
+    const uint64_t frac = (prio >= top ? 0 : top - prio) >> 31; /* < 2^32 */
+
+    return link->latency_ns_min +
+           (int64_t)((span >> 32) * frac + (((span & 0xffffffffu) * frac) >> 32));
+}
+
 static int64_t deadline_at(int64_t now_ns, int64_t latency_ns)
 {
     /* Saturate rather than overflow: INT64_MAX is "never" in practice. */
@@ -317,6 +383,7 @@ static struct askew_net_msg *msg_make(struct askew_net *net, uint64_t id, uint32
     msg->src = src;
     msg->dst = dst;
     msg->dst_incarnation = net->nodes[dst].incarnation;
+    msg->prio = 0;
     msg->copy = copy;
     return msg;
 }
@@ -334,6 +401,9 @@ int askew_net_send(struct askew_net *net, uint32_t src, uint32_t dst, void *payl
     unsigned copies = 0;
     unsigned ids = 1;
     int lost = 0;
+    int chained = 0; /* PCTCP: the original took its chain's latency */
+    uint64_t prio = 0;
+    uint32_t pct_next = 0;
     int err;
 
     if (!node_valid(net, src) || !node_valid(net, dst) || out == NULL)
@@ -355,8 +425,17 @@ int askew_net_send(struct askew_net *net, uint32_t src, uint32_t dst, void *payl
         outcome = ASKEW_NET_DROPPED_LOST;
     } else {
         /* A suppressed drop makes no draw past the loss draw, as a drop. */
-        int64_t deadline_ns = deadline_at(now_ns, lost ? latency_quiet(net, link, id)
-                                                       : latency_draw(net, link));
+        int64_t latency_ns;
+        if (lost) {
+            latency_ns = latency_quiet(net, link, id);
+        } else if (pctcp_on(net)) {
+            prio = pctcp_prio(net, src, &pct_next);
+            latency_ns = pctcp_latency(link, prio);
+            chained = 1;
+        } else {
+            latency_ns = latency_draw(net, link);
+        }
+        int64_t deadline_ns = deadline_at(now_ns, latency_ns);
         msgs[copies++] = msg_make(net, id, src, dst, payload, deadline_ns, 0);
         if (!lost && askew_rng_chance_ppm(&net->rng, link->duplicate_ppm)) {
             deadline_ns = deadline_at(now_ns, latency_draw(net, link));
@@ -377,6 +456,12 @@ int askew_net_send(struct askew_net *net, uint32_t src, uint32_t dst, void *payl
 
     net->next_id += copies == 2 ? 2 : ids;
     net->stats.sent++;
+    if (chained) {
+        net->pctcp_sends++;
+        net->pctcp_next = pct_next;
+        for (unsigned i = 0; i < copies; i++)
+            msgs[i]->prio = prio;
+    }
     if (outcome == ASKEW_NET_DROPPED_LOST)
         fault_note(net, ASKEW_NET_FAULT_DROP, id, src, dst);
     else if (outcome == ASKEW_NET_DUPLICATED)
@@ -415,7 +500,7 @@ int askew_net_deliver(struct askew_net *net, struct askew_timer *timer,
                       struct askew_net_delivery *out)
 {
     struct askew_net_msg *msg;
-    const struct askew_net_node *dst;
+    struct askew_net_node *dst;
     uint32_t outcome;
 
     if (timer == NULL || out == NULL)
@@ -436,9 +521,13 @@ int askew_net_deliver(struct askew_net *net, struct askew_timer *timer,
         outcome = ASKEW_NET_DROPPED_PARTITIONED;
     else
         outcome = ASKEW_NET_DELIVERED;
-    if (outcome == ASKEW_NET_DELIVERED)
+    if (outcome == ASKEW_NET_DELIVERED) {
         net->stats.delivered++;
-    else
+        /* PCTCP: the receiver's next send continues this message's chain
+         * (none for a message that took no chain's latency). */
+        dst->chain_open = msg->prio != 0;
+        dst->chain_prio = msg->prio;
+    } else
         net->stats.dropped[outcome]++;
     askew_trace_record(&net->sched->trace, net->sched->now_ns, ASKEW_EV_NET,
                        (int32_t)msg->dst, msg->id, outcome);

@@ -64,8 +64,9 @@ struct askew_net_msg {
     uint32_t src;
     uint32_t dst;
     uint32_t dst_incarnation;
-    uint8_t copy; /* 0: the original, 1: the duplicate */
-    uint8_t live; /* 1 while in flight; 0 on the freelist */
+    uint64_t prio; /* PCTCP: its chain's priority when it was sent */
+    uint8_t copy;  /* 0: the original, 1: the duplicate */
+    uint8_t live;  /* 1 while in flight; 0 on the freelist */
     struct askew_net_msg *prev;
     struct askew_net_msg *next; /* the in-flight list, or the freelist */
 };
@@ -77,6 +78,10 @@ struct askew_net_node {
     uint32_t iso_epoch;   /* isolated while == net->iso_epoch */
     uint32_t mark;        /* scratch: partition overlap check */
     uint8_t alive;
+    /* PCTCP: 1 once a message of a chain (priority chain_prio) was
+     * delivered to the node: its sends continue that chain. */
+    uint8_t chain_open;
+    uint64_t chain_prio;
 };
 
 /* A directed link with a one-way cut, a model override, or both. */
@@ -151,6 +156,13 @@ struct askew_net {
     /* Per kind, the sorted ids whose fault this run skips (owned). */
     uint64_t *suppress[ASKEW_NET_FAULT_KINDS];
     size_t suppress_len[ASKEW_NET_FAULT_KINDS];
+    /* PCTCP (the scheduler's strategy ASKEW_STRATEGY_PCTCP): sends that took
+     * a chain's latency so far, and the change points among them (sorted,
+     * drawn at the first such send; pctcp_next the next one due). */
+    uint64_t pctcp_sends;
+    uint64_t pctcp_change_at[ASKEW_PCT_DEPTH_MAX - 1];
+    uint32_t pctcp_next;
+    uint8_t pctcp_drawn;
 };
 
 /* What the binding gets back for a message: at delivery (delivered or
@@ -260,13 +272,32 @@ int askew_net_suppress(struct askew_net *net, uint32_t kind, const uint64_t *ids
 const struct askew_net_fault *askew_net_faults(const struct askew_net *net, size_t *len,
                                                uint64_t *more);
 
+/* PCTCP (Ozkan, Majumdar, Niksic, Befrouei, Weissenbacher, OOPSLA 2018)
+ * under the scheduler's ASKEW_STRATEGY_PCTCP. Messages form chains along
+ * causality: a send continues the chain of the message last delivered to
+ * its sender (every send until the next delivery does), so the messages a
+ * message causes keep its priority; a node that has received nothing
+ * starts a chain at each send, with priority ASKEW_PCT_DEPTH_MAX + (a NET
+ * draw >> 1). A
+ * message's latency is not drawn but follows its chain's priority p:
+ *   latency_ns_min + (latency_ns_max - latency_ns_min) * (2^63 - 1 - p) / 2^63,
+ * so the chain of highest priority arrives first, always inside the link's
+ * range: every delivery order is one that in-range latencies produce. At
+ * the d - 1 change points (the c-th send that takes a chain's latency, c
+ * drawn uniformly from [1, pct_steps] by a splitmix64 of the run's seed, so
+ * the NET stream is untouched) the sent message's chain drops to priority
+ * d - 1 - i, below every chain not yet dropped: it and its successors take
+ * about the range's maximum. A duplicate's copy draws its latency as under
+ * every other strategy. */
+
 /* Put a message on the wire at the scheduler's now_ns. Draws, in this
  * order, from the NET stream, and only those reached:
  *   1. src crashed: drop "crashed" (no draw);
  *   2. src -> dst cut: drop "partitioned" (no draw);
  *   3. askew_rng_chance_ppm(loss_ppm): drop "lost" (no draw at 0 or 1e6);
  *   4. latency: askew_rng_range(latency_ns_min, latency_ns_max) (no draw
- *      when they are equal); the original is due at now + latency;
+ *      when they are equal); under PCTCP instead its chain's (above), with
+ *      one draw when it starts a chain; the original is due at now + latency;
  *   5. askew_rng_chance_ppm(duplicate_ppm): if so, a second copy
  *      with its own latency draw as in 4, added to the heap after the
  *      original (so a tie in deadline keeps send order in the heap's seq).

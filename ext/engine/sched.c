@@ -111,14 +111,16 @@ static int grouped(const struct askew_sched *sched)
 {
     return sched->strategy == ASKEW_STRATEGY_FAITHFUL ||
            sched->strategy == ASKEW_STRATEGY_INTERLEAVE ||
-           sched->strategy == ASKEW_STRATEGY_PCT;
+           sched->strategy == ASKEW_STRATEGY_PCT ||
+           sched->strategy == ASKEW_STRATEGY_PCTCP;
 }
 
 /* The strategies that charge CPU time per step and overshoot deadlines. */
 static int costed(const struct askew_sched *sched)
 {
     return sched->strategy == ASKEW_STRATEGY_FAITHFUL ||
-           sched->strategy == ASKEW_STRATEGY_PCT;
+           sched->strategy == ASKEW_STRATEGY_PCT ||
+           sched->strategy == ASKEW_STRATEGY_PCTCP;
 }
 
 size_t askew_sched_pending(const struct askew_sched *sched)
@@ -338,6 +340,7 @@ static int build_batch(struct askew_sched *sched)
     sched->groups_len = 0;
     switch (sched->strategy) {
     case ASKEW_STRATEGY_FAITHFUL:
+    case ASKEW_STRATEGY_PCTCP: /* its choices are the network's (net.c) */
         return group_keys(sched);
     case ASKEW_STRATEGY_PCT:
         rc = pct_prioritize(sched);

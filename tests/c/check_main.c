@@ -26,6 +26,7 @@ Suite *skew_suite(void);
 Suite *grow_suite(void);
 __attribute__((weak)) Suite *net_suite(void);
 __attribute__((weak)) Suite *net_topo_suite(void);
+__attribute__((weak)) Suite *pctcp_suite(void);
 __attribute__((weak)) Suite *disk_suite(void);
 __attribute__((weak)) Suite *disk_locks_suite(void);
 __attribute__((weak)) Suite *disk_tree_suite(void);
@@ -45,6 +46,8 @@ int main(void)
         srunner_add_suite(sr, net_suite());
     if (net_topo_suite)
         srunner_add_suite(sr, net_topo_suite());
+    if (pctcp_suite)
+        srunner_add_suite(sr, pctcp_suite());
     if (disk_suite)
         srunner_add_suite(sr, disk_suite());
     if (disk_locks_suite)
