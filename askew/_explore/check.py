@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from .. import _core
 from .._world.history import FAIL, OK, UNKNOWN, History, Operation
+from . import registers
 
 __all__ = [
     "UNKNOWN",
@@ -44,6 +45,7 @@ LINEARIZABLE, NOT_LINEARIZABLE, UNKNOWN_VERDICT = "linearizable", "not lineariza
 SERIALIZABLE = "serializable"
 _WINDOW_CONTEXT = 2  # completed operations per node shown before the window
 _TRACK_LIMIT = 4_000  # longest prefix whose best partial linearization is kept
+_TRACK_STEPS = 20  # its search's budget per event after the register checks decided
 # The real clock even inside a run (where time.perf_counter is virtual and
 # stands still while the checker computes).
 _real_clock = _core.virtual.original_perf_counter
@@ -73,6 +75,10 @@ class Model:
     step: Callable[[Any, str, Any, Any], tuple[bool, Any]]
     partition: Callable[[list[Operation]], list[list[Operation]]] | None = None
     operations: str = ""  # the operations it takes, as an error names them
+    # A register's view of an operation (askew/_explore/registers.py): it
+    # lets linearizable() reject impossible reads and decide by zones
+    # without the search.
+    view: registers.View | None = None
 
 
 def _unknown_op(model: str, name: str) -> ValueError:
@@ -109,7 +115,33 @@ def register(initial: Any = None) -> Model:
             return bool(result) == (state == old), new if state == old else state
         raise _unknown_op("register", name)
 
-    return Model("register", lambda: initial, step, operations=_REGISTER_OPERATIONS)
+    return Model(
+        "register", lambda: initial, step, operations=_REGISTER_OPERATIONS, view=_register_view
+    )
+
+
+def _register_view(op: Operation) -> tuple[str, Any] | None:
+    if op.name == "read":
+        return "read", op.result
+    if op.name == "write":
+        return "write", op.value
+    if op.name == "cas" and isinstance(op.value, tuple) and len(op.value) == 2:
+        return "cas", op.value
+    return None  # the model's step refuses it, naming it
+
+
+def _kv_view(op: Operation) -> tuple[str, Any] | None:
+    """A kv operation as its key's register sees it (a part holds one key)."""
+    try:
+        if op.name in ("get", "read"):
+            return "read", op.result
+        if op.name in ("put", "write"):
+            return "write", op.value[1]
+        if op.name == "cas":
+            return "cas", (op.value[1], op.value[2])
+    except (TypeError, IndexError, KeyError):
+        return None  # the model's step refuses it, naming it
+    return None
 
 
 _REGISTER_OPERATIONS = "write(v), read() and cas((old, new))"
@@ -148,7 +180,7 @@ def kv(initial: Any = None) -> Model:
     def by_key(ops: list[Operation]) -> list[list[Operation]]:
         return _by_key(ops, model)
 
-    model = Model("kv", lambda: initial, step, by_key, _KV_OPERATIONS)
+    model = Model("kv", lambda: initial, step, by_key, _KV_OPERATIONS, _kv_view)
     return model
 
 
@@ -233,6 +265,9 @@ class CheckResult:
     linearized: list[Operation] = field(default_factory=list)
     prefix_events: int = 0
     note: str = ""
+    # For a violation the register checks found: the few operations that
+    # prove it, whatever the history's size (the note says how).
+    proof: list[Operation] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -252,6 +287,9 @@ class CheckResult:
         lines = [head]
         if self.note:
             lines.append(f"  {self.note}")
+        if self.proof:
+            lines.append("  the operations that prove it, by time:")
+            lines += [f"    {op}" for op in self.proof]
         if self.culprit is not None:
             lines += [
                 f"  the shortest failing prefix ({self.prefix_events} events) ends when "
@@ -429,7 +467,11 @@ def _shortest_failing_prefix(
     lo, hi = 0, len(returns) - 1  # returns[hi] ends a failing prefix
     while lo < hi:
         mid = (lo + hi) // 2
-        ok, _ = _search(ops, model, budget, cut=returns[mid][0])
+        decided = _decide(ops, model, returns[mid][0])
+        if decided is not None:
+            ok = decided.linearizable
+        else:
+            ok, _ = _search(ops, model, budget, cut=returns[mid][0])
         if ok:
             lo = mid + 1
         else:
@@ -516,6 +558,11 @@ def linearizable(
 
     unknown = ""
     for part in parts:
+        decided = _decide(part, m)
+        if decided is not None and decided.linearizable:
+            continue
+        if decided is not None:
+            return _violation(part, m, budget, decided, result)
         try:
             ok, _ = _search(part, m, budget)
         except _OutOfTime as exc:
@@ -540,6 +587,58 @@ def linearizable(
     if unknown:
         return result(UNKNOWN_VERDICT, note=unknown)
     return result(LINEARIZABLE)
+
+
+def _decide(
+    part: list[Operation], model: ModelLike, cut: tuple[float, int, int] | None = None
+) -> registers.Decision | None:
+    """The register checks that need no search, for a model with a view."""
+    view = getattr(model, "view", None)
+    if view is None:
+        return None
+    initial = model.init()
+    return registers.impossible_read(part, view, initial, cut) or registers.zones(
+        part, view, initial, cut
+    )
+
+
+def _violation(
+    part: list[Operation],
+    model: ModelLike,
+    budget: _Budget,
+    decided: registers.Decision,
+    result: Callable[..., CheckResult],
+) -> CheckResult:
+    """The result for a violation the register checks found: the shortest
+    failing prefix and its window as the search would give them (each
+    prefix decided by the checks where they can), and the few operations
+    that prove it. The longest partial linearization only within a small
+    budget of its own: after a decision the search may be hopeless."""
+    proof = {"proof": decided.window, "note": decided.how}
+    try:
+        culprit, events = _shortest_failing_prefix(part, model, budget)
+    except _OutOfTime as exc:
+        return result(NOT_LINEARIZABLE, **proof, note=f"{decided.how}; not minimised: {exc}")
+    best: list[Operation] = []
+    if events <= 2 * _TRACK_LIMIT:
+        try:
+            _, best = _search(
+                part,
+                model,
+                _Budget(None, max(20_000, _TRACK_STEPS * events)),
+                cut=culprit._return_key,
+                track=True,
+            )
+        except _OutOfTime:
+            pass
+    return result(
+        NOT_LINEARIZABLE,
+        culprit=culprit,
+        window=_window(part, culprit),
+        linearized=best,
+        prefix_events=events,
+        **proof,
+    )
 
 
 def assert_linearizable(

@@ -54,8 +54,9 @@ def test_pctcp_finds_a_thread_overtaking_its_question_far_sooner_than_faithful(
     # Three hops must beat one: about 1.5 % of faithful runs, a pair of
     # priorities under pctcp (bench/bench_bugs.py has the medians).
     monkeypatch.setenv("ASKEW_SHRINK", "0")
-    pctcp = [runs_to_reply_first(b, 200, strategy="pctcp", pct_depth=2, pct_steps=30)
-             for b in range(5)]
+    pctcp = [
+        runs_to_reply_first(b, 200, strategy="pctcp", pct_depth=2, pct_steps=30) for b in range(5)
+    ]
     faithful = [runs_to_reply_first(b, 300) for b in range(5)]
     assert all(n is not None for n in pctcp), pctcp
     median = sorted(n or 10**9 for n in pctcp)[2]
