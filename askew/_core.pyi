@@ -245,6 +245,7 @@ class Loop:
     def _net(self) -> Network: ...
     # The node whose callback runs now, -1 for the world.
     _node: int
+    _stepped_node: int
 
 # ---- ext/stream.c: the TCP data path (askew/_net/, docs/sockets.md) ----
 class Segment:

@@ -37,7 +37,9 @@ struct askew_loop_state {
      * an exception-handler call or a finalizer about one (askew/_loop/loop.py). */
     uint64_t epoch;
     uint64_t stale;
-    int64_t node_current;  /* the node whose callback runs now, -1 for the world */
+    int64_t node_current; /* the node whose callback runs now, -1 for the world */
+    int64_t
+        node_stepped; /* while the step hook runs: the node of the step it follows */
     int64_t wall_epoch_ns; /* Unix ns the wall clocks read at virtual time 0 */
     unsigned long thread_id;
     uint64_t gc_every;

@@ -96,6 +96,7 @@ static int collect_garbage(struct askew_loop_state *self)
  * the rest of the batch left queued as a stop leaves it. */
 static int call_step_hook(struct askew_loop_state *self)
 {
+    self->node_stepped = self->node_current;
     self->node_current = -1;
     PyObject *res = PyObject_CallNoArgs(self->step_hook);
     if (res == NULL)

@@ -71,7 +71,7 @@ static PyObject *loop_stop(struct askew_loop_state *self, PyObject *Py_UNUSED(ig
 
 /* Indexed by enum askew_strategy; exported as _core.STRATEGIES. */
 static const char *const strategy_names[] = {"faithful", "fifo", "interleave",
-                                             "shuffle", "pct",      "pctcp"};
+                                             "shuffle",  "pct",  "pctcp"};
 #define STRATEGIES_LEN (sizeof strategy_names / sizeof strategy_names[0])
 
 static int strategy_from_name(PyObject *name, enum askew_strategy *out)
@@ -84,11 +84,11 @@ static int strategy_from_name(PyObject *name, enum askew_strategy *out)
             }
         }
     }
-    PyErr_Format(
-        PyExc_ValueError,
-        "strategy must be 'faithful', 'fifo', 'interleave', 'shuffle', 'pct' or 'pctcp', "
-        "not %R",
-        name);
+    PyErr_Format(PyExc_ValueError,
+                 "strategy must be 'faithful', 'fifo', 'interleave', 'shuffle', 'pct' "
+                 "or 'pctcp', "
+                 "not %R",
+                 name);
     return -1;
 }
 
@@ -213,6 +213,7 @@ static PyObject *loop_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->sched.steps_max = 0;
     self->node_current = -1;
+    self->node_stepped = -1;
     self->wall_epoch_ns = ASKEW_WALL_EPOCH_NS;
     self->gc_every = 0;
     const struct askew_net_host host = {
@@ -395,6 +396,12 @@ static PyObject *loop_get_node(struct askew_loop_state *self, void *Py_UNUSED(c)
     return PyLong_FromLongLong(self->node_current);
 }
 
+/* In the step hook (world.always, the step observers): whose step it follows. */
+static PyObject *loop_get_stepped(struct askew_loop_state *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLongLong(self->node_stepped);
+}
+
 static int loop_set_node(struct askew_loop_state *self, PyObject *v, void *Py_UNUSED(c))
 {
     const long long node = v == NULL ? -1 : PyLong_AsLongLong(v);
@@ -547,6 +554,7 @@ static PyGetSetDef loop_getset[] = {
     {"_stale", (getter)loop_get_stale, NULL, NULL, NULL},
     {"_dead", (getter)loop_get_dead, NULL, NULL, NULL},
     {"_node", (getter)loop_get_node, (setter)loop_set_node, NULL, NULL},
+    {"_stepped_node", (getter)loop_get_stepped, NULL, NULL, NULL},
     {"_strategy", (getter)loop_get_strategy, NULL, NULL, NULL},
     {"_net", (getter)loop_get_net, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},

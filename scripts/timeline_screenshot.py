@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Make docs/img/quickstart-timeline.png: run examples/quickstart.py's sweep,
 take the seed its failure report names, write that run's timeline and
-screenshot it in headless Chromium. Usage: timeline_screenshot.py [OUT.png]"""
+screenshot it in headless Chromium, the failure's hover card open (the
+page's #card=failure). Usage: timeline_screenshot.py [OUT.png]"""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         subprocess.run(
             [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             "--window-size=1400,400", f"--screenshot={out.resolve()}", page.as_uri()],
+             "--window-size=1400,560", f"--screenshot={out.resolve()}",
+             page.as_uri() + "#card=failure"],
             check=True, capture_output=True, timeout=120, env=env,
         )  # fmt: skip
     print(f"{out}: seed {seed}")

@@ -30,15 +30,23 @@ Then, if the test asked World.node_count for its node count, the shrunk
 run is tried with the fewest nodes the test allows, then one more at a
 time: the first count that fails the same way is reported (as "nodes:N"
 in the shrunk run's suppress list, read back by node_count).
+
+Last, the draws that are no fault, each kept simplified when the shrunk
+run still fails the same way with it (DRAW_SHRINKS, in this order, each
+tried on top of those kept): every latency at its link's minimum
+("latency:min"), no CPU time or timer overshoot ("timing:zero"),
+world.random drawing zeros ("random:zero"), asyncio's FIFO order across
+nodes ("schedule:fifo"). A run with no fault at all is shrunk this way
+too. What stays unsimplified is what the failure needs.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .._loop.settings import NODES_KEY
+from .._loop.settings import DRAW_SHRINKS, NODES_KEY, RANDOM_ZERO
 
 # A fault: its key (call index, or "drop:N" / "dup:N"), virtual time, what.
 Fault = tuple[int | str, float, str]
@@ -55,6 +63,7 @@ UNREPRODUCED = [
     "the same way (see below), so no re-run without a fault could say what it did",
 ]
 MESSAGES_TRIED = 16  # message faults tried alone, the most recent first
+SIMPLIFY_DRAWS = True  # analyse()'s default: the draws after the faults
 _SAID = 4  # the faults the summary sentence names per verdict
 
 
@@ -68,7 +77,8 @@ def ordered(keys: Iterable[int | str]) -> list[int | str]:
         kind, _, n = key.partition(":")
         return (2 if kind == NODES_KEY else 1, int(n), kind)
 
-    return sorted(keys, key=rank)
+    draws = [key for key in keys if key in DRAW_SHRINKS]
+    return sorted((key for key in keys if key not in draws), key=rank) + draws
 
 
 def _label(key: int | str) -> str:
@@ -92,6 +102,9 @@ class Analysis:
     # the fewest that fail the same way (None: none found or not tried).
     nodes: tuple[int, int] | None = None
     nodes_kept: int | None = None
+    # The draws tried simplified (DRAW_SHRINKS): key -> whether the shrunk
+    # run still fails the same way with it (kept simplified).
+    draws: dict[str, bool] = field(default_factory=dict)
 
     def suppressed(self) -> list[int | str]:
         """What the shrunk run leaves out: its skipped faults and, if it runs
@@ -102,7 +115,7 @@ class Analysis:
         out: list[int | str] = [key for key, _, _ in self.faults if key not in keep]
         if self.nodes_kept is not None:
             out.append(f"{NODES_KEY}:{self.nodes_kept}")
-        return ordered(out)
+        return ordered(out) + [key for key in DRAW_SHRINKS if self.draws.get(key)]
 
     def verdict(self, key: int | str) -> tuple[str, str]:
         """(needed / not needed / not tried, what the run without `key` did)."""
@@ -140,7 +153,8 @@ class Analysis:
         messages = [f for f in self.faults if isinstance(f[0], str)]
         # No wall time here: a report is a function of its seed (the budget
         # running out is the one exception, and says so).
-        head = f"  which faults mattered ({self.reruns} re-run{'s' if self.reruns != 1 else ''}"
+        what = "which faults mattered" if self.faults else "shrinking (the run has no fault)"
+        head = f"  {what} ({self.reruns} re-run{'s' if self.reruns != 1 else ''}"
         head += ", out of time)" if self.out_of_time else ")"
         out = ["", head]
         shown = calls[:_SHOWN] + [f for f in messages if f[0] in self.verdicts]
@@ -166,18 +180,37 @@ class Analysis:
                 out.append(f"  fewer nodes: fails the same way with {count}")
             elif self.kept is not None and not self.out_of_time:
                 out.append(f"  fewer nodes: needs all {default} (tried down to {fewest})")
+        simpler = [DRAW_WORDS[key][0] for key in DRAW_SHRINKS if self.draws.get(key)]
+        if self.draws:
+            needs = [DRAW_WORDS[key][1] for key in DRAW_SHRINKS if self.draws.get(key) is False]
+            said = "; ".join(simpler) if simpler else "nothing: each was needed"
+            out.append(f"  draws: fails the same way with {said}")
         n = len(self.faults)
-        if self.kept is not None and (len(self.kept) < n or self.nodes_kept is not None):
+        shrunk = self.nodes_kept is not None or bool(simpler)
+        if self.kept is not None and (len(self.kept) < n or shrunk):
             kept = ", ".join(_label(k).strip() for k in ordered(self.kept))
             kept = f"with only {kept}" if kept else "without any fault"
             if self.nodes_kept is not None:
                 kept += f" on {self.nodes_kept} nodes"
+            if simpler:
+                kept += ", " + ", ".join(simpler)
             out.append(
                 f"  shrunk: fails the same way {kept} (steps={self.kept_steps}, was {self.steps})"
             )
             out.append(f"  replay shrunk: {replay}")
-        elif self.kept is not None:
+        elif self.kept is not None and n:
             out.append("  shrunk: every fault is needed")
+        if self.kept is not None and self.draws:
+            faults = [text for key, _, text in self.faults if key in set(self.kept)]
+            needs = (
+                faults[:_SAID]
+                + ([f"{len(faults) - _SAID} more faults"] if len(faults) > _SAID else [])
+                + needs
+            )
+            out.append(
+                "  the smallest failing run needs: "
+                + ("; ".join(needs) if needs else "none of these: the seed's schedule alone")
+            )
         return out
 
 
@@ -188,13 +221,17 @@ def analyse(
     steps: int,
     budget: float,
     clock: Callable[[], float] = time.monotonic,
+    draws: bool | None = None,
 ) -> Analysis:
     """Re-run a failing seed with its faults suppressed, within `budget`
-    wall seconds (the re-run under way when it runs out ends)."""
+    wall seconds (the re-run under way when it runs out ends); with
+    `draws`, then with its draws simplified."""
     start = clock()
     # "nodes:F-D" is no fault: the test lets its run have F to D nodes.
     scale = [key for key, _, _ in faults if f"{key}".startswith(f"{NODES_KEY}:")]
-    faults = [f for f in faults if f[0] not in scale]
+    # "random:zero" is no fault either: the run drew from world.random.
+    drew = any(key == RANDOM_ZERO for key, _, _ in faults)
+    faults = [f for f in faults if f[0] not in scale and f[0] != RANDOM_ZERO]
     result = Analysis(list(faults), signature, {}, None, None, steps, 0, 0.0, False)
     keys = [key for key, _, _ in faults]
 
@@ -237,8 +274,39 @@ def analyse(
     result.kept, result.kept_steps = kept, kept_steps
     if scale and kept is not None:
         _fewer_nodes(result, str(scale[0]), tried)
+    if kept is not None and (SIMPLIFY_DRAWS if draws is None else draws):
+        _simpler_draws(result, tried, drew)
     result.seconds = clock() - start
     return result
+
+
+# What a report says of each simplified draw: kept simplified, and needed.
+DRAW_WORDS = {
+    "latency:min": ("every latency at its link's minimum", "latencies spread in their range"),
+    "timing:zero": ("no CPU time or timer overshoot", "time that callbacks take"),
+    "random:zero": ("world.random drawing zeros", "its own world.random draws"),
+    "schedule:fifo": ("asyncio's FIFO order across nodes", "an order of steps other than FIFO"),
+}
+
+
+def _simpler_draws(
+    result: Analysis,
+    tried: Callable[[frozenset[int | str]], tuple[str | None, int] | None],
+    drew: bool,
+) -> None:
+    """Each of DRAW_SHRINKS on top of the shrunk run and the draws kept so
+    far: kept when the run still fails the same way (world.random's only
+    if the run drew from it)."""
+    for key in DRAW_SHRINKS:
+        if key == RANDOM_ZERO and not drew:
+            continue
+        base = frozenset(result.suppressed())
+        got = tried(base | {key})
+        if got is None:
+            return
+        result.draws[key] = got[0] == result.signature
+        if result.draws[key]:
+            result.kept_steps = got[1]
 
 
 def _fewer_nodes(

@@ -435,6 +435,17 @@ SHRINK_SECONDS_DEFAULT = 10.0  # the wall-time budget of one failure's analysis
 MESSAGE_FAULTS = ("drop", "dup")  # index = the engine's ASKEW_NET_FAULT_* kind
 # And "nodes:3": World.node_count gives at most 3 (the shrinker's fewer nodes).
 NODES_KEY = "nodes"
+# The draws a shrunk run simplifies (askew/_explore/shrink.py), as its
+# suppress list names them, in the order they are tried: every latency at
+# its link's minimum; no CPU time or timer overshoot; world.random drawing
+# zeros; asyncio's FIFO order across nodes.
+LATENCY_MIN, TIMING_ZERO, RANDOM_ZERO, SCHEDULE_FIFO = (
+    "latency:min",
+    "timing:zero",
+    "random:zero",
+    "schedule:fifo",
+)
+DRAW_SHRINKS = (LATENCY_MIN, TIMING_ZERO, RANDOM_ZERO, SCHEDULE_FIFO)
 
 
 def parse_suppress(text: str, what: str) -> frozenset[int | str]:
@@ -444,13 +455,17 @@ def parse_suppress(text: str, what: str) -> frozenset[int | str]:
     for word in text.replace(" ", "").split(","):
         if not word:
             continue
+        if word in DRAW_SHRINKS:
+            out.add(word)
+            continue
         kind, colon, rest = word.partition(":")
         index = _int_text(rest if colon else word)
         known = (*MESSAGE_FAULTS, NODES_KEY)
         if index is None or index < 0 or (colon and (kind not in known or index < 1)):
             raise ValueError(
-                f"{what} must be fault indices, message faults (drop:N, dup:N) and a "
-                f"node count (nodes:N) separated by commas, got {text!r}"
+                f"{what} must be fault indices, message faults (drop:N, dup:N), a "
+                f"node count (nodes:N) and simplified draws ({', '.join(DRAW_SHRINKS)}) "
+                f"separated by commas, got {text!r}"
             )
         out.add(f"{kind}:{index}" if colon else index)
     return frozenset(out)

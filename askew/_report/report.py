@@ -30,6 +30,7 @@ from .._loop.kinds import LOG_KEPT
 from .._loop.settings import env_knob_assignments, env_trace, strategy_note, swarm_note
 from .._loop.text import safe_repr, short_repr
 from .._world.log import Event, event_from_entry
+from .._world.states import Change
 from ..errors import BudgetExceeded, DeadlockError, SimulationFailure
 
 if TYPE_CHECKING:
@@ -71,6 +72,9 @@ class Outcome:
     # Whether the seed was re-run alone and gave the same trace: None if
     # not checked, else what the report says (replay_alone_lines).
     alone: list[str] | None = None
+    # The nodes' state over time, from a re-run that recorded it
+    # (askew/_world/states.py); None if none was made.
+    states: list[Change] | None = None
 
 
 def recent_events(loop: SimLoop, everything: bool) -> list[Event]:
@@ -294,6 +298,42 @@ def _teardown_section(outcome: Outcome) -> list[str]:
     return lines
 
 
+_STATES_PER_NODE = 8  # attributes a node lists in "state over time"
+
+
+def state_lines(changes: list[Change] | None, steps: int) -> list[str]:
+    """The report's "state over time": each node's public attributes at the
+    failure (after step `steps`), since when, and what each held before."""
+    if not changes:
+        return []
+    now: dict[tuple[int, str], Change] = {}
+    before: dict[tuple[int, str], Change] = {}
+    for change in changes:
+        if change.step > steps:
+            break
+        key = (change.node, change.name)
+        if key in now:
+            before[key] = now[key]
+        now[key] = change
+    by_node: dict[int, list[Change]] = {}
+    for (node, _name), change in sorted(now.items()):
+        by_node.setdefault(node, []).append(change)
+    lines = ["", "  state over time (what each node holds at the failure, since when)"]
+    for node in sorted(by_node)[:_NODES_SHOWN]:
+        held = sorted(by_node[node], key=lambda c: -c.step)  # the latest change first
+        for change in held[:_STATES_PER_NODE]:
+            was = before.get((node, change.name))
+            earlier = "" if was is None else f", was {was.value} from {was.t:.6f}s"
+            lines.append(
+                f"    node {node}: {change.name} {change.value} since {change.t:.6f}s{earlier}"
+            )
+        if len(held) > _STATES_PER_NODE:
+            lines.append(f"    node {node}: ... {len(held) - _STATES_PER_NODE} more attributes")
+    if len(by_node) > _NODES_SHOWN:
+        lines.append(f"    ... {len(by_node) - _NODES_SHOWN} more nodes")
+    return lines
+
+
 def _events_section(outcome: Outcome) -> list[str]:
     # A message delivered shows once, as its delivery.
     shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
@@ -323,6 +363,7 @@ def simulation_failure(
         lines += ["", "  still ready", *(f"    {t}" for t in outcome.spinning[:_NODES_SHOWN])]
     lines += _faults_section(outcome)
     lines += _nodes_section(outcome)
+    lines += state_lines(outcome.states, outcome.steps)
     lines += _events_section(outcome)
     lines += _teardown_section(outcome)
     replay = _simulated_replay(fn.__qualname__, seed)

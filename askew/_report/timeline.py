@@ -41,6 +41,7 @@ from .._loop.frames import PACKAGE_DIR
 from .._loop.text import short_repr
 from .._world.log import event_from_entry
 from .._world.node import Node
+from .._world.states import Change
 
 # Entries a timeline's run keeps: the whole of any run that fits in memory
 # (an entry is 32 bytes plus the payload it holds on to).
@@ -181,18 +182,28 @@ class RunData:
     events: list[tuple[int, int, str, str, str | None]] = field(default_factory=list)
     failure: tuple[int, str] | None = None
     complete: bool = True  # False if the ring overflowed
+    # The nodes' state over time (askew/_world/states.py): (t_ns, node,
+    # attribute, value repr), each a change.
+    states: list[tuple[int, int, str, str]] = field(default_factory=list)
 
     @property
     def delivered(self) -> int:
         return sum(1 for m in self.messages if m[5] == "delivered")
 
 
-def collect(loop: Any, title: str, sites: dict[int, str] | None = None) -> RunData:
+def collect(
+    loop: Any,
+    title: str,
+    sites: dict[int, str] | None = None,
+    states: list[Change] | None = None,
+) -> RunData:
     """The run the loop's log holds, paired and named; `sites` (Sites.sites
-    of the same run) gives each entry's await site."""
+    of the same run) gives each entry's await site, `states` its nodes'
+    state over time."""
     entries: list[Entry] = loop._log_recent(TIMELINE_KEPT)
     count = int(loop._log_count())
     data = RunData(title, complete=count <= len(entries))
+    data.states = [(round(c.t * 1e9), c.node, c.name, c.value) for c in states or ()]
     first = count - len(entries)  # the number of entries[0]
     site = (sites or {}).get
     waiting: dict[tuple[int, int, int], deque[int]] = {}
@@ -227,6 +238,7 @@ def collect(loop: Any, title: str, sites: dict[int, str] | None = None) -> RunDa
         if event.kind in ("assert", "error"):
             data.failure = (t_ns, event.text)
         data.events.append((t_ns, lane, kinds.NAMES.get(kind, "event"), event.text, site(number)))
+    nodes.update(c[1] for c in data.states)
     data.nodes = sorted(n for n in nodes if n >= 0)
     return data
 
@@ -257,6 +269,14 @@ svg{display:block;cursor:grab;user-select:none}
 .axis{fill:#555;font-size:11px}
 #summary{display:none}
 .span.cut{fill:#06c;opacity:.08}.span.down{fill:#d33;opacity:.15}.span.paused{fill:#e90;opacity:.18}
+.band{stroke:#fff;stroke-width:.5}.bandlabel{font-size:10px;fill:#222;pointer-events:none}
+.failurelabel{fill:#d00;font-weight:bold;font-size:11px}
+#legend{padding:3px 10px;font-size:11px;color:#444;border-bottom:1px solid #ddd}
+#legend svg{display:inline;vertical-align:middle;margin:0 3px 0 10px;cursor:default}
+#density{cursor:pointer;border-bottom:1px solid #ddd}
+#card{position:fixed;display:none;background:#fffbe6;border:1px solid #c9b458;padding:5px 8px;
+ white-space:pre;font:12px ui-monospace,monospace;box-shadow:2px 2px 6px #0003;z-index:9;
+ max-width:60em;overflow:hidden}
 """
 
 # Draws the current page of events in SVG: lanes, arrows, markers; the
@@ -267,13 +287,22 @@ window.addEventListener('error',ev=>{errors.push(String(ev.message));
  document.getElementById('summary').textContent=JSON.stringify({errors:errors});});
 (function(){
 const D=JSON.parse(document.getElementById('data').textContent);
-const lanes=[-1].concat(D.nodes), LH=46, TOP=34, LEFT=110;
+const lanes=[-1].concat(D.nodes), TOP=34, LEFT=110, BAND=14, BANDS_MAX=3;
+// State bands: per node, its attributes in the order they first changed.
+const attrs={};D.states.forEach(c=>{const a=attrs[c[1]]=attrs[c[1]]||[];
+ if(!a.includes(c[2]))a.push(c[2]);});
+const most=Math.min(BANDS_MAX,Math.max(0,...Object.values(attrs).map(a=>a.length)));
+const LH=46+BAND*most;
+const END=D.pages[D.pages.length-1][1];
+function hue(text){let h=0;for(let i=0;i<text.length;i++)h=(h*31+text.charCodeAt(i))>>>0;
+ return 'hsl('+Math.round((h*137.508)%360)+',65%,75%)';}
 const laneY=n=>TOP+lanes.indexOf(n)*LH+LH/2;
 const svg=document.getElementById('view'), NS='http://www.w3.org/2000/svg';
 let page=0, t0=0, t1=1;
 function mk(tag,attrs,parent,title){const e=document.createElementNS(NS,tag);
  for(const k in attrs)e.setAttribute(k,attrs[k]);
- if(title){const t=document.createElementNS(NS,'title');t.textContent=title;e.appendChild(t);}
+ if(title){const t=document.createElementNS(NS,'title');t.textContent=title;e.appendChild(t);
+  e.setAttribute('data-tip',title);}
  (parent||svg).appendChild(e);return e;}
 function pageRange(){return D.pages[page];}
 function fit(){const r=pageRange();t0=r[0];t1=Math.max(r[1],r[0]+1e6);
@@ -289,6 +318,17 @@ function draw(){
   mk('text',{x:X(t),y:14,'class':'axis','text-anchor':'middle'}).textContent=(t/1e9).toFixed(3)+'s';}
  lanes.forEach(n=>{const y=laneY(n);mk('line',{x1:LEFT,x2:W,y1:y,y2:y,'class':'lane'});
   mk('text',{x:6,y:y+4,'class':'lanelabel'}).textContent=n<0?'test body':'node '+n;});
+ let bands=0;
+ Object.keys(attrs).forEach(key=>{const n=Number(key);attrs[key].slice(0,BANDS_MAX).forEach((a,i)=>{
+  const seq=D.states.filter(c=>c[1]===n&&c[2]===a),y=laneY(n)+9+i*BAND;
+  seq.forEach((c,j)=>{const from=c[0],to=j+1<seq.length?seq[j+1][0]:END;
+   if(to<t0||from>t1)return;const x0=Math.max(LEFT,X(from)),x1=Math.min(W,X(to));
+   if(x1<=x0)return;bands++;
+   mk('rect',{x:x0,y:y,width:Math.max(1,x1-x0),height:BAND-2,fill:hue(c[3]),'class':'band'},null,
+    'node '+n+': '+a+' = '+c[3]+'\nfrom '+sec(from)+(j+1<seq.length?' to '+sec(to):' to the end'));
+   if(x1-x0>40)mk('text',{x:x0+3,y:y+BAND-4,'class':'bandlabel'}).textContent=
+    (a+'='+c[3]).slice(0,Math.floor((x1-x0-6)/6));});
+  mk('text',{x:14,y:y+BAND-4,'class':'axis'}).textContent=a.slice(0,14);});});
  let arrows=0,drops=0;
  D.messages.forEach(m=>{const s=m[0],d=m[1];if(!inPage(s)&&!(d!==null&&inPage(d)))return;
   const tip=m[2]+' -> '+m[3]+'  '+m[4]+'\n'+m[5]+'\nsent '+sec(s)+(m[6]?' by '+m[6]:'')
@@ -314,11 +354,17 @@ function draw(){
    mk('rect',{x:x-4,y:laneY(e[1])-8,width:8,height:16},g);
   else mk('circle',{cx:x,cy:laneY(e[1]),r:4},g);});
  if(D.failure&&inPage(D.failure[0])){const x=X(D.failure[0]);
-  mk('line',{x1:x,x2:x,y1:TOP-6,y2:TOP+lanes.length*LH,'class':'failure'},null,
-   'failure at '+sec(D.failure[0])+'\n'+D.failure[1]);}
+  mk('line',{x1:x,x2:x,y1:TOP-6,y2:TOP+lanes.length*LH,'class':'failure',id:'failureline'},null,
+   'failure at '+sec(D.failure[0])+'\n'+D.failure[1]);
+  const right=x>W*0.6;
+  mk('text',{x:right?x-4:x+4,y:TOP-8,'class':'failurelabel','text-anchor':right?'end':'start'})
+   .textContent='failure: '+D.failure[1].slice(0,80);}
+ drawDensity(W);
  document.getElementById('summary').textContent=JSON.stringify(
   {lanes:svg.querySelectorAll('.lanelabel').length,arrows:arrows,dropped:drops,
-   page:page,pages:D.pages.length,errors:errors});
+   page:page,pages:D.pages.length,bands:bands,faults:faults.length,
+   legend:document.querySelectorAll('#legend svg').length,
+   failureLabel:svg.querySelectorAll('.failurelabel').length,errors:errors});
  document.getElementById('pageinfo').textContent='page '+(page+1)+' of '+D.pages.length;
 }
 // Faults in force over a time: a partition or cut until the heal (all
@@ -336,6 +382,55 @@ function spans(){const out=[],open={},end=D.pages[D.pages.length-1][1];
   else if(k==='fault'&&/^resume /.test(t))close('paused'+e[1],e[0],'paused');});
  Object.keys(open).forEach(key=>close(key,end,key.replace(/[0-9]+$/,'')));
  return out;}
+// The fault index: every fault, partition, heal and the failure, to jump to.
+const faults=D.events.filter(e=>['crash','restart','fault'].includes(e[2])||
+ (e[2]==='net'&&e[1]<0)).map(e=>[e[0],e[2]+' '+e[3]]);
+if(D.failure)faults.push([D.failure[0],'failure: '+D.failure[1]]);
+faults.sort((a,b)=>a[0]-b[0]);
+function jump(t){let p=D.pages.findIndex(r=>t>=r[0]&&t<=r[1]);
+ if(p<0)p=D.pages.findIndex(r=>t<r[0]);if(p<0)p=D.pages.length-1;page=p;fit();
+ const span=(t1-t0)*0.1;t0=t-span/2;t1=t+span/2;draw();}
+const sel=document.getElementById('faults');
+faults.forEach((f,i)=>{const o=document.createElement('option');o.value=i;
+ o.textContent=sec(f[0])+'  '+f[1].slice(0,60);sel.appendChild(o);});
+sel.onchange=()=>{if(sel.value!=='')jump(faults[Number(sel.value)][0]);};
+// The density view: how much happens over the whole run, faults in red,
+// the failure as a line, the shown window as a box; a click jumps there.
+const dens=document.getElementById('density');
+function drawDensity(W){while(dens.firstChild)dens.removeChild(dens.firstChild);
+ const H=26,first=D.pages[0][0],span=Math.max(1,END-first),bins=200,counts=new Array(bins).fill(0);
+ dens.setAttribute('width',W);dens.setAttribute('height',H);
+ const bx=t=>LEFT+(t-first)/span*(W-LEFT-10);
+ const add=t=>{counts[Math.min(bins-1,Math.floor((t-first)/span*bins))]++;};
+ D.messages.forEach(m=>add(m[0]));D.events.forEach(e=>add(e[0]));
+ const top=Math.max(1,...counts),bw=(W-LEFT-10)/bins;
+ const lbl=document.createElementNS(NS,'text');lbl.setAttribute('x',6);lbl.setAttribute('y',16);
+ lbl.setAttribute('class','axis');lbl.textContent='whole run';dens.appendChild(lbl);
+ counts.forEach((c,i)=>{if(!c)return;const h=Math.max(1,c/top*(H-4));
+  const r=document.createElementNS(NS,'rect');r.setAttribute('x',LEFT+i*bw);r.setAttribute('y',H-h);
+  r.setAttribute('width',Math.max(1,bw-0.5));r.setAttribute('height',h);r.setAttribute('fill','#9ab');
+  dens.appendChild(r);});
+ faults.forEach(f=>{const l=document.createElementNS(NS,'line');const x=bx(f[0]);
+  l.setAttribute('x1',x);l.setAttribute('x2',x);l.setAttribute('y1',0);l.setAttribute('y2',H);
+  l.setAttribute('stroke',f[1].startsWith('failure')?'#d00':'#e90');
+  l.setAttribute('stroke-width',f[1].startsWith('failure')?2:1);dens.appendChild(l);});
+ const v=document.createElementNS(NS,'rect');v.setAttribute('x',bx(Math.max(t0,first)));
+ v.setAttribute('y',1);v.setAttribute('width',Math.max(2,bx(Math.min(t1,END))-bx(Math.max(t0,first))));
+ v.setAttribute('height',H-2);v.setAttribute('fill','none');v.setAttribute('stroke','#333');
+ dens.appendChild(v);}
+dens.addEventListener('click',ev=>{const W=dens.clientWidth,first=D.pages[0][0];
+ jump(first+(ev.offsetX-LEFT)/(W-LEFT-10)*Math.max(1,END-first));});
+// Hover cards: the details of what is under the pointer, in the page (so
+// a screenshot shows them); a click pins one, #card=failure opens the
+// failure's.
+const card=document.getElementById('card');let pinned=false;
+function show(el,x,y){card.textContent=el.getAttribute('data-tip');card.style.display='block';
+ const w=card.offsetWidth;card.style.left=(x>window.innerWidth/2?Math.max(4,x-w-12):x+12)+'px';
+ card.style.top=(y+12)+'px';}
+svg.addEventListener('mousemove',ev=>{if(pinned)return;const el=ev.target.closest('[data-tip]');
+ if(el)show(el,ev.clientX,ev.clientY);else card.style.display='none';});
+svg.addEventListener('click',ev=>{const el=ev.target.closest('[data-tip]');pinned=!!el;
+ if(el)show(el,ev.clientX,ev.clientY);else card.style.display='none';});
 let drag=null;
 svg.addEventListener('wheel',ev=>{ev.preventDefault();const W=svg.clientWidth;
  const at=t0+(ev.offsetX-LEFT)/(W-LEFT-10)*(t1-t0),f=ev.deltaY>0?1.25:0.8;
@@ -349,6 +444,10 @@ document.getElementById('prev').onclick=()=>{if(page>0){page--;fit();draw();}};
 document.getElementById('next').onclick=()=>{if(page<D.pages.length-1){page++;fit();draw();}};
 document.getElementById('fit').onclick=()=>{fit();draw();};
 fit();draw();
+if(location.hash.indexOf('card=failure')>=0&&D.failure){
+ page=Math.max(0,D.pages.findIndex(r=>D.failure[0]>=r[0]&&D.failure[0]<=r[1]));fit();draw();
+ const line=document.getElementById('failureline');
+ if(line){const b=line.getBoundingClientRect();pinned=true;show(line,b.left,b.top+40);}}
 })();
 """
 
@@ -374,6 +473,32 @@ def _pages(data: RunData) -> list[tuple[int, int]]:
 _IN_SCRIPT = str.maketrans({c: f"\\u{ord(c):04x}" for c in ("<", ">", "&", "\u2028", "\u2029")})
 
 
+def _swatch(shape: str) -> str:
+    return f"<svg width=22 height=12>{shape}</svg>"
+
+
+# What each mark means, drawn as the page draws it.
+_LEGEND = "".join(
+    _swatch(shape) + label
+    for shape, label in (
+        ("<line x1=1 y1=6 x2=21 y2=6 stroke='#36c' stroke-width=1.5/>", "message delivered"),
+        ("<line x1=1 y1=6 x2=21 y2=6 stroke='#d33' stroke-dasharray='3 2'/>", "dropped"),
+        ("<line x1=1 y1=6 x2=21 y2=6 stroke='#c6c'/>", "duplicated"),
+        ("<circle cx=11 cy=6 r=4 fill='#2a2'/>", "node event"),
+        ("<rect x=7 y=1 width=8 height=10 fill='#d33'/>", "crash"),
+        ("<rect x=7 y=1 width=8 height=10 fill='#393'/>", "restart"),
+        ("<rect x=7 y=1 width=8 height=10 fill='#e90'/>", "fault"),
+        ("<rect x=0 y=0 width=22 height=12 fill='#06c' opacity='.15'/>", "partitioned"),
+        ("<rect x=0 y=0 width=22 height=12 fill='#d33' opacity='.2'/>", "down"),
+        (
+            "<rect x=0 y=1 width=22 height=10 fill='hsl(200,65%,78%)'/>",
+            "node state (a colour a value)",
+        ),
+        ("<line x1=11 y1=0 x2=11 y2=12 stroke='#d00' stroke-width=2/>", "the failure"),
+    )
+)
+
+
 def html_page(data: RunData) -> str:
     """The timeline as one HTML document: data, script and style inline."""
     pages = _pages(data)
@@ -391,6 +516,7 @@ def html_page(data: RunData) -> str:
         "events": data.events,
         "failure": data.failure,
         "pages": pages,
+        "states": data.states,
     }
     blob = json.dumps(payload, separators=(",", ":")).translate(_IN_SCRIPT)
     title = html.escape(data.title)
@@ -399,9 +525,10 @@ def html_page(data: RunData) -> str:
         f"<title>askew timeline: {title}</title><style>{_STYLE}</style></head><body>"
         f"<header><b>{title}</b> &nbsp; <button id=prev>Prev</button>"
         "<button id=next>Next</button><button id=fit>Fit</button> <span id=pageinfo></span>"
-        " &nbsp; wheel: zoom, drag: pan, hover: details"
+        " &nbsp; <select id=faults><option value=''>jump to a fault...</option></select>"
+        " &nbsp; wheel: zoom, drag: pan, hover: details, click: pin them"
         f" <span id=note>{html.escape('; '.join(notes))}"
-        "</span></header>"
+        f"</span></header><div id=legend>{_LEGEND}</div><svg id=density></svg><div id=card></div>"
         f"<svg id=view data-nodes='{len(data.nodes)}' data-delivered='{data.delivered}'></svg>"
         "<pre id=summary></pre>"
         f"<script type='application/json' id=data>{blob}</script>"
@@ -497,9 +624,10 @@ def write(
     timeline: str | None,
     trace_json: str | None,
     sites: dict[int, str] | None = None,
+    states: list[Change] | None = None,
 ) -> list[str]:
     """Write the run the loop's log holds to the files asked for; their paths."""
-    data = collect(loop, title, sites)
+    data = collect(loop, title, sites, states)
     written = []
     makers: tuple[tuple[str | None, Callable[[], str]], ...] = (
         (timeline, lambda: html_page(data)),

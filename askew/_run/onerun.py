@@ -22,6 +22,8 @@ from .._loop.config import (
 from .._loop.loop import SimLoop
 from .._loop.patches import scope
 from .._loop.settings import (
+    SCHEDULE_FIFO,
+    TIMING_ZERO,
     env_views,
 )
 from .._report import timeline as _timeline
@@ -39,11 +41,16 @@ from .._report.report import (
     teardown_line,
 )
 from .._world.log import Event, event_from_entry
+from .._world.states import Change, States, track
 from .._world.world import World
 from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
 from .failure import set_replay, suppressed_replay
 
 TestFn = Callable[..., Coroutine[Any, Any, Any]]
+
+# Called with each run's world as it starts (Replay's stop_at and values,
+# the tracked re-runs below); empty, it costs one truth test a run.
+world_hooks: list[Callable[[World], None]] = []
 
 
 def run_iteration(
@@ -59,19 +66,61 @@ def run_iteration(
     suppress: frozenset[int | str] = frozenset(),
     calls: list[tuple[int | str, float, str]] | None = None,
     alone: bool = False,
+    states: bool = False,
 ) -> SimulationFailure | None:
     """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
     its report if it failed, and the run's fault calls added to `calls`.
     With `alone`, a failure is first re-run alone in a fresh world and its
-    report says whether it replays alone. A determinism check that finds
-    two traces raises NondeterminismError."""
+    report says whether it replays alone; with `states`, once more to
+    record its nodes' state over time for the report. A determinism check
+    that finds two traces raises NondeterminismError."""
     __tracebackhide__ = True
     run_config, drawn = config, None
     if config.swarm:  # the seed decides the configuration
         drawn = _swarm.draw(seed, config.swarm)
         run_config = _swarm.run_config(config, drawn)
+    simpler = _simplified(run_config, suppress)
+    if simpler is not run_config or config.swarm:
+        run_config = simpler
         loop._config = run_config
         loop._apply_config()
+    try:
+        return _iteration(loop, fn, seed, i, args, kwargs, check, run_config, drawn, views,
+                          suppress, calls, alone, states)  # fmt: skip
+    finally:
+        if simpler is not config and not config.swarm:  # the sweep's own again
+            loop._config = config
+            loop._apply_config()
+
+
+def _simplified(config: RunConfig, suppress: frozenset[int | str]) -> RunConfig:
+    """The run's configuration with a shrunk run's simplified timing
+    (askew/_explore/shrink.py): no CPU time or overshoot; asyncio's FIFO
+    order across nodes. The same object when it asks for neither."""
+    if TIMING_ZERO in suppress:
+        config = dataclasses.replace(config, cpu=(0.0, 0.0), overshoot=(0.0, 0.0))
+    if SCHEDULE_FIFO in suppress:
+        config = dataclasses.replace(config, strategy="fifo")
+    return config
+
+
+def _iteration(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    i: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    check: bool,
+    run_config: RunConfig,
+    drawn: _swarm.SwarmDraw | None,
+    views: tuple[str | None, str | None] | None,
+    suppress: frozenset[int | str],
+    calls: list[tuple[int | str, float, str]] | None,
+    alone: bool,
+    states: bool,
+) -> SimulationFailure | None:
+    __tracebackhide__ = True
     outcome = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
     if check:
         again = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
@@ -82,10 +131,23 @@ def run_iteration(
         return None
     same: bool | None = None
     if alone:
-        same, outcome.alone = _replay_alone(
-            loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
-        )
+        # Its first re-run records the state over time too: that changes
+        # nothing a trace sees (askew/_world/states.py).
+        recorded: list[States] = []
+        hook = recording(recorded) if states else None
+        if hook is not None:
+            world_hooks.append(hook)
+        try:
+            same, outcome.alone = _replay_alone(
+                loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
+            )
+        finally:
+            if hook is not None:
+                world_hooks.remove(hook)
+        outcome.states = recorded[0].changes if recorded else None
     written = write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
+    if states and outcome.states is None:
+        outcome.states = tracked_run(loop, fn, seed, args, kwargs, drawn, suppress)
     if calls is not None:
         calls.extend(outcome.fault_calls)
     failure = simulation_failure(
@@ -168,10 +230,44 @@ def write_views(
     try:
         # Await sites are noted in this run only (askew/_report/timeline.py, Sites).
         with _timeline.Sites(loop, __file__) as sites:
-            run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
-        return _timeline.write(loop, f"{fn.__qualname__} seed={seed}", *views, sites.sites)
+            changes = tracked_run(loop, fn, seed, args, kwargs, drawn, suppress)
+        if outcome.states is None:  # the report's, as this run recorded them
+            outcome.states = changes
+        title = f"{fn.__qualname__} seed={seed}"
+        return _timeline.write(loop, title, *views, sites.sites, changes)
     finally:
         loop._log_keep(kinds.LOG_KEPT)
+
+
+def tracked_run(
+    loop: SimLoop,
+    fn: TestFn,
+    seed: int,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    drawn: _swarm.SwarmDraw | None,
+    suppress: frozenset[int | str],
+) -> list[Change]:
+    """Run the seed once more, recording its nodes' state over time
+    (askew/_world/states.py): the changes, in order."""
+    runs: list[States] = []
+    hook = recording(runs)
+    world_hooks.append(hook)
+    try:
+        run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
+    finally:
+        world_hooks.remove(hook)
+    return runs[0].changes if runs else []
+
+
+def recording(into: list[States]) -> Callable[[World], None]:
+    """A world hook that records the state over time of the first run it sees."""
+
+    def hook(world: World) -> None:
+        if not into:
+            into.append(track(world))
+
+    return hook
 
 
 def run_once(
@@ -194,6 +290,8 @@ def run_once(
     scope.reseed(seed)
     world = World(loop, seed, suppress)
     _buggify.run_begins(world)
+    for hook in world_hooks:
+        hook(world)
     if swarm is not None:
         _swarm.configure_world(world, swarm)
     errors: list[dict[str, Any]] = []

@@ -62,9 +62,11 @@ from .._loop.settings import (
 from .._report.report import (
     interrupted,
 )
-from ..errors import NondeterminismError
+from .._world.states import Change, States
+from ..errors import NondeterminismError, SimulationFailure
+from . import stepping as _stepping
 from .failure import analyse_faults, failure_signature, insert_section
-from .onerun import TestFn, run_iteration
+from .onerun import TestFn, recording, run_iteration
 
 F = TypeVar("F", bound=Callable[..., Any])
 _real_urandom = os.urandom
@@ -234,6 +236,9 @@ class Replay:
         timeline: str | None = None,
         trace_json: str | None = None,
         suppress: Iterable[int | str] = (),
+        stop_at: int | None = None,
+        t: float | None = None,
+        on_stop: Callable[[_stepping.Moment], object] | None = None,
         **kwargs: Any,
     ) -> None:
         """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
@@ -242,7 +247,27 @@ class Replay:
         JSON to these paths, whether it passes or fails.
         suppress: the fault calls (by index, in order of occurrence) and the
         message faults ("drop:17", "dup:17") the run skips, as a shrunk
-        failure's report names them."""
+        failure's report names them.
+        stop_at (a step) or t (virtual seconds): after that step, or the
+        first step at or past t, call on_stop(moment) (default: a
+        breakpoint() with world, nodes, log, node and its locals `here` in
+        scope), then let the run go on to its verdict."""
+        stop, at = _stepping.check_stop(stop_at, t)
+        if stop is not None or at is not None:
+            hook = _stepping.stop_hook(stop, at, on_stop or _stepping.debug)
+            _stepping.with_hook(
+                hook,
+                lambda: Replay.run(
+                    test,
+                    seed,
+                    *args,
+                    timeline=timeline,
+                    trace_json=trace_json,
+                    suppress=suppress,
+                    **kwargs,
+                ),
+            )
+            return
         check_seed(seed)
         skipped = parse_suppress(",".join(map(str, suppress)), "suppress")
         fn = getattr(test, "_askew_test", None)
@@ -259,6 +284,26 @@ class Replay:
         # Neither path given: a failure's views follow ASKEW_TIMELINE / _TRACE_JSON.
         views = None if timeline is None and trace_json is None else (timeline, trace_json)
         _sweep(fn, spec, args, kwargs, base=seed, iterations=1, views=views, suppress=skipped)
+
+    @staticmethod
+    def states(
+        test: Callable[..., Any],
+        seed: int,
+        *args: Any,
+        suppress: Iterable[int | str] = (),
+        **kwargs: Any,
+    ) -> list[Change]:
+        """The run `seed` names, replayed to record its nodes' state over
+        time: every change of a public attribute, in order (step, t, node,
+        name, the value's repr), whether the run passes or fails."""
+        got: list[States] = []
+
+        def run() -> None:
+            with contextlib.suppress(SimulationFailure):
+                Replay.run(test, seed, *args, suppress=suppress, **kwargs)
+
+        _stepping.with_hook(recording(got), run)
+        return got[0].changes if got else []
 
 
 def iteration_seed(base: int, i: int) -> int:
@@ -387,14 +432,26 @@ def _sweep(
                 seed = feedback.seed(i) if feedback else iteration_seed(base, i)
                 calls: list[tuple[int | str, float, str]] = []
                 failure = run_iteration(
-                    loop, fn, seed, i, args, kwargs, check, config, views, suppress, calls, alone
+                    loop,
+                    fn,
+                    seed,
+                    i,
+                    args,
+                    kwargs,
+                    check,
+                    config,
+                    views,
+                    suppress,
+                    calls,
+                    alone,
+                    states=True,
                 )
                 if feedback is not None:
                     feedback.observe(seed)
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
-                    analyse = budget > 0 and bool(calls)  # no faults: nothing to analyse
+                    analyse = budget > 0  # with no fault, its draws are still shrunk
                     if analyse and not failure.replays_alone:
                         # Re-runs without a fault say what the fault did only
                         # if the run without none is this one (issue 24).

@@ -29,6 +29,8 @@ from typing import IO, TYPE_CHECKING, Any
 from .._loop.config import SEED_LIMIT
 from .._loop.settings import check_env, env_seed
 from .._report.report import replay_command
+from . import stepping as _stepping
+from .runner import Replay
 from .workers import (
     ChunkResult,
     DaskPool,
@@ -136,6 +138,23 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop at the first failing iteration (the one a single process stops at)",
     )
+    replay = commands.add_parser(
+        "replay",
+        help="replay one seed of a test, stopping at an instant or printing node state",
+        description="Replay the run SEED names. With --at, stop after that step (step=N) "
+        "or the first step at or past that virtual time (t=SECONDS) and open the debugger "
+        "(breakpoint(): pdb unless PYTHONBREAKPOINT says otherwise) with world, nodes, log, "
+        "node and its locals `here` in scope; with --print ATTR, print every change of that "
+        "attribute of the nodes over the run (or, with --at, each node's value then). "
+        "Exit status: 0 if the run passed, 1 if it failed, 2 for a usage error.",
+    )
+    replay.add_argument(
+        "test_id", metavar="TEST_ID", help="a pytest node id: path/to/test_x.py::test_name"
+    )
+    replay.add_argument("--seed", required=True, **_VALUES["--base"] | {"help": "the seed"})
+    replay.add_argument("--at", metavar="WHEN", help="t=SECONDS or step=N")
+    replay.add_argument("--print", metavar="ATTR", dest="attr", help="a node attribute")
+    replay.add_argument("--node", type=_int_arg(0, None, ">= 0"), help="only this node")
     return parser
 
 
@@ -485,6 +504,8 @@ def summary(result: SweepResult) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     try:
+        if args[:1] == ["replay"]:
+            return _stepping.command(_parser().parse_args(args), resolve, Replay)
         options = parse_args(args)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)

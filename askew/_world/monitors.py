@@ -141,11 +141,18 @@ class _AlwaysSet:
     def __init__(self, world: World) -> None:
         self._world = world
         self.checks: list[_Always] = []
+        # Observers of every step that are no check (askew/_world/states.py,
+        # Replay's stop_at): called first, and until the world ends.
+        self.observers: list[Callable[[], None]] = []
         self._stopped = False  # a predicate raised KeyboardInterrupt or SystemExit
 
     def __call__(self) -> None:
         w = self._world
-        if w._ended or w._failure is not None or self._stopped:
+        if w._ended or self._stopped:
+            return
+        for observe in self.observers:
+            observe()
+        if w._failure is not None:
             return
         for check in tuple(self.checks):
             try:
@@ -174,15 +181,26 @@ class _AlwaysSet:
         raise exc
 
 
+def _step_hook(world: World) -> _AlwaysSet:
+    checks = world.__dict__.get("_askew_always")
+    if checks is None:
+        checks = world.__dict__["_askew_always"] = _AlwaysSet(world)
+        world._loop._set_step_hook(checks)
+    return checks
+
+
+def after_each_step(world: World, observe: Callable[[], None]) -> None:
+    """Call observe() after every step of world's run, until it ends. It
+    must draw nothing and schedule nothing, as a check must not."""
+    _step_hook(world).observers.append(observe)
+
+
 def always(world: World, name: str, predicate: Callable[[], Any]) -> _Always:
     check_name(name, "always")
     if not callable(predicate):
         raise TypeError(f"always({name!r}): the predicate must be callable, got {predicate!r}")
     world._check_live()
-    checks = world.__dict__.get("_askew_always")
-    if checks is None:
-        checks = world.__dict__["_askew_always"] = _AlwaysSet(world)
-        world._loop._set_step_hook(checks)
+    checks = _step_hook(world)
     check = _Always(checks, name, predicate)
     checks.checks.append(check)
     return check

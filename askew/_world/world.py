@@ -26,11 +26,12 @@ from .._disk.view import DiskView
 from .._loop import identity, kinds
 from .._loop.config import check_seconds
 from .._loop.nodes import node_var
-from .._loop.settings import MESSAGE_FAULTS, NODES_KEY
+from .._loop.settings import LATENCY_MIN, MESSAGE_FAULTS, NODES_KEY, RANDOM_ZERO
 from .._loop.text import short_repr
 from .._net import host as _host
 from .._net import loopio as _loopio  # noqa: F401  (the loop's sockets are the network's)
 from .._net.addr import address_of
+from .draws import Zeros
 from .faults import Faults, _Pause
 from .history import History
 from .log import Log
@@ -97,6 +98,13 @@ class World:
                 self._wire.suppress(kind, [int(n) for k, _, n in named if k == name])
             named = (key.partition(":") for key in suppress if isinstance(key, str))
             self._nodes_cap = next((int(n) for k, _, n in named if k == NODES_KEY), None)
+        # A shrunk run's simplified draws (askew/_explore/shrink.py): every
+        # latency at its link's minimum, world.random drawing zeros.
+        self._latency_min = LATENCY_MIN in suppress
+        self._random_zero = RANDOM_ZERO in suppress
+        if self._latency_min:
+            lo_ns, _hi, loss_ppm, dup_ppm, _cut = self._wire.link(-1, -1)
+            self._wire.configure(lo_ns, lo_ns, loss_ppm, dup_ppm, -1, -1)
         # Names and TCP (askew/_net/host.py): the stack is made on first use.
         self._hostnames: list[str] = []
         self._names: dict[str, int] = {}
@@ -116,7 +124,8 @@ class World:
         """A random.Random on the run's user stream (made on first use: seeding
         one costs more than a small run)."""
         if self._random is None:
-            self._random = random.Random(_core.seed_stream(self.seed, _core.STREAM_USER))
+            made = Zeros if self._random_zero else random.Random
+            self._random = made(_core.seed_stream(self.seed, _core.STREAM_USER))
         return self._random
 
     @property
@@ -160,7 +169,8 @@ class World:
         """shrink3: the run's faults as (key, virtual time, what): its fault
         calls (key: the index), then the network's loss drops and
         duplications (key: "drop:N" / "dup:N", N the send's id), in order;
-        last "nodes:F-D" if the test let the shrinker try F to D nodes."""
+        then "nodes:F-D" if the test let the shrinker try F to D nodes, and
+        "random:zero" if it drew from world.random."""
         out: list[tuple[int | str, float, str]] = [
             (k, t, text) for k, (t, text) in enumerate(self._fault_calls)
         ]
@@ -178,11 +188,18 @@ class World:
             # Not a fault: tells the shrinker it may try fewer nodes.
             fewest, default = self._nodes_asked
             out.append((f"{NODES_KEY}:{fewest}-{default}", 0.0, f"{default} nodes"))
+        if self._random is not None:
+            # Not a fault either: the run drew from world.random, which a
+            # shrunk run may try drawing zeros.
+            out.append((RANDOM_ZERO, 0.0, "world.random"))
         return out
 
     def _reshape_latency(self, lo_ns: int, hi_ns: int) -> tuple[int, int]:
         """A link's latency range as the run draws from it: under swarm, the
-        seed's window of it (never outside it); else the range itself."""
+        seed's window of it (never outside it); else the range itself. A
+        shrunk run with every latency at its minimum: the range's minimum."""
+        if self._latency_min:
+            return lo_ns, lo_ns
         if self._latency_window is None:
             return lo_ns, hi_ns
         a, b = self._latency_window

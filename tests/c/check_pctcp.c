@@ -161,7 +161,8 @@ Suite *pctcp_suite(void)
 
     tcase_add_test(tc, test_pctcp_latencies_stay_inside_each_links_range);
     tcase_add_test(tc, test_pctcp_messages_caused_by_a_message_keep_its_chains_latency);
-    tcase_add_test(tc, test_pctcp_sends_that_follow_no_delivery_start_chains_of_their_own);
+    tcase_add_test(tc,
+                   test_pctcp_sends_that_follow_no_delivery_start_chains_of_their_own);
     tcase_add_test(tc, test_pctcp_a_change_point_drops_the_chain_to_the_ranges_maximum);
     tcase_add_test(tc, test_pctcp_a_seed_names_one_run);
     suite_add_tcase(s, tc);

@@ -51,6 +51,13 @@ async def _needs_either(world: Any) -> None:
     assert nodes[1].got == 2
 
 
+@pytest.fixture(autouse=True)
+def _faults_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fault search alone: the draws shrunk after it are
+    # tests/explore/test_shrink_draws.py's.
+    monkeypatch.setattr(_shrink, "SIMPLIFY_DRAWS", False)
+
+
 def _failure(body: Any, monkeypatch: pytest.MonkeyPatch, **env: str) -> SimulationFailure:
     monkeypatch.setenv("ASKEW_SHRINK", "1")
     for name, value in env.items():

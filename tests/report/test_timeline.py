@@ -5,6 +5,7 @@ the page without errors and draws what the run did."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import html.parser
 import importlib.util
@@ -549,3 +550,70 @@ def test_chromium_shows_the_await_site_on_hover(tmp_path: Path) -> None:
     send, recv = _line_of(_pinger, "await node.send("), _line_of(_pinger, ":= await node.recv(")
     assert arrows and all(f" by {send}\n" in t for t in arrows)
     assert any(t.endswith(f"\nawaited at {recv}") for t in arrows)
+
+
+# State over time, the legend, the failure's label, the fault index, the
+# density strip and hover cards (issue 26).
+
+
+async def _split_leaders(world: Any) -> None:
+    """Two nodes that end believing different leaders: the failure."""
+
+    async def member(node: Any, leader: int) -> None:
+        node.leader = None
+        await asyncio.sleep(1)
+        node.leader = leader
+        await asyncio.sleep(1)
+        node.term = 2
+
+    a, b = world.spawn(member, 3), world.spawn(member, 4)
+    world.faults.crash(world.spawn(member, 9))
+    await world.clock.advance(3)
+    assert a.leader == b.leader, f"leaders {a.leader} and {b.leader}"
+
+
+def test_the_timeline_holds_each_nodes_state_over_time(tmp_path: Path) -> None:
+    with pytest.raises(askew.SimulationFailure):
+        _views(tmp_path, _split_leaders)
+    data = _page_data((tmp_path / "run.html").read_text())
+    changes = [(node, name, value) for _t, node, name, value in data["states"]]
+    assert changes[:2] == [(0, "leader", "None"), (1, "leader", "None")]
+    assert (0, "leader", "3") in changes and (1, "leader", "4") in changes
+    assert (0, "term", "2") in changes
+    times = {(node, value): t for t, node, name, value in data["states"] if name == "leader"}
+    assert times[(0, "3")] >= 1e9  # set after the first second of virtual time
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+def test_chromium_draws_state_bands_a_legend_and_a_labelled_failure(tmp_path: Path) -> None:
+    with pytest.raises(askew.SimulationFailure):
+        _views(tmp_path, _split_leaders)
+    drawn, _stderr, dom = _load_in_chromium(tmp_path / "run.html")
+    assert drawn["errors"] == []
+    # None then 3 or 4 for the two members; None for the crashed one.
+    assert drawn["bands"] >= 5
+    assert drawn["legend"] == 11
+    assert drawn["failureLabel"] == 1
+    assert "failure: leaders 3 and 4</text>" in html.unescape(dom)
+    assert drawn["faults"] == 2  # the crash and the failure, in the index
+    titles = [html.unescape(t) for t in re.findall(r"<title>(.*?)</title>", dom, re.S)]
+    assert any(t.startswith("node 1: leader = 4\nfrom ") for t in titles)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+def test_the_failures_hover_card_is_in_the_page_for_a_screenshot(tmp_path: Path) -> None:
+    with pytest.raises(askew.SimulationFailure):
+        _views(tmp_path, _split_leaders)
+    page = tmp_path / "run.html"
+    browser = _chromium()
+    assert browser is not None
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    done = subprocess.run(
+        [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--dump-dom",
+         page.as_uri() + "#card=failure"],
+        capture_output=True, text=True, timeout=300, check=True, env=env,
+    )  # fmt: skip
+    card = re.search(r'<div id="card" style="([^"]*)">(.*?)</div>', done.stdout, re.S)
+    assert card is not None, done.stdout[-2000:]
+    assert "display: block" in card.group(1)
+    assert "leaders 3 and 4" in html.unescape(card.group(2))

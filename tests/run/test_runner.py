@@ -300,11 +300,16 @@ _REPORT = re.compile(
 
   nodes
 (?P<nodes>(  +\d  alive    leader=\d\n){4})
+  state over time \(what each node holds at the failure, since when\)
+(    node \d: leader \d since \d+\.\d{6}s, was (None|\d) from \d+\.\d{6}s\n){4}
   recent events
 (    \.\.\. earlier ones: .*\n)?(?P<events>(    {0,4}\d+\.\d{3}s  \S+\s+.*\n)+)
-  which faults mattered \(1 re-run\)
+  which faults mattered \(4 re-runs\)
     needed      #0     0\.000s  partition \{0, 1\} \| \{2, 3\}  \(passes without it\)
-  shrunk: every fault is needed
+  draws: fails the same way with every latency at its link's minimum; .*
+  shrunk: fails the same way with only #0, every latency .*
+  replay shrunk: ASKEW_SUPPRESS=latency:min,\S+ ASKEW_SEED=8 .*
+  the smallest failing run needs: partition \{0, 1\} \| \{2, 3\}
 
   replays alone: yes
   replay: ASKEW_SEED=8 ASKEW_ITERATIONS=1 pytest '(?P<nodeid>[^']+)'(
