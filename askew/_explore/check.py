@@ -561,29 +561,15 @@ def linearizable(
         decided = _decide(part, m)
         if decided is not None and decided.linearizable:
             continue
-        if decided is not None:
-            return _violation(part, m, budget, decided, result)
-        try:
-            ok, _ = _search(part, m, budget)
-        except _OutOfTime as exc:
-            unknown = unknown or str(exc)
-            continue
-        if ok:
-            continue
-        try:
-            culprit, events = _shortest_failing_prefix(part, m, budget)
-            track = events <= 2 * _TRACK_LIMIT
-            cut = culprit._return_key
-            _, best = _search(part, m, budget, cut=cut, track=track) if track else (False, [])
-        except _OutOfTime as exc:
-            return result(NOT_LINEARIZABLE, note=f"not minimised: {exc}")
-        return result(
-            NOT_LINEARIZABLE,
-            culprit=culprit,
-            window=_window(part, culprit),
-            linearized=best,
-            prefix_events=events,
-        )
+        if decided is None:
+            try:
+                ok, _ = _search(part, m, budget)
+            except _OutOfTime as exc:
+                unknown = unknown or str(exc)
+                continue
+            if ok:
+                continue
+        return _violation(part, m, budget, decided, result)
     if unknown:
         return result(UNKNOWN_VERDICT, note=unknown)
     return result(LINEARIZABLE)
@@ -606,38 +592,38 @@ def _violation(
     part: list[Operation],
     model: ModelLike,
     budget: _Budget,
-    decided: registers.Decision,
+    decided: registers.Decision | None,
     result: Callable[..., CheckResult],
 ) -> CheckResult:
-    """The result for a violation the register checks found: the shortest
-    failing prefix and its window as the search would give them (each
-    prefix decided by the checks where they can), and the few operations
-    that prove it. The longest partial linearization only within a small
-    budget of its own: after a decision the search may be hopeless."""
-    proof = {"proof": decided.window, "note": decided.how}
+    """The result for a part that does not linearize: the shortest failing
+    prefix (each prefix decided by the register checks where they can), its
+    window and longest partial linearization; for a violation the checks
+    found, the few operations that prove it too. After a decision the
+    partial linearization gets a small budget of its own, since the search
+    may be hopeless; else the search's."""
+    how = "" if decided is None else decided.how
+    extra = {} if decided is None else {"proof": decided.window}
     try:
         culprit, events = _shortest_failing_prefix(part, model, budget)
+        best: list[Operation] = []
+        if events <= 2 * _TRACK_LIMIT:
+            own = budget if decided is None else _Budget(None, max(20_000, _TRACK_STEPS * events))
+            try:
+                _, best = _search(part, model, own, cut=culprit._return_key, track=True)
+            except _OutOfTime:
+                if decided is None:
+                    raise
     except _OutOfTime as exc:
-        return result(NOT_LINEARIZABLE, **proof, note=f"{decided.how}; not minimised: {exc}")
-    best: list[Operation] = []
-    if events <= 2 * _TRACK_LIMIT:
-        try:
-            _, best = _search(
-                part,
-                model,
-                _Budget(None, max(20_000, _TRACK_STEPS * events)),
-                cut=culprit._return_key,
-                track=True,
-            )
-        except _OutOfTime:
-            pass
+        note = f"{how}; not minimised: {exc}" if how else f"not minimised: {exc}"
+        return result(NOT_LINEARIZABLE, note=note, **extra)
     return result(
         NOT_LINEARIZABLE,
         culprit=culprit,
         window=_window(part, culprit),
         linearized=best,
         prefix_events=events,
-        **proof,
+        note=how,
+        **extra,
     )
 
 

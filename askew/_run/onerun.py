@@ -79,16 +79,53 @@ def run_iteration(
     if config.swarm:  # the seed decides the configuration
         drawn = _swarm.draw(seed, config.swarm)
         run_config = _swarm.run_config(config, drawn)
-    simpler = _simplified(run_config, suppress)
-    if simpler is not run_config or config.swarm:
-        run_config = simpler
+    run_config = _simplified(run_config, suppress)
+    with _configured(loop, config, run_config):
+        outcome = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
+        if check:
+            again = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
+            if again.trace_hash != outcome.trace_hash:
+                raise NondeterminismError(divergence(fn, seed, i, outcome, again))
+        if outcome.failure is None:
+            write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
+            return None
+        same: bool | None = None
+        if alone:
+            # Its first re-run records the state over time too: that changes
+            # nothing a trace sees (askew/_world/states.py).
+            recorded: list[States] = []
+            with hooked(recording(recorded) if states else None):
+                same, outcome.alone = _replay_alone(
+                    loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
+                )
+            outcome.states = recorded[0].changes if recorded else None
+        written = write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
+        if states and outcome.states is None:
+            outcome.states = tracked_run(loop, fn, seed, args, kwargs, drawn, suppress)
+        if calls is not None:
+            calls.extend(outcome.fault_calls)
+        failure = simulation_failure(
+            fn, seed, i, dataclasses.replace(outcome, views=written), run_config
+        )
+        failure.__cause__ = own_cause(outcome.failure)
+        failure.replays_alone = same
+        if suppress:  # its replay names the calls it skipped
+            set_replay(failure, suppressed_replay(failure.replay, suppress))
+        return failure
+
+
+@contextlib.contextmanager
+def _configured(loop: SimLoop, config: RunConfig, run_config: RunConfig) -> Iterator[None]:
+    """The loop set up with this run's configuration (a swarm's, a shrunk
+    run's simpler timing), and with the sweep's own again after a shrunk
+    run (a swarm's next run sets its own)."""
+    if run_config is not config:
         loop._config = run_config
         loop._apply_config()
     try:
-        return _iteration(loop, fn, seed, i, args, kwargs, check, run_config, drawn, views,
-                          suppress, calls, alone, states)  # fmt: skip
+        yield
     finally:
-        if simpler is not config and not config.swarm:  # the sweep's own again
+        if run_config is not config and not config.swarm:
             loop._config = config
             loop._apply_config()
 
@@ -102,62 +139,6 @@ def _simplified(config: RunConfig, suppress: frozenset[int | str]) -> RunConfig:
     if SCHEDULE_FIFO in suppress:
         config = dataclasses.replace(config, strategy="fifo")
     return config
-
-
-def _iteration(
-    loop: SimLoop,
-    fn: TestFn,
-    seed: int,
-    i: int,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    check: bool,
-    run_config: RunConfig,
-    drawn: _swarm.SwarmDraw | None,
-    views: tuple[str | None, str | None] | None,
-    suppress: frozenset[int | str],
-    calls: list[tuple[int | str, float, str]] | None,
-    alone: bool,
-    states: bool,
-) -> SimulationFailure | None:
-    __tracebackhide__ = True
-    outcome = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
-    if check:
-        again = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
-        if again.trace_hash != outcome.trace_hash:
-            raise NondeterminismError(divergence(fn, seed, i, outcome, again))
-    if outcome.failure is None:
-        write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
-        return None
-    same: bool | None = None
-    if alone:
-        # Its first re-run records the state over time too: that changes
-        # nothing a trace sees (askew/_world/states.py).
-        recorded: list[States] = []
-        hook = recording(recorded) if states else None
-        if hook is not None:
-            world_hooks.append(hook)
-        try:
-            same, outcome.alone = _replay_alone(
-                loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
-            )
-        finally:
-            if hook is not None:
-                world_hooks.remove(hook)
-        outcome.states = recorded[0].changes if recorded else None
-    written = write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
-    if states and outcome.states is None:
-        outcome.states = tracked_run(loop, fn, seed, args, kwargs, drawn, suppress)
-    if calls is not None:
-        calls.extend(outcome.fault_calls)
-    failure = simulation_failure(
-        fn, seed, i, dataclasses.replace(outcome, views=written), run_config
-    )
-    failure.__cause__ = own_cause(outcome.failure)
-    failure.replays_alone = same
-    if suppress:  # its replay names the calls it skipped
-        set_replay(failure, suppressed_replay(failure.replay, suppress))
-    return failure
 
 
 def _replay_alone(
@@ -251,13 +232,21 @@ def tracked_run(
     """Run the seed once more, recording its nodes' state over time
     (askew/_world/states.py): the changes, in order."""
     runs: list[States] = []
-    hook = recording(runs)
-    world_hooks.append(hook)
-    try:
+    with hooked(recording(runs)):
         run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
-    finally:
-        world_hooks.remove(hook)
     return runs[0].changes if runs else []
+
+
+@contextlib.contextmanager
+def hooked(hook: Callable[[World], None] | None) -> Iterator[None]:
+    """`hook` (if any) called with each run's world while the block runs."""
+    if hook is not None:
+        world_hooks.append(hook)
+    try:
+        yield
+    finally:
+        if hook is not None:
+            world_hooks.remove(hook)
 
 
 def recording(into: list[States]) -> Callable[[World], None]:

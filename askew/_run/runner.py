@@ -66,7 +66,7 @@ from .._world.states import Change, States
 from ..errors import NondeterminismError, SimulationFailure
 from . import stepping as _stepping
 from .failure import analyse_faults, failure_signature, insert_section
-from .onerun import TestFn, recording, run_iteration
+from .onerun import TestFn, hooked, recording, run_iteration
 
 F = TypeVar("F", bound=Callable[..., Any])
 _real_urandom = os.urandom
@@ -254,10 +254,8 @@ class Replay:
         scope), then let the run go on to its verdict."""
         stop, at = _stepping.check_stop(stop_at, t)
         if stop is not None or at is not None:
-            hook = _stepping.stop_hook(stop, at, on_stop or _stepping.debug)
-            _stepping.with_hook(
-                hook,
-                lambda: Replay.run(
+            with hooked(_stepping.stop_hook(stop, at, on_stop or _stepping.debug)):
+                Replay.run(
                     test,
                     seed,
                     *args,
@@ -265,8 +263,7 @@ class Replay:
                     trace_json=trace_json,
                     suppress=suppress,
                     **kwargs,
-                ),
-            )
+                )
             return
         check_seed(seed)
         skipped = parse_suppress(",".join(map(str, suppress)), "suppress")
@@ -298,11 +295,8 @@ class Replay:
         name, the value's repr), whether the run passes or fails."""
         got: list[States] = []
 
-        def run() -> None:
-            with contextlib.suppress(SimulationFailure):
-                Replay.run(test, seed, *args, suppress=suppress, **kwargs)
-
-        _stepping.with_hook(recording(got), run)
+        with hooked(recording(got)), contextlib.suppress(SimulationFailure):
+            Replay.run(test, seed, *args, suppress=suppress, **kwargs)
         return got[0].changes if got else []
 
 

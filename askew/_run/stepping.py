@@ -27,7 +27,6 @@ from .._world.monitors import after_each_step
 from .._world.node import NodeHandle
 from .._world.world import World
 from ..errors import SimulationFailure
-from . import onerun
 
 
 @dataclasses.dataclass
@@ -161,15 +160,6 @@ def stop_hook(
         after_each_step(world, observe)
 
     return attach
-
-
-def with_hook(hook: Callable[[World], None], run: Callable[[], None]) -> None:
-    """Run `run` with `hook` called for each run's world."""
-    onerun.world_hooks.append(hook)
-    try:
-        run()
-    finally:
-        onerun.world_hooks.remove(hook)
 
 
 def command(ns: Any, resolve: Callable[[str], Callable[..., Any]], replay: Any) -> int:
