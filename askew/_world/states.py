@@ -54,9 +54,10 @@ class States:
     def _public(self, node_id: int) -> Iterator[tuple[str, Any]]:
         slot = self._world._slots[node_id]
         for holder in (slot.node, slot.instance):
-            if holder is None:
+            attrs = getattr(holder, "__dict__", None)  # none: a class node with __slots__
+            if attrs is None:
                 continue
-            for name, value in list(vars(holder).items()):
+            for name, value in list(attrs.items()):
                 if not name.startswith("_") and not callable(value):
                     yield name, value
 

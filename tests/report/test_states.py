@@ -93,3 +93,24 @@ def test_states_at_gives_the_value_after_a_step() -> None:
     assert recorded.at(0, "leader", step=set_at - 1) == "None"
     assert recorded.at(0, "leader", step=set_at) == "3"
     assert recorded.at(0, "missing") is None
+
+
+class _Slotted:
+    __slots__ = ("node", "value")
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self.value = 0
+
+    async def run(self) -> None:
+        self.node.seen = 1  # the Node's own attributes still count
+        await asyncio.sleep(1)
+
+
+def test_a_class_node_with_slots_is_recorded_by_its_node_only() -> None:
+    async def body(world: askew.World) -> None:
+        world.spawn(_Slotted)
+        await world.clock.advance(2)
+
+    changes = askew.Replay.states(body, seed=1)
+    assert [(c.node, c.name, c.value) for c in changes] == [(0, "seen", "1")]
