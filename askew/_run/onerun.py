@@ -71,9 +71,10 @@ def run_iteration(
     """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
     its report if it failed, and the run's fault calls added to `calls`.
     With `alone`, a failure is first re-run alone in a fresh world and its
-    report says whether it replays alone; with `states`, once more to
-    record its nodes' state over time for the report. A determinism check
-    that finds two traces raises NondeterminismError."""
+    report says whether it replays alone, and with `states` that re-run
+    records its nodes' state over time for the report (no run is added for
+    it). A determinism check that finds two traces raises
+    NondeterminismError."""
     __tracebackhide__ = True
     run_config, drawn = config, None
     if config.swarm:  # the seed decides the configuration
@@ -100,8 +101,6 @@ def run_iteration(
                 )
             outcome.states = recorded[0].changes if recorded else None
         written = write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
-        if states and outcome.states is None:
-            outcome.states = tracked_run(loop, fn, seed, args, kwargs, drawn, suppress)
         if calls is not None:
             calls.extend(outcome.fault_calls)
         failure = simulation_failure(

@@ -445,7 +445,10 @@ def _sweep(
                 if watch is not None:
                     watch.iteration_ends(i, failure is not None)
                 if failure is not None:
-                    analyse = budget > 0  # with no fault, its draws are still shrunk
+                    # With no fault, its draws are still shrunk; a refusal is
+                    # no bug of timing, and replays whatever the draws.
+                    refused = isinstance(failure, NondeterminismError)
+                    analyse = budget > 0 and (bool(calls) or not refused)
                     if analyse and not failure.replays_alone:
                         # Re-runs without a fault say what the fault did only
                         # if the run without none is this one (issue 24).
