@@ -435,6 +435,13 @@ static int poll_now(struct pollfd *fds, nfds_t n, int timeout)
                                    timeout < 0 ? 0 : (long)&ts, 0, 8, 0);
 }
 
+/* glibc declares poll's and ppoll's fds write_only (the kernel writes each
+ * revents), yet a poll reads each events field: GCC's uninitialised-read
+ * check, which trusts that declaration, does not apply to these two. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 ASKEW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     const struct askew_preload_hooks *h = askew__t_hooks;
@@ -477,6 +484,9 @@ ASKEW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo,
         RECORD(h, "ppoll", tmo != NULL ? tmo->tv_sec : -1, (long)n);
     return rc;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* select and pselect both reach the kernel's pselect6, which takes the
  * signal mask as a {mask, size} pair and a timespec it writes back. */

@@ -86,6 +86,38 @@ _ASKEW_ENV = (
 )
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child askew runs in: no ASKEW_* variable or
+    LD_PRELOAD of this session's (but libasan under `make asan`), the
+    checkout on PYTHONPATH, then `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_")}
+    if not os.environ.get("ASKEW_ASAN"):  # under `make asan`, libasan stays first
+        env.pop("LD_PRELOAD", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    env["PYTHONPATH"] = str(REPO)
+    env.update(extra)
+    return env
+
+
+def run_exec(
+    args: list[str], *, preload: bool = True, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`args` in a child, under askew-exec unless `preload` is false."""
+    cmd = [sys.executable, "-m", "askew._run.exec", *args] if preload else args
+    return subprocess.run(
+        cmd,
+        env=child_env(**env),
+        cwd=cwd or REPO,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(300),
+        check=False,
+    )
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No ASKEW_* settings from the shell that runs the suite."""

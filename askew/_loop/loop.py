@@ -267,6 +267,10 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         finally:
             armed = False
             fut.remove_done_callback(stop_this_run)
+            if fut.done() and self._main_task is fut:
+                # A finished task is no run's leftover: the loop keeps none
+                # alive (a stock loop's second run leaves no object behind).
+                self._main_task = None
         if not fut.done():
             raise RuntimeError("Event loop stopped before Future completed.")
         return fut.result()

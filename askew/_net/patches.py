@@ -17,7 +17,6 @@ from typing import Any
 from .. import _core
 from .._loop.patches import NameSwap, scope
 from . import aiodns as _aiodns
-from . import host as _host
 from . import sockets as _sockets
 from .host import current
 
@@ -45,24 +44,7 @@ def resolving(name: str, refusing: Callable[..., Any], in_run: Callable[[], bool
     return resolve
 
 
-def _gethostname() -> str:
-    """socket.gethostname(): a world's node is its hostname (node-3, or its
-    spawn name), so that what it resolves is itself; elsewhere the real
-    name (wrap mode's one host is the machine, and makes no host to ask)."""
-    world = _host._world
-    if world is not None and not world._ended and _virtual.in_simulation():
-        stack = current(True)
-        own = None if stack is None else stack.names.own_name()
-        if own is not None:
-            return own
-    return _real_gethostname()
-
-
-_real_gethostname = socket.gethostname
-
-
 def install(names: NameSwap) -> None:
-    names.set(socket, "gethostname", _gethostname)
     names.set(socket, "socket", _sockets.SocketType)
     names.set(socket, "socketpair", _sockets.socketpair)
     names.set(ssl.SSLContext, "wrap_socket", _sockets.wrap_socket)

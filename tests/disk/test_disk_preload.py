@@ -10,47 +10,19 @@ refused with an error naming askew-exec.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import REPO, run_exec
 
 from askew._loop.preload import LIBRARY_NAME
 
-REPO = Path(__file__).resolve().parents[2]
 LIB = REPO / "askew" / LIBRARY_NAME
-TIMEOUT = 300
 
 pytestmark = pytest.mark.skipif(not LIB.is_file(), reason="needs the built preload (run `make`)")
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_")}
-    if not os.environ.get("ASKEW_ASAN"):  # under `make asan`, libasan stays first
-        env.pop("LD_PRELOAD", None)
-    env.pop("PYTEST_ADDOPTS", None)
-    env["PYTHONPATH"] = str(REPO)
-    env.update(extra)
-    return env
-
-
-def _run(
-    args: list[str], *, preload: bool = True, cwd: Path | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "askew._run.exec", *args] if preload else args
-    return subprocess.run(
-        cmd,
-        env=_env(**env),
-        cwd=cwd or REPO,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
 
 
 def _program(tmp_path: Path, body: str, *, preload: bool = True, **env: str) -> str:
@@ -61,7 +33,7 @@ def _program(tmp_path: Path, body: str, *, preload: bool = True, **env: str) -> 
     mount.mkdir(exist_ok=True)
     script = tmp_path / "program.py"
     script.write_text(f"MOUNT = {str(mount)!r}\n" + _HEADER + textwrap.dedent(body))
-    proc = _run([sys.executable, str(script)], preload=preload, **env)
+    proc = run_exec([sys.executable, str(script)], preload=preload, **env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list(mount.iterdir()) == [], "the real directory under the mount was written"
     return proc.stdout
@@ -283,7 +255,7 @@ def test_a_sqlite_node_that_crashes_replays_exactly_across_processes(tmp_path: P
 def test_synchronous_off_loses_committed_rows_in_a_crash_and_full_does_not(
     example: str, passes: bool
 ) -> None:
-    proc = _run(
+    proc = run_exec(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"examples/{example}"]
     )
     out = proc.stdout + proc.stderr
@@ -295,7 +267,7 @@ def test_synchronous_off_loses_committed_rows_in_a_crash_and_full_does_not(
         r"^\s*replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 pytest '?([^'\s]+)'?$", out, re.M
     )
     assert replay, out
-    again = _run(
+    again = run_exec(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", replay[2]],
         ASKEW_SEED=replay[1],
         ASKEW_ITERATIONS="1",

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_pytest, run_sim
-from test_disk_preload import _run
+from conftest import run_exec, run_pytest, run_sim
 
 import askew
 from askew import _core
@@ -338,7 +337,7 @@ print(json.dumps(out))
 def _under_askew_exec(code: str, *args: str, **env: str) -> str:
     """`python -c code args` under askew-exec, as tests/disk/test_disk_preload.py
     runs its programs; its stdout."""
-    proc = _run([sys.executable, "-c", code, *args], ASKEW_SHRINK="0", **env)
+    proc = run_exec([sys.executable, "-c", code, *args], ASKEW_SHRINK="0", **env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

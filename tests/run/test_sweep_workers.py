@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import hang_guard
 from sweep_target import child_env, installed, options
 
 from askew._run import sweep as _sweep
@@ -412,18 +413,30 @@ def test_an_unreachable_cluster_is_a_usage_error_naming_it(
 
 
 _LOGGER = """
-import os
+import os, time
 import askew
+
+REAL_MONOTONIC, REAL_SLEEP = time.monotonic, time.sleep  # taken before any run
+GUARD = {guard}
+
+def _taken():
+    try:
+        return sum(map(int, open("taken").read().split()))
+    except OSError:
+        return 0
 
 @askew.simulate(seed=13)
 async def test_logs_its_runs(world):
     with open("runs", "a") as f:
         f.write(f"{world.seed}\\n")
-    # Once armed, iteration 600 works a while (real CPU, no virtual time),
-    # so the chunks before it have come back, then ends its process, once.
+    # Iteration 600 waits (outside the run's clock: a real sleep of the
+    # host's, before the run's patches) until the parent has taken every
+    # chunk before its own, then ends its process, once.
     if world.seed == askew._core.seed_iteration(13, 600) and not os.path.exists("killed"):
         open("killed", "w").close()
-        sum(range(10**7))
+        deadline = REAL_MONOTONIC() + GUARD
+        while REAL_MONOTONIC() < deadline and _taken() < 560:
+            REAL_SLEEP(0.05)
         os._exit(1)
 """
 
@@ -436,7 +449,15 @@ def test_after_a_dask_worker_dies_only_the_chunk_it_ran_runs_again(
     finished chunk's future was kept to the end)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    (tmp_path / "test_logger.py").write_text(_LOGGER)
+    (tmp_path / "test_logger.py").write_text(_LOGGER.replace("{guard}", str(hang_guard(300))))
+    take = _sweep._Collector.take
+
+    def taking(self: _sweep._Collector, chunk: _workers.ChunkResult) -> bool:
+        with open(tmp_path / "taken", "a") as f:  # what the dying worker waits for
+            f.write(f"{chunk.stop - chunk.start}\n")
+        return take(self, chunk)
+
+    monkeypatch.setattr(_sweep._Collector, "take", taking)
     result = _sweep.run_sweep(
         options("test_logger.py::test_logs_its_runs", 640, cluster=dask_cluster),
         out=io.StringIO(),
