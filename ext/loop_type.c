@@ -325,6 +325,31 @@ static PyObject *loop_get_steps(struct askew_loop_state *self, void *Py_UNUSED(c
     return PyLong_FromUnsignedLongLong(self->sched.steps);
 }
 
+/* _interrupt(exc, steps): the step watchdog (askew/_loop/watchdog.py), from
+ * its own thread: raise `exc` (a class) in the loop's thread if the step it
+ * saw stuck is still running, and say whether it did. Checked and done
+ * holding the GIL, so the exception never lands in a later step. _interrupt
+ * (None, 0) on the loop's thread takes back one not yet raised. */
+static PyObject *loop_interrupt(struct askew_loop_state *self, PyObject *const *args,
+                                Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "_interrupt takes (exc, steps), got %zd arguments",
+                     nargs);
+        return NULL;
+    }
+    const unsigned long long steps = PyLong_AsUnsignedLongLong(args[1]);
+    if (steps == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (args[0] == Py_None) {
+        PyThreadState_SetAsyncExc(PyThread_get_thread_ident(), NULL);
+        Py_RETURN_FALSE;
+    }
+    if (!self->running || self->sched.steps != steps)
+        Py_RETURN_FALSE;
+    return PyBool_FromLong(PyThreadState_SetAsyncExc(self->thread_id, args[0]) == 1);
+}
+
 static PyObject *loop_get_now_ns(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
     return PyLong_FromLongLong(self->sched.now_ns);
@@ -513,6 +538,7 @@ static PyMethodDef loop_methods[] = {
      NULL},
     {"_run", (PyCFunction)askew__loop_run, METH_NOARGS, NULL},
     {"_set_step_hook", (PyCFunction)askew__loop_set_step_hook, METH_O, NULL},
+    {"_interrupt", (PyCFunction)(void (*)(void))loop_interrupt, METH_FASTCALL, NULL},
     {"_coverage", (PyCFunction)loop_coverage, METH_O, NULL},
     {"_coverage_take", (PyCFunction)loop_coverage_take, METH_NOARGS, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},

@@ -27,7 +27,7 @@ from typing import Any, NoReturn, TypeVar
 
 from .. import _core
 from ..errors import BudgetExceeded, DeadlockError, NondeterminismError
-from . import hostio
+from . import hostio, watchdog
 from .config import GC_EVERY_STEPS, RunConfig, WallEpoch, check_seed, span_ns
 from .executor import ExecutorMethods
 from .frames import describe_wait
@@ -158,6 +158,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook
         )
         self._open_scope()
+        watchdog.watch(self, self._config.step_timeout)
         try:
             self._enter()  # first: a failed enter leaves no running loop set
             events._set_running_loop(self)
@@ -173,6 +174,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
                 self._run_cannot_go_on(status)
             self._cut_by = None
         finally:
+            watchdog.unwatch(self)
             self._close_scope()
             self._thread_id = None
             sys.set_asyncgen_hooks(*old_hooks)

@@ -40,6 +40,7 @@ from .._loop.config import (
     DEFAULT_PCT_DEPTH,
     DEFAULT_PCT_STEPS,
     DEFAULT_WALL_EPOCH,
+    DEFAULT_STEP_TIMEOUT,
     SEED_LIMIT,
     RunConfig,
     Swarm,
@@ -92,6 +93,7 @@ def simulate(
     pct_steps: int = DEFAULT_PCT_STEPS,
     swarm: bool | Swarm = False,
     wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH,
+    step_timeout: float = DEFAULT_STEP_TIMEOUT,
     check_determinism: bool = False,
 ) -> Any:
     """Run `async def test(world, ...)` under `iterations` seeds.
@@ -114,6 +116,9 @@ def simulate(
     wall_epoch: the date the wall clocks (time.time, datetime.now, C's
     CLOCK_REALTIME under askew-exec) read at virtual time 0: Unix seconds,
     ISO-8601 ("2026-01-01") or an aware datetime; 2020-01-01 by default.
+    step_timeout: seconds of real time one step may run (a loop that never
+    awaits) before the run fails with StepTimeout naming the seed, the node
+    and the line; 0 switches the watchdog off. It never changes a run.
     check_determinism runs every seed twice.
     """
     # Used bare (@askew.simulate) it receives the test itself. Only a function
@@ -139,6 +144,7 @@ def simulate(
             pct_steps=pct_steps,
             swarm=swarm,
             wall_epoch=wall_epoch,
+            step_timeout=step_timeout,
         ),
         check_determinism,
     )
