@@ -7,7 +7,7 @@ parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
 seed derived from (S, i), so the seed a report names replays alone. One
 loop is reset and reused across iterations. A run ends through the
 world's and the loop's own methods (World._power_off and _release, around
-SimLoop._frozen, the dead zone; then SimLoop._end_run); its
+SimLoop._freeze, the dead zone; then SimLoop._end_run); its
 report is askew._report's. run_iterations runs a range of a test's
 iterations the same way for `askew sweep` (askew._run.sweep), and the pytest
 plugin follows each sweep through `observer` (its progress line).
