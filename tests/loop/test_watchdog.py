@@ -14,8 +14,8 @@ import pytest
 from conftest import hang_guard
 
 import askew
-from askew.errors import StepTimeout
 from askew._loop.settings import env_knobs
+from askew.errors import StepTimeout
 
 _real = time.perf_counter  # the host's clock: inside a run time.* is virtual
 SPIN_LINE = 0  # set below: the line the spinning node executes
@@ -112,7 +112,7 @@ def test_the_watchdog_never_changes_a_run() -> None:
             for i in range(20):
                 world.spawn(ping, i)
             await world.clock.advance(2)
-            hashes[limit] = asyncio.get_running_loop().trace_hash  # type: ignore[attr-defined]
+            hashes[len(hashes)] = asyncio.get_running_loop().trace_hash  # type: ignore[attr-defined]
 
         test()
     assert len(set(hashes.values())) == 1, hashes
