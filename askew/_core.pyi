@@ -104,6 +104,11 @@ class Message(tuple[int, int, Any, float]):
     @property
     def sent_at(self) -> float: ...
 
+class Receive:
+    """What node.recv() returns: receives when awaited, once."""
+
+    def __await__(self) -> Generator[Any, None, Message | None]: ...
+
 class Network:
     """A loop's simulated network (loop._net). Node ids are checked here."""
 
@@ -114,6 +119,7 @@ class Network:
     def recv(
         self, node: int, token: int, timeout: float | None, /
     ) -> Message | asyncio.Future[Message | None]: ...
+    def receive(self, token: int, timeout: float | None, world: object, /) -> Receive: ...
     def set_payload_check(self, check: Callable[[object], object] | None, /) -> None: ...
     # TCP (askew/_net/): segments ride the same wire.
     def send_segment(self, token: int, dst: int, segment: object, /) -> int: ...
