@@ -356,8 +356,8 @@ static PyObject *loop_interrupt(struct askew_loop_state *self, PyObject *const *
                                 Py_ssize_t nargs)
 {
     if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "_interrupt takes (exc, steps), got %zd arguments",
-                     nargs);
+        PyErr_Format(PyExc_TypeError,
+                     "_interrupt takes (exc, steps), got %zd arguments", nargs);
         return NULL;
     }
     const unsigned long long steps = PyLong_AsUnsignedLongLong(args[1]);

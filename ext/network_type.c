@@ -304,11 +304,13 @@ static PyObject *net_receive(askew_network *n, PyObject *const *args, Py_ssize_t
     const long long token = PyLong_AsLongLong(args[0]);
     if (token == -1 && PyErr_Occurred())
         return NULL;
-    PyObject *node = PyLong_FromLongLong((long long)askew__node_of(token)); // new reference
+    PyObject *node =
+        PyLong_FromLongLong((long long)askew__node_of(token)); // new reference
     if (node == NULL)
         return NULL;
     PyObject *call[3] = {node, args[0], args[1]};
-    PyObject *r = askew__receive_new(n->state, (PyObject *)n, recv_of_net, call, args[2]);
+    PyObject *r =
+        askew__receive_new(n->state, (PyObject *)n, recv_of_net, call, args[2]);
     Py_DECREF(node);
     return r;
 }

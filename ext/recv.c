@@ -16,7 +16,8 @@ typedef struct {
 } receive_object;
 
 PyObject *askew__receive_new(const struct askew_state *st, PyObject *net,
-                             askew_receive_fn fn, PyObject *const *args, PyObject *world)
+                             askew_receive_fn fn, PyObject *const *args,
+                             PyObject *world)
 {
     receive_object *self = PyObject_GC_New(receive_object, st->receive_type);
     if (self == NULL)
@@ -169,7 +170,8 @@ int askew__receive_type_init(PyObject *module, struct askew_state *st)
     st->str_check_live = PyUnicode_InternFromString("_check_live");
     if (st->str_ended == NULL || st->str_check_live == NULL)
         return -1;
-    st->receive_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &receive_spec, NULL);
+    st->receive_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &receive_spec, NULL);
     if (st->receive_type == NULL)
         return -1;
     return PyModule_AddObjectRef(module, "Receive", (PyObject *)st->receive_type);

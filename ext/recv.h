@@ -22,6 +22,7 @@ int askew__receive_type_init(PyObject *module, struct askew_state *st);
  * `world` is live (world._ended, world._check_live()). New reference, or
  * NULL with an exception. */
 PyObject *askew__receive_new(const struct askew_state *st, PyObject *net,
-                             askew_receive_fn fn, PyObject *const *args, PyObject *world);
+                             askew_receive_fn fn, PyObject *const *args,
+                             PyObject *world);
 
 #endif

@@ -148,9 +148,7 @@ class Node:
     async def _recv_seen(self, timeout: float | None = None) -> Message | None:
         """recv as a coroutine, whose return a profile hook sees: what a
         timeline run receives through (see receives_seen)."""
-        return await self._askew_world._wire.receive(
-            self._askew_token, timeout, self._askew_world
-        )
+        return await self._askew_world._wire.receive(self._askew_token, timeout, self._askew_world)
 
     @property
     def disk(self) -> str | None:
