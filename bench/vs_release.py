@@ -24,12 +24,16 @@ cluster's simulated hour (ms), a `sleep(0)` task step and an
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
 import subprocess
 import sys
 import textwrap
+
+import bench_heartbeat
+import bench_quickstart
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TREE = os.path.dirname(HERE)
@@ -43,19 +47,31 @@ _clock = time.perf_counter  # the host's: inside a run time.* is virtual
 import asyncio, askew
 """
 
+
+def _source(fn: object) -> str:
+    """A bench's own node code, so both sides run exactly what it runs."""
+    return textwrap.dedent(inspect.getsource(fn)) + "\n"  # type: ignore[arg-type]
+
+
+# 10 tasks, each awaiting asyncio.sleep(DELAY) N // 10 times, on a bare loop.
+_STEPS = """
+async def worker(k):
+    for _ in range(k):
+        await asyncio.sleep(DELAY)
+
+async def main(k):
+    await asyncio.gather(*(worker(k) for _ in range(10)))
+
+loop = askew.new_event_loop(0)
+loop.run_until_complete(main(100))
+t = _clock(); loop.run_until_complete(main(N // 10)); el = _clock() - t
+loop.close(); print(json.dumps(el / N * 1e9))
+"""
+
 WORKLOADS: dict[str, tuple[str, str, bool]] = {
     "quickstart": (
-        """
-async def node_main(node, index):
-    node.leader = None
-    while True:
-        msg = await node.recv(timeout=5)
-        if msg is None:
-            node.leader = node.id
-            await node.broadcast(("claim", node.id))
-        elif msg.payload[0] == "claim":
-            node.leader = max(node.leader or -1, msg.payload[1])
-
+        _source(bench_quickstart.node_main)
+        + """
 def build(n):
     @askew.simulate(seed=1337, iterations=n)
     async def test_leader_election(world):
@@ -87,23 +103,8 @@ print(json.dumps(((t2 - t1) - (t1 - t0)) / (N - N // 10) * 1e6))
         False,
     ),
     "heartbeat": (
-        """
-async def heartbeat_node(node):
-    node.last_seen = {}
-
-    async def beat():
-        while True:
-            node.broadcast(("heartbeat", node.id))
-            await asyncio.sleep(1)
-
-    beater = asyncio.get_running_loop().create_task(beat())
-    try:
-        while True:
-            msg = await node.recv()
-            node.last_seen[msg.src] = msg.sent_at
-    finally:
-        beater.cancel()
-
+        _source(bench_heartbeat.heartbeat_node)
+        + """
 @askew.simulate(seed=0, iterations=1)
 async def test_heartbeats(world):
     nodes = [world.spawn(heartbeat_node) for _ in range(5)]
@@ -115,40 +116,8 @@ t = _clock(); test_heartbeats(); print(json.dumps((_clock() - t) * 1e3 * 3600 / 
         "ms per simulated hour",
         False,
     ),
-    "task_step": (
-        """
-async def worker(k):
-    for _ in range(k):
-        await asyncio.sleep(0)
-
-async def main(k):
-    await asyncio.gather(*(worker(k) for _ in range(10)))
-
-loop = askew.new_event_loop(0)
-loop.run_until_complete(main(100))
-t = _clock(); loop.run_until_complete(main(N // 10)); el = _clock() - t
-loop.close(); print(json.dumps(el / N * 1e9))
-""",
-        "ns/step",
-        False,
-    ),
-    "timer": (
-        """
-async def worker(k):
-    for _ in range(k):
-        await asyncio.sleep(0.01)
-
-async def main(k):
-    await asyncio.gather(*(worker(k) for _ in range(10)))
-
-loop = askew.new_event_loop(0)
-loop.run_until_complete(main(100))
-t = _clock(); loop.run_until_complete(main(N // 10)); el = _clock() - t
-loop.close(); print(json.dumps(el / N * 1e9))
-""",
-        "ns/wake-up",
-        False,
-    ),
+    "task_step": (_STEPS.replace("DELAY", "0"), "ns/step", False),
+    "timer": (_STEPS.replace("DELAY", "0.01"), "ns/wake-up", False),
 }
 
 SIZES = {"quickstart": 400, "empty": 5000, "heartbeat": 600, "task_step": 100_000, "timer": 50_000}
