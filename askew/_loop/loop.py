@@ -511,6 +511,7 @@ def new_event_loop(
     pct_depth: int | None = None,
     pct_steps: int | None = None,
     wall_epoch: WallEpoch | None = None,
+    step_timeout: float | None = None,
 ) -> SimLoop:
     """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
     loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
@@ -524,6 +525,7 @@ def new_event_loop(
         ("pct_depth", pct_depth),
         ("pct_steps", pct_steps),
         ("wall_epoch", wall_epoch),
+        ("step_timeout", step_timeout),
     ):
         if value is not None:
             kwargs[name] = value

@@ -118,6 +118,18 @@ def test_the_watchdog_never_changes_a_run() -> None:
     assert len(set(hashes.values())) == 1, hashes
 
 
+def test_a_bare_loop_takes_the_watchdog_too() -> None:
+    async def main() -> None:
+        spin(hang_guard(60))
+
+    loop = askew.new_event_loop(4, step_timeout=0.3)
+    try:
+        with pytest.raises(StepTimeout, match=r"a step of the world .* \(seed=4,"):
+            loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
 @pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "1", True])
 def test_a_bad_step_timeout_is_refused_by_name(bad: object) -> None:
     with pytest.raises((TypeError, ValueError), match="step_timeout"):
