@@ -107,6 +107,7 @@ asan:
 	$(MAKE) clean build
 
 bench: build
+	$(PYTHON) bench/vs_release.py --rounds 3
 	$(PYTHON) bench/run_all.py
 
 clean:

@@ -29,6 +29,7 @@ __all__ = [
     "DeadlockError",
     "NondeterminismError",
     "SimulationFailure",
+    "StepTimeout",
 ]
 
 
@@ -56,6 +57,18 @@ class DeadlockError(SimulationFailure):
 
 class BudgetExceeded(SimulationFailure):
     """A run used up its step or virtual-time budget: likely a livelock."""
+
+
+class StepTimeout(BudgetExceeded):
+    """One step ran longer than the step watchdog's real-time limit
+    (`step_timeout`): likely a loop that never awaits."""
+
+    # The watchdog's report of the step it stopped. The interpreter raises
+    # the class itself in the loop's thread, calling it with no arguments.
+    last_report = "a step ran past the step watchdog's limit (step_timeout)"
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(args or (type(self).last_report,)))
 
 
 class NondeterminismError(SimulationFailure):

@@ -36,6 +36,28 @@ static PyObject *loop_set_time_view(struct askew_loop_state *self, PyObject *fn)
     Py_RETURN_NONE;
 }
 
+/* A test may replace loop.time on the instance (a mock clock), as it can on
+ * asyncio's loop, whose scheduler then obeys it: so does this one. In C,
+ * so that the loop's other attribute stores (a dozen a run) stay plain. */
+static int loop_setattro(PyObject *self, PyObject *name, PyObject *value)
+{
+    const int is_time = PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) == 4 &&
+                        PyUnicode_CompareWithASCIIString(name, "time") == 0;
+    if (is_time && value != NULL) {
+        PyObject *res = loop_set_time_view((struct askew_loop_state *)self, value);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
+    if (PyObject_GenericSetAttr(self, name, value) < 0)
+        return -1;
+    if (is_time && value == NULL) {
+        PyObject *res = loop_set_time_view((struct askew_loop_state *)self, Py_None);
+        Py_XDECREF(res); /* never fails for None */
+    }
+    return 0;
+}
+
 static PyObject *loop_get_debug(struct askew_loop_state *self,
                                 PyObject *Py_UNUSED(ignored))
 {
@@ -327,6 +349,31 @@ static PyObject *loop_get_steps(struct askew_loop_state *self, void *Py_UNUSED(c
     return PyLong_FromUnsignedLongLong(self->sched.steps);
 }
 
+/* _interrupt(exc, steps): the step watchdog (askew/_loop/watchdog.py), from
+ * its own thread: raise `exc` (a class) in the loop's thread if the step it
+ * saw stuck is still running, and say whether it did. Checked and done
+ * holding the GIL, so the exception never lands in a later step. _interrupt
+ * (None, 0) on the loop's thread takes back one not yet raised. */
+static PyObject *loop_interrupt(struct askew_loop_state *self, PyObject *const *args,
+                                Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "_interrupt takes (exc, steps), got %zd arguments", nargs);
+        return NULL;
+    }
+    const unsigned long long steps = PyLong_AsUnsignedLongLong(args[1]);
+    if (steps == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    if (args[0] == Py_None) {
+        PyThreadState_SetAsyncExc(PyThread_get_thread_ident(), NULL);
+        Py_RETURN_FALSE;
+    }
+    if (!self->running || self->sched.steps != steps)
+        Py_RETURN_FALSE;
+    return PyBool_FromLong(PyThreadState_SetAsyncExc(self->thread_id, args[0]) == 1);
+}
+
 static PyObject *loop_get_now_ns(struct askew_loop_state *self, void *Py_UNUSED(c))
 {
     return PyLong_FromLongLong(self->sched.now_ns);
@@ -521,6 +568,7 @@ static PyMethodDef loop_methods[] = {
      NULL},
     {"_run", (PyCFunction)askew__loop_run, METH_NOARGS, NULL},
     {"_set_step_hook", (PyCFunction)askew__loop_set_step_hook, METH_O, NULL},
+    {"_interrupt", (PyCFunction)(void (*)(void))loop_interrupt, METH_FASTCALL, NULL},
     {"_coverage", (PyCFunction)loop_coverage, METH_O, NULL},
     {"_coverage_take", (PyCFunction)loop_coverage_take, METH_NOARGS, NULL},
     {"_set_time_view", (PyCFunction)loop_set_time_view, METH_O, NULL},
@@ -567,6 +615,7 @@ static PyType_Slot loop_slots[] = {
     {Py_tp_clear, loop_clear_refs},
     {Py_tp_methods, loop_methods},
     {Py_tp_getset, loop_getset},
+    {Py_tp_setattro, loop_setattro},
     {Py_tp_doc, "The C half of askew's event loop; use askew.new_event_loop()."},
     {0, NULL},
 };

@@ -85,6 +85,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->network_type);
     Py_VISIT(st->message_type);
     Py_VISIT(st->recv_expire_fn);
+    Py_VISIT(st->receive_type);
     Py_VISIT(st->future_type);
     Py_VISIT(st->sim_future_type);
     Py_VISIT(st->future_done);
@@ -108,6 +109,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->network_type);
     Py_CLEAR(st->message_type);
     Py_CLEAR(st->recv_expire_fn);
+    Py_CLEAR(st->receive_type);
     Py_CLEAR(st->future_type);
     Py_CLEAR(st->sim_future_type);
     Py_CLEAR(st->future_done);
@@ -121,6 +123,8 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->str_context_seen);
     Py_CLEAR(st->str_name);
     Py_CLEAR(st->str_loop);
+    Py_CLEAR(st->str_ended);
+    Py_CLEAR(st->str_check_live);
     Py_CLEAR(st->empty_tuple);
     /* The dead handles the free list keeps (handle.c's dealloc put them
      * there, type reference already dropped): only their memory is left. */

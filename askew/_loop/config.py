@@ -49,6 +49,10 @@ DEFAULT_PCT_DEPTH = 3
 DEFAULT_PCT_STEPS = 1000
 PCT_DEPTH_MAX = 64  # ASKEW_PCT_DEPTH_MAX in ext/engine/engine.h
 GC_EVERY_STEPS = 10_007  # a fixed count, so collections fall on the same steps
+# The step watchdog's limit, seconds of real time one step may run before it
+# is reported (askew/_loop/watchdog.py): far past any step that is only
+# slow on a loaded machine, short of a user's patience.
+DEFAULT_STEP_TIMEOUT = 60.0
 
 
 def check_seed(seed: object, what: str = "seed") -> int:
@@ -135,6 +139,11 @@ def check_max_steps(max_steps: object, what: str = "max_steps") -> int:
             f"{what} must be < 2**64 (the engine counts steps in 64 bits), got {steps}"
         )
     return steps
+
+
+def check_step_timeout(value: object, what: str = "step_timeout") -> float:
+    """The watchdog's limit: a finite number of real seconds, 0 for none."""
+    return check_seconds(value, what)
 
 
 def _finite_seconds(value: object, what: str) -> float:
@@ -360,6 +369,8 @@ class RunConfig:
     swarm: bool | Swarm = False
     # Any form check_wall_epoch takes; kept as an aware UTC datetime.
     wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH
+    # Seconds of real time a step may run before the watchdog reports it; 0: off.
+    step_timeout: float = DEFAULT_STEP_TIMEOUT
     # Set by askew._explore.swarm on the config of one swarm run: its report line.
     swarm_note: str | None = None
 
@@ -375,6 +386,7 @@ class RunConfig:
         check_pct_steps(self.pct_steps)
         object.__setattr__(self, "swarm", check_swarm(self.swarm) or False)
         object.__setattr__(self, "wall_epoch", check_wall_epoch(self.wall_epoch))
+        object.__setattr__(self, "step_timeout", check_step_timeout(self.step_timeout))
 
     @property
     def faithful(self) -> bool:

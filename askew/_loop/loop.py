@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import _thread
 import asyncio
-import contextlib
 import contextvars
 import random
 import sys
 import types
 import weakref
 from asyncio import base_events, coroutines, events, futures, tasks
-from collections.abc import Awaitable, Coroutine, Iterator
+from collections.abc import Awaitable, Coroutine
 from typing import Any, NoReturn, TypeVar
 
 from .. import _core
 from ..errors import BudgetExceeded, DeadlockError, NondeterminismError
-from . import hostio
+from . import hostio, watchdog
 from .config import GC_EVERY_STEPS, RunConfig, WallEpoch, check_seed, span_ns
 from .executor import ExecutorMethods
 from .frames import describe_wait
@@ -57,6 +56,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
 
     def __init__(self, seed: int = 0, config: RunConfig | None = None) -> None:
         self._config = config if config is not None else RunConfig()
+        self._applied: tuple[Any, tuple[Any, ...]] = (None, ())
         self._task_factory: Any = None
         self._exception_handler: Any = None
         self._current_handle: Any = None
@@ -80,31 +80,31 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
     def _apply_config(self, *, max_steps: int | None = None) -> None:
         """Hand the config to C; `max_steps` replaces both budgets with a
         step budget of its own (settling a run's leftovers after a run that
-        spent them)."""
+        spent them). The engine's numbers are worked out once per config
+        (the wall epoch is datetime arithmetic)."""
         cfg = self._config
-        self._configure(
-            cfg.strategy,
-            cfg.max_steps if max_steps is None else max_steps,
-            cfg.max_time_ns if max_steps is None else 0,
-            GC_EVERY_STEPS,
-            span_ns(cfg.cpu),
-            span_ns(cfg.overshoot),
-            cfg.pct_depth,
-            cfg.pct_steps,
-            cfg.wall_epoch_ns,
-        )
+        if self._applied[0] is not cfg:
+            self._applied = (
+                cfg,
+                (
+                    cfg.strategy,
+                    cfg.max_steps,
+                    cfg.max_time_ns,
+                    GC_EVERY_STEPS,
+                    span_ns(cfg.cpu),
+                    span_ns(cfg.overshoot),
+                    cfg.pct_depth,
+                    cfg.pct_steps,
+                    cfg.wall_epoch_ns,
+                ),
+            )
+        args = self._applied[1]
+        if max_steps is not None:
+            args = (args[0], max_steps, 0, *args[3:])
+        self._configure(*args)
 
-    # A test may replace loop.time on the instance (a mock clock), as it can
-    # on asyncio's loop, whose scheduler then obeys it: so does this one.
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "time":
-            self._set_time_view(value)
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        object.__delattr__(self, name)
-        if name == "time":
-            self._set_time_view(None)
+    # A test may replace loop.time on the instance (a mock clock): the C
+    # type's attribute store tells its scheduler (ext/loop_type.c).
 
     def reset(self, seed: int) -> None:
         """Start a new run on this loop: clock at zero, streams from `seed`."""
@@ -158,6 +158,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook
         )
         self._open_scope()
+        watchdog.watch(self, self._config.step_timeout)
         try:
             self._enter()  # first: a failed enter leaves no running loop set
             events._set_running_loop(self)
@@ -173,6 +174,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
                 self._run_cannot_go_on(status)
             self._cut_by = None
         finally:
+            watchdog.unwatch(self)
             self._close_scope()
             self._thread_id = None
             sys.set_asyncgen_hooks(*old_hooks)
@@ -480,22 +482,20 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         tasks._unregister_task(task)
         return error
 
-    @contextlib.contextmanager
-    def _frozen(self) -> Iterator[None]:
-        """The run's dead zone, after its verdict and its leftovers settled:
-        what user code still runs (a finally, a close, a finalizer) runs as
-        inside the run, on this loop and its virtual clocks, but no clock
-        moves (a time.sleep returns at once) and nothing it schedules runs.
-        The dead zone lasts until the next reset; the loop is active only
-        inside this block."""
+    def _freeze(self) -> None:
+        """Enter the run's dead zone, after its verdict and its leftovers
+        settled: what user code still runs (a finally, a close, a finalizer)
+        runs as inside the run, on this loop and its virtual clocks, but no
+        clock moves (a time.sleep returns at once) and nothing it schedules
+        runs. The dead zone lasts until the next reset; the loop is active
+        only until _thaw."""
         self._set_dead(True)
         self._enter()
         events._set_running_loop(self)
-        try:
-            yield
-        finally:
-            events._set_running_loop(None)
-            self._leave()
+
+    def _thaw(self) -> None:
+        events._set_running_loop(None)
+        self._leave()
 
     def _end_run(self) -> None:
         """Drop what is left of the run once its world has ended: ready
@@ -515,6 +515,7 @@ def new_event_loop(
     pct_depth: int | None = None,
     pct_steps: int | None = None,
     wall_epoch: WallEpoch | None = None,
+    step_timeout: float | None = None,
 ) -> SimLoop:
     """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
     loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
@@ -528,6 +529,7 @@ def new_event_loop(
         ("pct_depth", pct_depth),
         ("pct_steps", pct_steps),
         ("wall_epoch", wall_epoch),
+        ("step_timeout", step_timeout),
     ):
         if value is not None:
             kwargs[name] = value

@@ -26,6 +26,7 @@ from .config import (
     check_max_time,
     check_pct_depth,
     check_pct_steps,
+    check_step_timeout,
     check_wall_epoch,
     wall_epoch_text,
 )
@@ -252,6 +253,17 @@ def parse_wall_epoch(text: str, what: str) -> datetime.datetime:
     return check_wall_epoch(word if number is None else number, what)
 
 
+def parse_step_timeout(text: str, what: str) -> float:
+    """Seconds of real time, or 0 to switch the watchdog off."""
+    try:
+        seconds = float(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"{what} must be a number of seconds (0 turns the step watchdog off), got {text!r}"
+        ) from None
+    return check_step_timeout(seconds, what)
+
+
 # RunConfig's field -> the ASKEW_* variable that carries it and its parser.
 KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "strategy": ("ASKEW_STRATEGY", parse_strategy),
@@ -264,6 +276,7 @@ KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "pct_steps": ("ASKEW_PCT_STEPS", parse_pct_steps),
     "swarm": ("ASKEW_SWARM", parse_swarm),
     "wall_epoch": ("ASKEW_WALL_EPOCH", parse_wall_epoch),
+    "step_timeout": ("ASKEW_STEP_TIMEOUT", parse_step_timeout),
 }
 # Wrap mode runs executor work inline unless told otherwise (docs/wrapping.md
 # says why); @askew.simulate and new_event_loop keep RunConfig's "refuse".

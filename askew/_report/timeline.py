@@ -40,7 +40,7 @@ from .._loop import kinds
 from .._loop.frames import PACKAGE_DIR
 from .._loop.text import short_repr
 from .._world.log import event_from_entry
-from .._world.node import Node
+from .._world.node import receives_seen
 from .._world.states import Change
 
 # Entries a timeline's run keeps: the whole of any run that fits in memory
@@ -55,7 +55,9 @@ Entry = tuple[int, int, int, int, int, object]
 
 # ---- await sites -----------------------------------------------------------------
 
-_RECV = Node.recv.__code__
+# The code whose "return" carries a received message, while a Sites block
+# has node.recv() run as a coroutine (it is a frameless awaitable otherwise).
+_RECV = receives_seen(False)
 # Path -> how a site names it, or None for askew's and the standard
 # library's files; filled by the first timeline's run (importing this
 # module costs a run nothing).
@@ -118,6 +120,7 @@ class Sites:
 
     def __enter__(self) -> Sites:
         self._outer = sys.getprofile()
+        receives_seen(True)
         sys.setprofile(self._event)
         return self
 
@@ -125,6 +128,7 @@ class Sites:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         sys.setprofile(self._outer)
+        receives_seen(False)
 
     def _event(self, frame: FrameType, event: str, arg: Any) -> None:
         # Only two kinds of event matter, and this runs on every call and

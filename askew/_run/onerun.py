@@ -344,16 +344,23 @@ def run_once(
     )
 
 
-@contextlib.contextmanager
-def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
-    """What user code does at the end of a run reaches no one but `log`:
-    what reaches the exception handler and an exception a finalizer raised
+def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool = False) -> None:
+    """End the run of the world `ending` holds (it lets go of it): power
+    off, then the dead zone, in which, with `collect`, the run's garbage is
+    collected, so that what it held (an unretrieved exception, a pending
+    task) is finalized now and not in a later iteration, which its seed
+    replayed alone would not see.
+
+    What user code does meanwhile reaches no one but `log`: what reaches
+    the exception handler and an exception a finalizer raised
     (sys.unraisablehook: under -W error, a stream a closed coroutine let go
     of warns "unclosed" in its __del__) are teardown lines, never an error
     of the test that is running (pytest turns an unraisable into one). A
     warning that is no error is left to the warning filters: it fails
     nothing, and pytest lists it (decision: catching warnings cost 15 µs a
-    run)."""
+    run). Written out rather than as context managers: this is every
+    run's path."""
+    world = ending.pop()
 
     def unraisable(what: Any) -> None:
         said = what.err_msg or "Exception ignored"
@@ -364,25 +371,44 @@ def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
     hook = sys.unraisablehook
     sys.unraisablehook = unraisable
     try:
-        yield
+        log.extend(map(teardown_line, world._power_off()))
+        loop._freeze()
+        try:
+            log.extend(map(teardown_line, world._release()))
+            del world
+            if collect:
+                _collect_the_run()
+        finally:
+            loop._thaw()
     finally:
         sys.unraisablehook = hook
 
 
-def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool = False) -> None:
-    """End the run of the world `ending` holds (it lets go of it): power
-    off, then the dead zone, in which, with `collect`, the run's garbage is
-    collected, so that what it held (an unretrieved exception, a pending
-    task) is finalized now and not in a later iteration, which its seed
-    replayed alone would not see. What user code raised goes to `log`."""
-    world = ending.pop()
-    with _quiet(loop, log):
-        log.extend(map(teardown_line, world._power_off()))
-        with loop._frozen():
-            log.extend(map(teardown_line, world._release()))
-            del world
-            if collect:
-                gc.collect()
+def _collect_the_run() -> None:
+    """Collect what the run let go of. The collector is off during a sweep
+    (the loop's fixed-step collections are of the youngest generation), so
+    the run's objects are in the two young generations and collecting those
+    is enough, at a third of a full collection's cost (which also empties
+    the interpreter's free lists). What survived an earlier run's end (a
+    payload the log held until the next reset) is old by now: a full
+    collection every FULL_EVERY runs, and after a run whose code collected
+    the oldest generation itself, keeps its garbage from piling up
+    (decision: it is finalized in a later run's dead zone, where nothing
+    counts, as it already was when it outlived its own run)."""
+    old = gc.get_stats()[2]["collections"]
+    _collections[1] += 1
+    if old != _collections[0] or _collections[1] >= FULL_EVERY:
+        gc.collect()
+        _collections[:] = [gc.get_stats()[2]["collections"], 0]
+    else:
+        gc.collect(1)
+
+
+# A full collection at the end of one run in FULL_EVERY.
+FULL_EVERY = 64
+# The oldest generation's collection count after the last full collection
+# here, and the runs ended since.
+_collections = [-1, 0]
 
 
 def _after_the_run(loop: SimLoop, context: dict[str, Any]) -> None:

@@ -73,6 +73,7 @@ _KNOB_HELP = {
         "range; loss, duplicate, latency beyond it by name (loss=0..0.2)",
     ),
     "wall_epoch": ("DATE", "what the wall clock reads at t=0: 2026-01-01 or Unix seconds"),
+    "step_timeout": ("SECONDS", "real seconds one step may run before it is reported; 0: off"),
 }
 
 

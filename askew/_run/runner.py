@@ -7,7 +7,7 @@ parameters stay fixtures. Iteration 0 runs seed S itself and iteration i a
 seed derived from (S, i), so the seed a report names replays alone. One
 loop is reset and reused across iterations. A run ends through the
 world's and the loop's own methods (World._power_off and _release, around
-SimLoop._frozen, the dead zone; then SimLoop._end_run); its
+SimLoop._freeze, the dead zone; then SimLoop._end_run); its
 report is askew._report's. run_iterations runs a range of a test's
 iterations the same way for `askew sweep` (askew._run.sweep), and the pytest
 plugin follows each sweep through `observer` (its progress line).
@@ -39,6 +39,7 @@ from .._loop.config import (
     DEFAULT_OVERSHOOT,
     DEFAULT_PCT_DEPTH,
     DEFAULT_PCT_STEPS,
+    DEFAULT_STEP_TIMEOUT,
     DEFAULT_WALL_EPOCH,
     SEED_LIMIT,
     RunConfig,
@@ -94,6 +95,7 @@ def simulate(
     pct_steps: int = DEFAULT_PCT_STEPS,
     swarm: bool | Swarm = False,
     wall_epoch: WallEpoch = DEFAULT_WALL_EPOCH,
+    step_timeout: float = DEFAULT_STEP_TIMEOUT,
     check_determinism: bool = False,
 ) -> Any:
     """Run `async def test(world, ...)` under `iterations` seeds.
@@ -119,6 +121,9 @@ def simulate(
     wall_epoch: the date the wall clocks (time.time, datetime.now, C's
     CLOCK_REALTIME under askew-exec) read at virtual time 0: Unix seconds,
     ISO-8601 ("2026-01-01") or an aware datetime; 2020-01-01 by default.
+    step_timeout: seconds of real time one step may run (a loop that never
+    awaits) before the run fails with StepTimeout naming the seed, the node
+    and the line; 0 switches the watchdog off. It never changes a run.
     check_determinism runs every seed twice.
     """
     # Used bare (@askew.simulate) it receives the test itself. Only a function
@@ -144,6 +149,7 @@ def simulate(
             pct_steps=pct_steps,
             swarm=swarm,
             wall_epoch=wall_epoch,
+            step_timeout=step_timeout,
         ),
         check_determinism,
     )

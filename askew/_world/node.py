@@ -137,16 +137,18 @@ class Node:
         world._wire.broadcast(self._askew_token, payload)
         return _SENT
 
-    async def recv(self, timeout: float | None = None) -> Any:
-        """The next message for this node, or None after `timeout` seconds."""
-        world = self._askew_world
-        if world._ended:
-            world._check_live()
-        token = self._askew_token
-        got = world._wire.recv(token >> TOKEN_SHIFT, token, timeout)
-        if isinstance(got, _core.Message):
-            return got
-        return await got
+    def recv(self, timeout: float | None = None) -> _core.Receive:
+        """Await it for the next message for this node, or None after
+        `timeout` seconds. An awaitable, not a coroutine (a coroutine frame
+        here was a third of a small run's bytecodes): it receives when
+        awaited, the message at once if one is waiting, else through the
+        network's future (ext/recv.c)."""
+        return self._askew_world._wire.receive(self._askew_token, timeout, self._askew_world)
+
+    async def _recv_seen(self, timeout: float | None = None) -> Message | None:
+        """recv as a coroutine, whose return a profile hook sees: what a
+        timeline run receives through (see receives_seen)."""
+        return await self._askew_world._wire.receive(self._askew_token, timeout, self._askew_world)
 
     @property
     def disk(self) -> str | None:
@@ -159,6 +161,18 @@ class Node:
         """Log an event of this node (shown in failure reports)."""
         world = self._askew_world
         world.log._emit(kinds.NODE, self.id, f"{self.id} {text}")
+
+
+_RECV_PLAIN = Node.recv
+
+
+def receives_seen(on: bool) -> Any:
+    """While on, node.recv() runs as the coroutine Node._recv_seen, so that a
+    profile hook sees each message it returns (the timeline's await sites,
+    askew/_report/timeline.py); off, it is the frameless awaitable again.
+    Returns the code object whose "return" events carry the messages."""
+    setattr(Node, "recv", Node._recv_seen if on else _RECV_PLAIN)  # noqa: B010
+    return Node._recv_seen.__code__
 
 
 class _Slot:

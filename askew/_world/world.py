@@ -366,7 +366,7 @@ class World:
         return list(loop._settle(leftovers))
 
     def _release(self) -> list[BaseException]:
-        """The second half, in the run's dead zone (SimLoop._frozen: time
+        """The second half, in the run's dead zone (SimLoop._freeze: time
         stands still, a crashed node's sends are dropped): every task of the
         run that will not run again has its coroutine closed, as the node it
         ran as, and leaves asyncio's registry; then the world ends. The

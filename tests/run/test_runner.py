@@ -5,6 +5,7 @@ reports (DESIGN §5), replay, deadlocks, budgets and determinism checks."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import itertools
 import os
@@ -586,3 +587,37 @@ def test_askew_strategy_in_the_environment_overrides_the_decorator(tmp_path: Pat
     proc = run_pytest(tmp_path, _INTERLEAVE_ONLY, env={"ASKEW_STRATEGY": "shuffle"})
     assert proc.returncode == 1, proc.stdout
     assert "note: strategy 'shuffle'" in proc.stdout
+
+
+class _Cycle:
+    """A cycle whose finalizer says which run's end finalized it."""
+
+    def __init__(self, ended: list[int], seed: int) -> None:
+        self.me = self
+        self.ended, self.seed = ended, seed
+
+    def __del__(self) -> None:
+        self.ended.append(self.seed)
+
+
+@pytest.mark.parametrize("collects", [False, True])
+def test_a_runs_garbage_is_finalized_at_its_own_end(collects: bool) -> None:
+    """The end of a run collects only the young generations, where all of
+    a run's objects are, unless the run's code collected the old one
+    itself (which made its cycle old): then a full collection does it."""
+    ended: list[int] = []
+    seen: list[list[int]] = []
+
+    @askew.simulate(seed=3, iterations=3)
+    async def test(world: askew.World) -> None:
+        seen.append(list(ended))
+        held = _Cycle(ended, world.seed)
+        if collects:
+            gc.collect()  # `held` is old now
+        del held
+        await asyncio.sleep(1)
+
+    test()
+    # Each run starts with every earlier run's cycle finalized.
+    assert [len(s) for s in seen] == [0, 1, 2]
+    assert len(ended) == 3

@@ -177,6 +177,36 @@ def test_messages_sent_before_recv_wait_in_the_inbox() -> None:
     run_sim(body)
 
 
+def test_recv_receives_when_awaited_once_as_the_coroutine_it_replaces_did() -> None:
+    """node.recv() is an awaitable: it takes nothing from the inbox until
+    awaited (handed to ensure_future, in that task's first step), and is
+    awaited once."""
+
+    async def late(node: Any) -> None:
+        unawaited = node.recv()
+        await asyncio.sleep(2)
+        assert "not awaited" in repr(unawaited)
+        got = node.recv(timeout=0)
+        node.first = (await got).payload  # the message sent at t=1: still queued
+        with pytest.raises(RuntimeError, match="cannot reuse an already awaited recv"):
+            await got
+        node.later = asyncio.ensure_future(node.recv(timeout=5))
+        node.waited = (await node.later).payload
+
+    async def body(world: askew.World) -> None:
+        r = world.spawn(late)
+        s = world.spawn(sink)
+        await world.clock.advance(1)
+        s.send(r, "a")
+        await world.clock.advance(2)
+        assert r.first == "a"
+        s.send(r, "b")
+        await world.clock.advance(1)
+        assert r.waited == "b"
+
+    run_sim(body)
+
+
 # ---- payloads ---------------------------------------------------------------
 
 
