@@ -123,9 +123,7 @@ def check_ppm(p: object, what: str) -> int:
 
 def check_executor(executor: object) -> str:
     if executor not in EXECUTORS:
-        raise ValueError(
-            f"executor must be 'threads', 'inline' or 'refuse', got {executor!r}"
-        )
+        raise ValueError(f"executor must be 'threads', 'inline' or 'refuse', got {executor!r}")
     assert isinstance(executor, str)
     return executor
 

@@ -5,8 +5,9 @@ With executor="threads" run_in_executor (and asyncio.to_thread) runs the
 work on the run's deterministic threads (askew/_loop/threads.py), and a
 thread of the run may call call_soon_threadsafe. With "refuse" it is
 refused; with "inline" the work runs on the loop's own thread at a seeded
-step. call_soon_threadsafe from a thread that is not the run's is refused. While inline work runs, a blocking wait on the
-loop's thread is refused by name instead of hanging. The network layer reads
+step. call_soon_threadsafe from a thread that is not the run's is refused.
+While inline work runs, a blocking wait on the loop's thread is refused by
+name instead of hanging. The network layer reads
 `inline_loop()` to find the loop whose work runs on this thread.
 """
 
@@ -75,9 +76,9 @@ class ExecutorMethods:
             run = threads.current()
             me = run.me() if run is self._threads else None
             if run is not None and me is not None:
-                handle = events.Handle(callback, args, self, context)
-                run.call_soon_threadsafe(me, handle)
-                return handle
+                made = events.Handle(callback, args, self, context)  # type: ignore[arg-type]
+                run.call_soon_threadsafe(me, made)
+                return made
             raise_refusal(
                 "call_soon_threadsafe() from another thread while a simulation runs: "
                 "that thread's timing is outside the seed's control. Do the work in a task."
@@ -136,7 +137,7 @@ class ExecutorMethods:
                 "control. Make the executor inside the run (or pass None for the loop's "
                 "default one)."
             )
-        return futures.wrap_future(executor.submit(func, *args), loop=self)
+        return futures.wrap_future(executor.submit(func, *args), loop=self)  # type: ignore[arg-type]
 
     def _run_inline_work(self, ctx: contextvars.Context, func: Callable[..., _T], args: Any) -> _T:
         # The "thread" is the loop's own thread, so work that waits for the

@@ -34,8 +34,8 @@ from .frames import describe_wait
 from .hostio import IOMethods
 from .nodes import node_var
 from .patches import scope
-from .threads import Threads
 from .text import safe_repr
+from .threads import Threads
 
 _T = TypeVar("_T")
 

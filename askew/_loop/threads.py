@@ -31,7 +31,7 @@ import threading
 import time as _time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, SupportsIndex
 
 from .. import _core
 from ..errors import DeadlockError
@@ -48,6 +48,7 @@ _start_os_thread = _thread.start_new_thread
 _real_lock = _thread.allocate_lock
 _real_sleep = _time.sleep
 _real_monotonic = _time.monotonic
+_current_frames = sys._current_frames  # keyed by real idents (identity.py remaps one)
 _virtual: Any = _core.virtual
 _cf_logger = logging.getLogger("concurrent.futures")
 
@@ -63,17 +64,17 @@ class _Actor:
 
     __slots__ = (
         "id",
+        "ident",
+        "joiners",
+        "killed",
         "name",
-        "token",
         "node",
         "state",
-        "waits_on",
-        "killed",
-        "woke",
-        "joiners",
-        "ident",
         "thread",
+        "token",
         "unwinding",
+        "waits_on",
+        "woke",
     )
 
     def __init__(self, aid: int, name: str, token: int) -> None:
@@ -92,7 +93,7 @@ class _Actor:
 
 
 class _Sleeper:
-    __slots__ = ("deadline_ns", "seq", "actor", "handle", "done")
+    __slots__ = ("actor", "deadline_ns", "done", "handle", "seq")
 
     def __init__(self, deadline_ns: int, seq: int, actor: int) -> None:
         self.deadline_ns = deadline_ns
@@ -112,6 +113,15 @@ _current: Threads | None = None
 
 def current() -> Threads | None:
     return _current
+
+
+def actor_number() -> int:
+    """The calling thread's number in the live run (1, 2, ... in start
+    order), 0 for the loop's thread and any thread that is not the run's:
+    what askew/_loop/identity.py adds to the node's thread ids."""
+    run = _current
+    actor = None if run is None else run.by_ident.get(_thread.get_ident())
+    return 0 if actor is None else actor.id
 
 
 class Threads:
@@ -366,6 +376,7 @@ class Threads:
     def call_soon_threadsafe(self, me: int, handle: Any) -> None:
         """A thread hands the loop a callback: queued when the loop next
         holds the baton, then a switch point."""
+
         def schedule() -> None:
             if not handle.cancelled():
                 self.loop.call_soon(handle._callback, *handle._args, context=handle._context)
@@ -517,7 +528,7 @@ class Threads:
     def report_lines(self) -> list[str]:
         """Each live thread with what it waits on and its stack, as a
         goroutine dump has them."""
-        frames = sys._current_frames()
+        frames = _current_frames()
         lines: list[str] = []
         for actor in self.alive():
             lines.append(f"  thread {actor.name!r} waits on {actor.waits_on or 'the baton'}")
@@ -545,7 +556,7 @@ class Lock:
     open. Outside the run's actors (a thread of the host, after the run) it
     is a plain lock that polls."""
 
-    __slots__ = ("_held", "_waiters", "_number", "__weakref__")
+    __slots__ = ("__weakref__", "_held", "_number", "_waiters")
 
     def __init__(self) -> None:
         self._held = False
@@ -674,7 +685,7 @@ def _thread_body(thread: threading.Thread) -> Callable[[], None]:
             if hook is not None:
                 hook(thread)
             else:
-                threading.excepthook(threading.ExceptHookArgs(sys.exc_info() + (thread,)))
+                threading.excepthook(threading.ExceptHookArgs((*sys.exc_info(), thread)))
 
     return body
 
@@ -722,16 +733,16 @@ def _is_alive(self: threading.Thread) -> bool:
 
 
 # What time.sleep was when a run with threads began (the scope's).
-_sleep_before: Callable[[float], None] = _time.sleep
+_sleep_before: Callable[[float | SupportsIndex], None] = _time.sleep
 
 
-def _sleep(secs: float) -> None:
+def _sleep(secs: float | SupportsIndex) -> None:
     run = _current
     me = _caller(run)
     if run is None or me is None or me == LOOP:
         _sleep_before(secs)
         return
-    seconds = float(secs)  # time.sleep's own TypeError for a non-number
+    seconds = float(secs)  # not a number: float()'s TypeError
     if seconds != seconds or seconds < 0:
         raise ValueError("sleep length must be non-negative")
     run.sleep(me, seconds)
