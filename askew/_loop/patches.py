@@ -47,7 +47,7 @@ from typing import Any
 
 from .. import _core
 from ..errors import NondeterminismError
-from . import identity, threads
+from . import identity, threadsync
 from .refusal import IO_HINT, PROCESS_HINT, refusing
 
 _virtual: Any = _core.virtual
@@ -330,7 +330,7 @@ class Scope:
                 self._names.set(time, name, fn)
             self._names.set(datetime, "datetime", _Datetime)
             self._names.set(datetime, "date", _Date)
-            threads.install(self._names, _refusing_start)
+            threadsync.install(self._names, _refusing_start)
             identity.install(self._names)
             self._enter_host_state(wall_epoch_ns)
             self._close_python_escapes()

@@ -25,7 +25,6 @@ import contextvars
 import heapq
 import itertools
 import logging
-import queue
 import sys
 import threading
 import time as _time
@@ -45,9 +44,6 @@ DONE: int = _core.BATON_DONE
 # Before the scope's patches: what starts a real OS thread, and a real
 # sleep for the rare caller outside the baton (a watchdog thread).
 _start_os_thread = _thread.start_new_thread
-_real_lock = _thread.allocate_lock
-_real_sleep = _time.sleep
-_real_monotonic = _time.monotonic
 _current_frames = sys._current_frames  # keyed by real idents (identity.py remaps one)
 _virtual: Any = _core.virtual
 _cf_logger = logging.getLogger("concurrent.futures")
@@ -59,7 +55,7 @@ class ThreadKilled(SystemExit):
     threading's excepthook stays silent about it."""
 
 
-class _Actor:
+class Actor:
     """One thread of a run."""
 
     __slots__ = (
@@ -115,6 +111,13 @@ def current() -> Threads | None:
     return _current
 
 
+def caller(run: Threads | None) -> int | None:
+    """The calling actor of the live run `run`, None outside one."""
+    if run is None or not _virtual.in_simulation():
+        return None
+    return run.me()
+
+
 def actor_number() -> int:
     """The calling thread's number in the live run (1, 2, ... in start
     order), 0 for the loop's thread and any thread that is not the run's:
@@ -132,8 +135,8 @@ class Threads:
     def __init__(self, loop: Any) -> None:
         self.loop = loop
         self.baton = _core.Baton(loop)
-        self.actors: dict[int, _Actor] = {}
-        self.by_ident: dict[int, _Actor] = {}
+        self.actors: dict[int, Actor] = {}
+        self.by_ident: dict[int, Actor] = {}
         self.requests: list[Callable[[], None]] = []
         self.sleepers: list[_Sleeper] = []
         self.sleeper_seq = itertools.count()
@@ -266,7 +269,7 @@ class Threads:
                     break
 
     @staticmethod
-    def _kill_here(actor: _Actor) -> None:
+    def _kill_here(actor: Actor) -> None:
         # The first switch point after the kill raises; the ones its unwinding
         # passes (a finally's lock) go on without a switch.
         if not actor.unwinding:
@@ -386,13 +389,13 @@ class Threads:
 
     # ---- threads ------------------------------------------------------------
 
-    def start(self, thread: threading.Thread, body: Callable[[], None]) -> _Actor:
+    def start(self, thread: threading.Thread, body: Callable[[], None]) -> Actor:
         """Start `thread` (its run is `body`) as an actor of this run: a real
         OS thread, parked until the seed first hands it the baton."""
         me = self.me()
         assert me is not None
         aid = int(self.baton.add())
-        actor = _Actor(aid, thread.name, node_var.get(-1))
+        actor = Actor(aid, thread.name, node_var.get(-1))
         self.actors[aid] = actor
         actor.thread = thread
         thread._askew_actor = actor  # type: ignore[attr-defined]
@@ -407,7 +410,7 @@ class Threads:
         return actor
 
     def _run_actor(
-        self, actor: _Actor, thread: threading.Thread, body: Callable[[], None], ctx: Any
+        self, actor: Actor, thread: threading.Thread, body: Callable[[], None], ctx: Any
     ) -> None:
         self.baton.wait(actor.id)
         actor.ident = _thread.get_ident()
@@ -428,7 +431,7 @@ class Threads:
             _cf_thread._threads_queues.pop(thread, None)  # type: ignore[attr-defined]
             self._exit(actor)
 
-    def _exit(self, actor: _Actor) -> None:
+    def _exit(self, actor: Actor) -> None:
         for joiner in actor.joiners:
             if joiner == LOOP:
                 self.wake_loop()
@@ -444,7 +447,7 @@ class Threads:
         nxt = self.baton.pick()
         self.baton.pass_on(actor.id, LOOP if nxt is None else nxt)
 
-    def join(self, me: int, actor: _Actor, name: str, timeout: float | None) -> None:
+    def join(self, me: int, actor: Actor, name: str, timeout: float | None) -> None:
         if actor.state == DONE:
             self.switch(me)
             return
@@ -513,7 +516,7 @@ class Threads:
         while self._runnable_threads():
             self.switch(LOOP)
 
-    def alive(self) -> list[_Actor]:
+    def alive(self) -> list[Actor]:
         return [a for a in self.actors.values() if a.state != DONE]
 
     def report(self, headline: str) -> str:
@@ -548,197 +551,13 @@ def _context_of(token: int) -> contextvars.Context:
     return ctx
 
 
-class Lock:
-    """threading.Lock for a run with threads: acquire and release are switch
-    points, and a blocked acquire waits for the baton rather than the OS.
-    Made by threading.Lock() (and so by Condition, Event, Semaphore,
-    Barrier, queue.Queue and concurrent Futures) while the run's scope is
-    open. Outside the run's actors (a thread of the host, after the run) it
-    is a plain lock that polls."""
-
-    __slots__ = ("__weakref__", "_held", "_number", "_waiters")
-
-    def __init__(self) -> None:
-        self._held = False
-        self._waiters: list[int] = []
-        run = _current
-        self._number = 0 if run is None else next(run.lock_numbers)
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        if not blocking and timeout != -1:
-            raise ValueError("can't specify a timeout for a non-blocking call")
-        if timeout < 0 and timeout != -1:
-            raise ValueError("timeout value must be a non-negative number")
-        run = _current
-        me = None if run is None else run.me()
-        if run is None or me is None:
-            return self._acquire_outside(blocking, timeout)
-        run.switch(me)
-        if not self._held:
-            self._held = True
-            return True
-        if not blocking:
-            return False
-        remaining: float | None = None if timeout == -1 else timeout
-        start = run.loop._now_ns
-        while self._held:
-            self._waiters.append(me)
-            woke = run.block(me, f"acquire() of {self!r}", remaining)
-            if me in self._waiters:
-                self._waiters.remove(me)
-            if not woke and self._held:
-                return False
-            if remaining is not None:
-                remaining = max(0.0, timeout - (run.loop._now_ns - start) / 1e9)
-        self._held = True
-        return True
-
-    def _acquire_outside(self, blocking: bool, timeout: float) -> bool:
-        give_up = None if timeout == -1 else _real_monotonic() + timeout
-        while self._held:
-            if not blocking or (give_up is not None and _real_monotonic() >= give_up):
-                return False
-            _real_sleep(0.0005)
-        self._held = True
-        return True
-
-    def release(self) -> None:
-        if not self._held:
-            raise RuntimeError("release unlocked lock")
-        self._held = False
-        run = _current
-        waiters, self._waiters = self._waiters, []
-        if run is None:
-            return
-        # Every waiter may take it: which one does is the seed's draw, as
-        # any of them (or a newcomer) could win on a real machine.
-        for aid in waiters:
-            if aid == LOOP:
-                run.wake_loop()
-            else:
-                run.wake(aid)
-        me = run.me()
-        if me is not None:
-            run.switch(me)
-
-    __enter__ = acquire
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def locked(self) -> bool:
-        return self._held
-
-    acquire_lock = acquire
-    release_lock = release
-    locked_lock = locked
-
-    def _at_fork_reinit(self) -> None:
-        self._held = False
-        self._waiters = []
-
-    def __repr__(self) -> str:
-        state = "locked" if self._held else "unlocked"
-        return f"<{state} lock #{self._number} of the run>"
-
-
-def make_lock() -> Any:
-    """threading.Lock() during a scope: askew's lock in a run with threads,
-    the real one otherwise."""
-    return Lock() if _current is not None else _real_lock()
-
-
-def make_rlock(*args: Any, **kwargs: Any) -> Any:
-    if _current is not None:
-        return threading._PyRLock(*args, **kwargs)  # type: ignore[attr-defined]
-    return _thread.RLock(*args, **kwargs)
-
-
-# ---- the names a scope puts in place (askew/_loop/patches.py) -------------------
-
-_original_join = threading.Thread.join
-_original_is_alive = threading.Thread.is_alive
-
-
-def _actor_of(thread: threading.Thread) -> _Actor | None:
-    actor: _Actor | None = vars(thread).get("_askew_actor")
-    return actor
-
-
-def _caller(run: Threads | None) -> int | None:
-    """The calling actor of the live run, None outside one."""
-    if run is None or not _virtual.in_simulation():
-        return None
-    return run.me()
-
-
-def _thread_body(thread: threading.Thread) -> Callable[[], None]:
-    def body() -> None:
-        try:
-            thread.run()
-        except ThreadKilled:
-            raise
-        except SystemExit:
-            pass
-        except BaseException:
-            hook = getattr(thread, "_invoke_excepthook", None)
-            if hook is not None:
-                hook(thread)
-            else:
-                threading.excepthook(threading.ExceptHookArgs((*sys.exc_info(), thread)))
-
-    return body
-
-
-def starter(refuse: Callable[[threading.Thread], None]) -> Callable[[threading.Thread], None]:
-    """Thread.start during a scope: a thread of the run when a run with
-    threads is live, else `refuse` (askew's refusal, or the real start
-    outside a simulation)."""
-
-    def start(self: threading.Thread) -> None:
-        run = _current
-        me = _caller(run)
-        if run is None or me is None:
-            refuse(self)
-            return
-        if not getattr(self, "_initialized", True):
-            raise RuntimeError("thread.__init__() not called")
-        if _actor_of(self) is not None or self._started.is_set():  # type: ignore[attr-defined]
-            raise RuntimeError("threads can only be started once")
-        self._started._flag = True  # type: ignore[attr-defined]
-        run.start(self, _thread_body(self))
-
-    return start
-
-
-def _join(self: threading.Thread, timeout: float | None = None) -> None:
-    actor = _actor_of(self)
-    if actor is None:
-        _original_join(self, timeout)
-        return
-    run = _current
-    me = _caller(run)
-    if run is None or me is None or actor.state == DONE:
-        return  # a thread of an ended run: it was unwound with its run
-    if me == actor.id:
-        raise RuntimeError("cannot join current thread")
-    run.join(me, actor, self.name, None if timeout is None else max(0.0, timeout))
-
-
-def _is_alive(self: threading.Thread) -> bool:
-    actor = _actor_of(self)
-    if actor is None:
-        return bool(_original_is_alive(self))
-    return actor.state != DONE
-
-
 # What time.sleep was when a run with threads began (the scope's).
 _sleep_before: Callable[[float | SupportsIndex], None] = _time.sleep
 
 
 def _sleep(secs: float | SupportsIndex) -> None:
     run = _current
-    me = _caller(run)
+    me = caller(run)
     if run is None or me is None or me == LOOP:
         _sleep_before(secs)
         return
@@ -746,26 +565,3 @@ def _sleep(secs: float | SupportsIndex) -> None:
     if seconds != seconds or seconds < 0:
         raise ValueError("sleep length must be non-negative")
     run.sleep(me, seconds)
-
-
-_SIMPLE_QUEUE = queue.SimpleQueue
-
-
-class _SimpleQueue:
-    """queue.SimpleQueue during a scope: the pure-Python one (built on the
-    run's locks) in a run with threads, the C one otherwise."""
-
-    def __new__(cls) -> Any:
-        return queue._PySimpleQueue() if _current is not None else _SIMPLE_QUEUE()  # type: ignore[attr-defined]
-
-
-def install(names: Any, refuse: Callable[[threading.Thread], None]) -> None:
-    """Put the thread names in place on `names` (a patches.NameSwap)."""
-    names.set(threading.Thread, "start", starter(refuse))
-    names.set(threading.Thread, "join", _join)
-    names.set(threading.Thread, "is_alive", _is_alive)
-    names.set(threading, "Lock", make_lock)
-    names.set(threading, "_allocate_lock", make_lock)
-    names.set(threading, "RLock", make_rlock)
-    names.set(_thread, "allocate_lock", make_lock)
-    names.set(queue, "SimpleQueue", _SimpleQueue)
