@@ -8,7 +8,9 @@
  * for the draw. */
 #include "baton_type.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 
 #include "active.h"
 #include "baton.h"
@@ -119,11 +121,16 @@ static PyObject *b_set(baton_object *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* pick() -> the actor to hand the baton to, or None when none can run. */
-static PyObject *b_pick(baton_object *self, PyObject *Py_UNUSED(a))
+/* pick(me) -> the actor to hand the baton to, or None when none can run;
+ * me is the holder at its switch point, -1 for none (baton.h). */
+static PyObject *b_pick(baton_object *self, PyObject *me_obj)
 {
+    const long me = PyLong_AsLong(me_obj);
+    if (me == -1 && PyErr_Occurred())
+        return NULL;
     uint32_t next = 0, runnable = 0;
-    const int rc = askew_baton_pick(&self->baton, &next, &runnable);
+    const uint32_t holder = me < 0 ? ASKEW_BATON_NOBODY : (uint32_t)me;
+    const int rc = askew_baton_pick(&self->baton, holder, &next, &runnable);
     if (rc == -EDEADLK)
         Py_RETURN_NONE;
     if (check(rc, "pick") < 0)
@@ -168,6 +175,52 @@ static PyObject *b_wait(baton_object *self, PyObject *id)
     Py_RETURN_NONE;
 }
 
+/* A thread of the run is made with libc's pthread_create, found past the
+ * preload (RTLD_NEXT from this object): the preload refuses a thread that
+ * would run outside the seed's order, and this one runs only with the
+ * baton. Process-wide by nature: one libc per process. */
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                         void *);
+static create_fn real_create;
+
+static void *actor_main(void *arg)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *fn = arg; // the reference b_start gave this thread
+    PyObject *res = PyObject_CallNoArgs(fn);
+    if (res == NULL)
+        PyErr_WriteUnraisable(fn);
+    Py_XDECREF(res);
+    Py_DECREF(fn);
+    PyGILState_Release(gil);
+    return NULL;
+}
+
+/* start(fn): a new OS thread that calls fn() with the GIL (detached). */
+static PyObject *b_start(baton_object *Py_UNUSED(self), PyObject *fn)
+{
+    if (!PyCallable_Check(fn))
+        return PyErr_Format(PyExc_TypeError, "Baton.start(fn): %R is not callable", fn);
+    if (real_create == NULL) {
+        real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+        if (real_create == NULL)
+            real_create = pthread_create;
+    }
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return PyErr_NoMemory();
+    (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    const int rc = real_create(&thread, &attr, actor_main, Py_NewRef(fn));
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        Py_DECREF(fn);
+        errno = rc;
+        return PyErr_SetFromErrno(PyExc_RuntimeError);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *b_get_handoffs(baton_object *self, void *Py_UNUSED(c))
 {
     return PyLong_FromUnsignedLongLong(self->baton.handoffs);
@@ -183,13 +236,16 @@ static PyMethodDef baton_methods[] = {
      "reset(seed): a new run, only the loop (actor 0) holding the baton"},
     {"add", (PyCFunction)b_add, METH_NOARGS, "add() -> a new actor's id, blocked"},
     {"set", (PyCFunction)b_set, METH_VARARGS, "set(id, state): a BATON_* state"},
-    {"pick", (PyCFunction)b_pick, METH_NOARGS,
-     "pick() -> the next holder, drawn among the runnable actors; None if none"},
+    {"pick", (PyCFunction)b_pick, METH_O,
+     "pick(me) -> the next holder, drawn among the runnable actors (me, the holder "
+     "at its switch point, mostly keeps it; -1 favours none); None if none"},
     {"give", (PyCFunction)b_give, METH_VARARGS,
      "give(me, next): hand the baton on and wait until it comes back"},
     {"pass_on", (PyCFunction)b_pass, METH_VARARGS,
      "pass_on(me, next): hand the baton on and return (an exiting thread)"},
     {"wait", (PyCFunction)b_wait, METH_O, "wait(me): until me holds the baton"},
+    {"start", (PyCFunction)b_start, METH_O,
+     "start(fn): a new OS thread (past the preload) that calls fn()"},
     {NULL, NULL, 0, NULL},
 };
 

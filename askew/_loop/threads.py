@@ -22,6 +22,7 @@ from __future__ import annotations
 import _thread
 import concurrent.futures.thread as _cf_thread
 import contextvars
+import functools
 import heapq
 import itertools
 import logging
@@ -43,7 +44,6 @@ DONE: int = _core.BATON_DONE
 
 # Before the scope's patches: what starts a real OS thread, and a real
 # sleep for the rare caller outside the baton (a watchdog thread).
-_start_os_thread = _thread.start_new_thread
 _current_frames = sys._current_frames  # keyed by real idents (identity.py remaps one)
 _virtual: Any = _core.virtual
 _cf_logger = logging.getLogger("concurrent.futures")
@@ -163,11 +163,16 @@ class Threads:
 
     def enter(self) -> None:
         """The run has threads from now until it ends (leave)."""
-        global _current, _sleep_before
+        global _current
         self.home = _thread.get_ident()
         _current = self
-        # time.sleep in a thread is a timed wait; the loop's stays the scope's
-        # (which consumes virtual time), and runs without threads never see this.
+
+    @staticmethod
+    def _take_sleep() -> None:
+        # From a run's first thread: time.sleep in a thread is a timed wait;
+        # the loop's stays the scope's (it consumes virtual time), and a run
+        # that starts no thread never sees this.
+        global _sleep_before
         if _time.sleep is not _sleep:
             _sleep_before = _time.sleep
             _time.sleep = _sleep
@@ -229,23 +234,25 @@ class Threads:
 
     def _step(self) -> None:
         self.step_queued = False
-        self.switch(LOOP)
+        self.switch(LOOP, offer=True)
         if self._runnable_threads():
             self._want_step()
 
     # ---- switch points -------------------------------------------------------
 
-    def switch(self, me: int) -> None:
+    def switch(self, me: int, *, offer: bool = False) -> None:
         """A switch point of `me`, which holds the baton: the seed draws who
-        runs next among the runnable actors, and this returns once `me` runs
-        again (at once when `me` is drawn). A blocked `me` (block) returns
+        runs next among the runnable actors (a runnable `me` mostly keeps
+        it; with `offer`, the loop's step for its threads, it does not), and
+        this returns once `me` runs again. A blocked `me` (block) returns
         when it was woken and drawn."""
         if me != LOOP and self.actors[me].killed:
             self._kill_here(self.actors[me])
             return
         saved_node = self.loop._node if me == LOOP else None
+        holder = -1 if offer else me
         while True:
-            nxt = self.baton.pick()
+            nxt = self.baton.pick(holder)
             if nxt is None:
                 if me == LOOP:
                     self._loop_stuck()
@@ -394,6 +401,7 @@ class Threads:
         OS thread, parked until the seed first hands it the baton."""
         me = self.me()
         assert me is not None
+        self._take_sleep()
         aid = int(self.baton.add())
         actor = Actor(aid, thread.name, node_var.get(-1))
         self.actors[aid] = actor
@@ -401,7 +409,7 @@ class Threads:
         thread._askew_actor = actor  # type: ignore[attr-defined]
         self.started += 1
         ctx = _context_of(actor.token)
-        _start_os_thread(self._run_actor, (actor, thread, body, ctx))
+        self.baton.start(functools.partial(self._run_actor, actor, thread, body, ctx))
         actor.waits_on = None
         self._set(aid, RUNNABLE)
         if me == LOOP:
@@ -444,7 +452,7 @@ class Threads:
         if actor.killed:
             self.baton.pass_on(actor.id, LOOP)  # back to the loop that ends it
             return
-        nxt = self.baton.pick()
+        nxt = self.baton.pick(-1)
         self.baton.pass_on(actor.id, LOOP if nxt is None else nxt)
 
     def join(self, me: int, actor: Actor, name: str, timeout: float | None) -> None:

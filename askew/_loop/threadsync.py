@@ -10,6 +10,7 @@ only while a run with threads is live, and are the stdlib's otherwise.
 from __future__ import annotations
 
 import _thread
+import concurrent.futures.thread as _cf_thread
 import queue
 import sys
 import threading
@@ -222,3 +223,7 @@ def install(names: Any, refuse: Callable[[threading.Thread], None]) -> None:
     names.set(threading, "RLock", make_rlock)
     names.set(_thread, "allocate_lock", make_lock)
     names.set(queue, "SimpleQueue", _SimpleQueue)
+    # The lock every ThreadPoolExecutor.submit takes, made at import: a real
+    # one would block a thread for good while another holds it across a
+    # thread's start.
+    names.set(_cf_thread, "_global_shutdown_lock", Lock())

@@ -99,7 +99,8 @@ int askew_baton_set(struct askew_baton *b, uint32_t id, enum askew_baton_state s
     return rc;
 }
 
-int askew_baton_state_of(struct askew_baton *b, uint32_t id, enum askew_baton_state *out)
+int askew_baton_state_of(struct askew_baton *b, uint32_t id,
+                         enum askew_baton_state *out)
 {
     pthread_mutex_lock(&b->mu);
     const int rc = id < b->len ? 0 : -EINVAL;
@@ -109,7 +110,8 @@ int askew_baton_state_of(struct askew_baton *b, uint32_t id, enum askew_baton_st
     return rc;
 }
 
-int askew_baton_pick(struct askew_baton *b, uint32_t *next, uint32_t *runnable)
+int askew_baton_pick(struct askew_baton *b, uint32_t self, uint32_t *next,
+                     uint32_t *runnable)
 {
     pthread_mutex_lock(&b->mu);
     uint32_t count = 0;
@@ -120,9 +122,17 @@ int askew_baton_pick(struct askew_baton *b, uint32_t *next, uint32_t *runnable)
         pthread_mutex_unlock(&b->mu);
         return -EDEADLK;
     }
-    uint64_t k = count == 1 ? 0 : askew_rng_below(&b->rng, count);
+    const int stays = self < b->len && b->actors[self]->state == ASKEW_BATON_RUNNABLE;
+    if (stays &&
+        (count == 1 || !askew_rng_chance_ppm(&b->rng, ASKEW_BATON_SWITCH_PPM))) {
+        *next = self;
+        pthread_mutex_unlock(&b->mu);
+        return 0;
+    }
+    const uint32_t among = count - (uint32_t)stays; /* the others, or all */
+    uint64_t k = among == 1 ? 0 : askew_rng_below(&b->rng, among);
     for (size_t i = 0; i < b->len; i++) {
-        if (b->actors[i]->state != ASKEW_BATON_RUNNABLE)
+        if (b->actors[i]->state != ASKEW_BATON_RUNNABLE || (stays && i == self))
             continue;
         if (k-- == 0) {
             *next = (uint32_t)i;

@@ -28,6 +28,10 @@ enum askew_baton_state {
 
 /* The loop: always actor 0, the baton's holder when a run starts. */
 #define ASKEW_BATON_HOME 0u
+/* No actor: a pick that favours none (the loop offering its threads a turn). */
+#define ASKEW_BATON_NOBODY UINT32_MAX
+/* The chance that a holder still runnable at a switch point hands over. */
+#define ASKEW_BATON_SWITCH_PPM 250000u
 
 /* Each actor waits on a condition variable of its own, so a hand-off wakes
  * exactly one thread; actors are allocated one by one so that growing the
@@ -58,11 +62,19 @@ int askew_baton_reset(struct askew_baton *b, uint64_t seed);
 int askew_baton_add(struct askew_baton *b, uint32_t *id);
 /* -EINVAL for an unknown id; a done actor stays done (-EINVAL). */
 int askew_baton_set(struct askew_baton *b, uint32_t id, enum askew_baton_state state);
-int askew_baton_state_of(struct askew_baton *b, uint32_t id, enum askew_baton_state *out);
-/* Draw the next holder among the runnable actors, in id order, uniformly
- * from the threads stream; with exactly one runnable actor nothing is
- * drawn. *runnable is how many there were. -EDEADLK when none is. */
-int askew_baton_pick(struct askew_baton *b, uint32_t *next, uint32_t *runnable);
+int askew_baton_state_of(struct askew_baton *b, uint32_t id,
+                         enum askew_baton_state *out);
+/* Draw the next holder among the runnable actors, from the threads
+ * stream; with exactly one runnable actor nothing is drawn. When `self` (the
+ * holder at a switch point) is among them, it keeps the baton unless a draw
+ * with chance ASKEW_BATON_SWITCH_PPM says switch, and then the next holder
+ * is uniform among the others, in id order; otherwise (`self` blocked, or
+ * ASKEW_BATON_NOBODY) uniform among them all. Every runnable actor can be
+ * drawn either way, so every interleaving stays reachable; keeping the
+ * baton more often than not spares hand-offs a real scheduler would not
+ * make. *runnable is how many could run. -EDEADLK when none can. */
+int askew_baton_pick(struct askew_baton *b, uint32_t self, uint32_t *next,
+                     uint32_t *runnable);
 /* The holder `self` hands the baton to `next` and waits until it is handed
  * back. -EPERM when `self` does not hold it. Giving it to oneself returns
  * at once. */

@@ -16,7 +16,7 @@ START_TEST(test_baton_starts_with_the_home_actor_holding_it)
     ck_assert_int_eq(askew_baton_init(&b), 0);
     ck_assert_int_eq(askew_baton_reset(&b, 7), 0);
     uint32_t next = 99, runnable = 0;
-    ck_assert_int_eq(askew_baton_pick(&b, &next, &runnable), 0);
+    ck_assert_int_eq(askew_baton_pick(&b, ASKEW_BATON_NOBODY, &next, &runnable), 0);
     ck_assert_uint_eq(next, ASKEW_BATON_HOME);
     ck_assert_uint_eq(runnable, 1);
     ck_assert_int_eq(askew_baton_give(&b, ASKEW_BATON_HOME, ASKEW_BATON_HOME), 0);
@@ -38,12 +38,13 @@ START_TEST(test_baton_picks_only_runnable_actors_and_none_is_a_deadlock)
     ck_assert_int_eq(askew_baton_set(&b, ASKEW_BATON_HOME, ASKEW_BATON_BLOCKED), 0);
     ck_assert_int_eq(askew_baton_set(&b, a2, ASKEW_BATON_RUNNABLE), 0);
     for (int i = 0; i < 50; i++) {
-        ck_assert_int_eq(askew_baton_pick(&b, &next, &runnable), 0);
+        ck_assert_int_eq(askew_baton_pick(&b, ASKEW_BATON_NOBODY, &next, &runnable), 0);
         ck_assert_uint_eq(next, a2);
     }
     ck_assert_int_eq(askew_baton_set(&b, a2, ASKEW_BATON_DONE), 0);
     ck_assert_int_eq(askew_baton_set(&b, a2, ASKEW_BATON_RUNNABLE), -EINVAL);
-    ck_assert_int_eq(askew_baton_pick(&b, &next, &runnable), -EDEADLK);
+    ck_assert_int_eq(askew_baton_pick(&b, ASKEW_BATON_NOBODY, &next, &runnable),
+                     -EDEADLK);
     ck_assert_uint_eq(runnable, 0);
     ck_assert_int_eq(askew_baton_set(&b, 9, ASKEW_BATON_RUNNABLE), -EINVAL);
     ck_assert_int_eq(askew_baton_set(&b, a1, (enum askew_baton_state)7), -EINVAL);
@@ -63,7 +64,8 @@ static void picks(uint64_t seed, uint32_t *out, int n)
         askew_baton_set(&b, id, ASKEW_BATON_RUNNABLE);
     }
     for (int i = 0; i < n; i++)
-        ck_assert_int_eq(askew_baton_pick(&b, &out[i], &runnable), 0);
+        ck_assert_int_eq(askew_baton_pick(&b, ASKEW_BATON_NOBODY, &out[i], &runnable),
+                         0);
     askew_baton_free(&b);
 }
 
@@ -158,6 +160,38 @@ START_TEST(test_baton_reset_refuses_while_a_thread_of_the_run_lives)
 }
 END_TEST
 
+START_TEST(test_baton_a_runnable_holder_mostly_keeps_it_and_sometimes_hands_over)
+{
+    struct askew_baton b;
+    ck_assert_int_eq(askew_baton_init(&b), 0);
+    askew_baton_reset(&b, 11);
+    uint32_t id, next, runnable;
+    for (int i = 0; i < 2; i++) {
+        askew_baton_add(&b, &id);
+        askew_baton_set(&b, id, ASKEW_BATON_RUNNABLE);
+    }
+    int kept = 0, to[3] = {0};
+    for (int i = 0; i < 4000; i++) {
+        ck_assert_int_eq(askew_baton_pick(&b, 1, &next, &runnable), 0);
+        ck_assert_uint_eq(runnable, 3);
+        kept += next == 1;
+        to[next]++;
+    }
+    /* About 3/4 kept; the rest split between actors 0 and 2. */
+    ck_assert_int_gt(kept, 2800);
+    ck_assert_int_lt(kept, 3200);
+    ck_assert_int_gt(to[0], 350);
+    ck_assert_int_gt(to[2], 350);
+    /* A blocked holder is never drawn. */
+    askew_baton_set(&b, 1, ASKEW_BATON_BLOCKED);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(askew_baton_pick(&b, 1, &next, &runnable), 0);
+        ck_assert_uint_ne(next, 1);
+    }
+    askew_baton_free(&b);
+}
+END_TEST
+
 Suite *baton_suite(void)
 {
     Suite *s = suite_create("baton");
@@ -167,6 +201,8 @@ Suite *baton_suite(void)
     tcase_add_test(tc, test_baton_picks_are_the_seeds_and_reach_every_runnable_actor);
     tcase_add_test(tc, test_baton_hands_off_ten_thousand_times_one_holder_at_a_time);
     tcase_add_test(tc, test_baton_reset_refuses_while_a_thread_of_the_run_lives);
+    tcase_add_test(
+        tc, test_baton_a_runnable_holder_mostly_keeps_it_and_sometimes_hands_over);
     suite_add_tcase(s, tc);
     return s;
 }
