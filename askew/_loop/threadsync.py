@@ -119,14 +119,35 @@ class Lock:
         return f"<{state} lock #{self._number} of the run>"
 
 
+def _ours() -> bool:
+    """Whether the caller is an actor of a live run with threads: what it
+    makes is the run's; a thread of the host's gets the real thing."""
+    return caller(current()) is not None
+
+
 def make_lock() -> Any:
-    """threading.Lock() during a scope: askew's lock in a run with threads,
+    """threading.Lock() during a scope: askew's lock for the run's actors,
     the real one otherwise."""
-    return Lock() if current() is not None else _real_lock()
+    return Lock() if _ours() else _real_lock()
+
+
+def _is_ours(lock: object) -> bool:
+    return isinstance(lock, Lock) or isinstance(getattr(lock, "_block", None), Lock)
+
+
+def make_waiter() -> Any:
+    """threading._allocate_lock() during a scope. Condition.wait makes its
+    waiter with it: the kind of the condition's own lock, so a condition
+    made before the run (a real one another thread of the host notifies)
+    waits on a real lock. Anything else is as make_lock."""
+    cond = sys._getframe(1).f_locals.get("self")
+    if isinstance(cond, threading.Condition):
+        return Lock() if _ours() and _is_ours(cond._lock) else _real_lock()  # type: ignore[attr-defined]
+    return make_lock()
 
 
 def make_rlock(*args: Any, **kwargs: Any) -> Any:
-    if current() is not None:
+    if _ours():
         return threading._PyRLock(*args, **kwargs)  # type: ignore[attr-defined]
     return _thread.RLock(*args, **kwargs)
 
@@ -210,7 +231,7 @@ class _SimpleQueue:
     run's locks) in a run with threads, the C one otherwise."""
 
     def __new__(cls) -> Any:
-        return queue._PySimpleQueue() if current() is not None else _SIMPLE_QUEUE()  # type: ignore[attr-defined]
+        return queue._PySimpleQueue() if _ours() else _SIMPLE_QUEUE()  # type: ignore[attr-defined]
 
 
 def install(names: Any, refuse: Callable[[threading.Thread], None]) -> None:
@@ -219,7 +240,7 @@ def install(names: Any, refuse: Callable[[threading.Thread], None]) -> None:
     names.set(threading.Thread, "join", _join)
     names.set(threading.Thread, "is_alive", _is_alive)
     names.set(threading, "Lock", make_lock)
-    names.set(threading, "_allocate_lock", make_lock)
+    names.set(threading, "_allocate_lock", make_waiter)
     names.set(threading, "RLock", make_rlock)
     names.set(_thread, "allocate_lock", make_lock)
     names.set(queue, "SimpleQueue", _SimpleQueue)
