@@ -36,14 +36,11 @@ _inline_loop: Any = None
 
 
 def inline_loop() -> Any:
-    """The loop whose work runs on this thread while no loop runs on it:
-    inline executor work's, or a run's thread's (executor="threads"); None."""
+    """The loop running inline executor work on this thread, or None."""
     loop = _inline_loop
     if loop is not None and loop._thread_id == _thread.get_ident():
         return loop
-    run = threads.current()
-    me = threads.caller(run)
-    return run.loop if run is not None and me not in (None, threads.LOOP) else None
+    return None
 
 
 class ExecutorMethods:

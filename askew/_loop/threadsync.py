@@ -10,6 +10,7 @@ only while a run with threads is live, and are the stdlib's otherwise.
 from __future__ import annotations
 
 import _thread
+import asyncio
 import concurrent.futures.thread as _cf_thread
 import queue
 import sys
@@ -18,6 +19,7 @@ import time as _time
 from collections.abc import Callable
 from typing import Any
 
+from .refusal import raise_refusal
 from .threads import DONE, LOOP, Actor, ThreadKilled, caller, current
 
 _real_lock = _thread.allocate_lock
@@ -234,8 +236,25 @@ class _SimpleQueue:
         return queue._PySimpleQueue() if _ours() else _SIMPLE_QUEUE()  # type: ignore[attr-defined]
 
 
+_original_run_forever = asyncio.BaseEventLoop.run_forever
+
+
+def _run_forever(self: asyncio.BaseEventLoop) -> None:
+    # A stock loop on a thread of the run would wait in a real select()
+    # while it holds the baton: everything else would stop, for good.
+    if caller(current()) not in (None, LOOP):
+        raise_refusal(
+            f"{type(self).__name__}.run_forever() on a thread of the run (asyncio.run, "
+            "anyio's start_blocking_portal, a loop of its own on a worker): a stock event "
+            "loop there waits on real I/O, outside the seed's control. Start that loop's "
+            "thread before the run, or run its work as a task of the run's loop."
+        )
+    _original_run_forever(self)
+
+
 def install(names: Any, refuse: Callable[[threading.Thread], None]) -> None:
     """Put the thread names in place on `names` (a patches.NameSwap)."""
+    names.set(asyncio.BaseEventLoop, "run_forever", _run_forever)
     names.set(threading.Thread, "start", starter(refuse))
     names.set(threading.Thread, "join", _join)
     names.set(threading.Thread, "is_alive", _is_alive)
