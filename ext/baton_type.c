@@ -135,9 +135,13 @@ static PyObject *b_pick(baton_object *self, PyObject *me_obj)
         Py_RETURN_NONE;
     if (check(rc, "pick") < 0)
         return NULL;
+    /* Only a choice is an event: a pick with one actor runnable draws
+     * nothing, so a run whose loop takes locks but starts no thread hashes
+     * as it did before threads. */
     struct askew_loop_state *loop = (struct askew_loop_state *)self->loop;
-    askew_trace_record(&loop->sched.trace, loop->sched.now_ns, ASKEW_EV_BATON,
-                       (int32_t)loop->node_current, next, runnable);
+    if (runnable > 1)
+        askew_trace_record(&loop->sched.trace, loop->sched.now_ns, ASKEW_EV_BATON,
+                           (int32_t)loop->node_current, next, runnable);
     return PyLong_FromUnsignedLong(next);
 }
 

@@ -246,6 +246,8 @@ class Threads:
         it; with `offer`, the loop's step for its threads, it does not), and
         this returns once `me` runs again. A blocked `me` (block) returns
         when it was woken and drawn."""
+        if not self.actors:
+            return  # no thread yet: nothing to switch to, nothing drawn
         if me != LOOP and self.actors[me].killed:
             self._kill_here(self.actors[me])
             return
