@@ -42,6 +42,7 @@ BENCHES = [
     "linearizability",
     "sockets",
     "disk",
+    "threads",
 ]
 
 

@@ -5,6 +5,7 @@
  * over by askew/_errors.py. The top of the binding: it calls each unit's
  * set-up and nothing else of theirs, and no unit calls it (what units share
  * of the module, its state, is declared in core.h). */
+#include "baton_type.h"
 #include "disk_file.h"
 #include "disk_route.h"
 #include "disk_type.h"
@@ -57,10 +58,10 @@ static int module_exec(PyObject *module)
     if (askew__handle_types_init(module) < 0 || askew__task_types_init(module) < 0 ||
         askew__loop_type_init(module) < 0 || askew__log_setup(module) < 0 ||
         askew__node_setup(module) < 0 || askew__network_setup(module) < 0 ||
-        askew__patch_setup(module) < 0 || askew__preload_setup(module) < 0 ||
-        askew__disk_setup(module) < 0 || askew__disk_file_setup(module) < 0 ||
-        askew__disk_route_setup(module) < 0 || askew__segment_type_init(module) < 0 ||
-        askew__stream_types_init(module) < 0)
+        askew__patch_setup(module) < 0 || askew__baton_setup(module) < 0 ||
+        askew__preload_setup(module) < 0 || askew__disk_setup(module) < 0 ||
+        askew__disk_file_setup(module) < 0 || askew__disk_route_setup(module) < 0 ||
+        askew__segment_type_init(module) < 0 || askew__stream_types_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||

@@ -19,7 +19,7 @@ STRATEGIES: tuple[str, ...] = _core.STRATEGIES  # the engine's, by number (ext/l
 # machine (DESIGN §2, "Faithful schedules"); the others hunt harder but may
 # not, and their failure reports say so.
 FAITHFUL_STRATEGIES = ("faithful", "fifo", "pct", "pctcp")
-EXECUTORS = ("refuse", "inline")
+EXECUTORS = ("refuse", "inline", "threads")
 DEFAULT_MAX_STEPS = 10_000_000
 # Seeded virtual CPU time per callback and timer overshoot under "faithful",
 # seconds, uniform in [lo, hi] (docs/design.md says why these numbers).
@@ -127,7 +127,7 @@ def check_ppm(p: object, what: str) -> int:
 
 def check_executor(executor: object) -> str:
     if executor not in EXECUTORS:
-        raise ValueError(f"executor must be 'refuse' or 'inline', got {executor!r}")
+        raise ValueError(f"executor must be 'threads', 'inline' or 'refuse', got {executor!r}")
     assert isinstance(executor, str)
     return executor
 

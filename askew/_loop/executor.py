@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """SimLoop's threads and executors (a mixin of askew/_loop/loop.py's class).
 
-Inside a run nothing may start a real thread: run_in_executor (and
-asyncio.to_thread) is refused, or with executor="inline" runs the work on
-the loop's own thread at a seeded step, and call_soon_threadsafe from
-another thread is refused. While inline work runs, a blocking wait on the
-loop's thread is refused by name instead of hanging. The network layer reads
+With executor="threads" run_in_executor (and asyncio.to_thread) runs the
+work on the run's deterministic threads (askew/_loop/threads.py), and a
+thread of the run may call call_soon_threadsafe. With "refuse" it is
+refused; with "inline" the work runs on the loop's own thread at a seeded
+step. call_soon_threadsafe from a thread that is not the run's is refused.
+While inline work runs, a blocking wait on the loop's thread is refused by
+name instead of hanging. The network layer reads
 `inline_loop()` to find the loop whose work runs on this thread.
 """
 
@@ -15,12 +17,14 @@ import _thread
 import concurrent.futures
 import contextvars
 import functools
+import queue
 import sys
 import threading
-from asyncio import events
+from asyncio import events, futures
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from . import threads
 from .refusal import raise_refusal
 
 _T = TypeVar("_T")
@@ -34,7 +38,9 @@ _inline_loop: Any = None
 def inline_loop() -> Any:
     """The loop running inline executor work on this thread, or None."""
     loop = _inline_loop
-    return loop if loop is not None and loop._thread_id == _thread.get_ident() else None
+    if loop is not None and loop._thread_id == _thread.get_ident():
+        return loop
+    return None
 
 
 class ExecutorMethods:
@@ -45,13 +51,20 @@ class ExecutorMethods:
     _thread_id: int | None
     _default_executor: Any
     _executor_shutdown_called: bool
+    _threads: threads.Threads
+    # The default executor a run with threads made (its threads go with the run).
+    _run_executor: Any = None
     call_soon: Callable[..., Any]
     create_future: Callable[[], Any]
     _check_closed: Callable[[], None]
 
     async def shutdown_default_executor(self, timeout: float | None = None) -> None:
-        """Nothing to do: a simulation never starts executor threads."""
+        """Shut the default executor down, waiting for its threads (they run
+        only with the baton, so the wait is the seed's like the rest)."""
         self._executor_shutdown_called = True
+        executor = self._default_executor
+        if executor is not None and threads.current() is self._threads:
+            executor.shutdown(wait=True)
 
     # While executor work runs inline (_run_inline_work): its name, and the
     # last call_soon_threadsafe it made, which a wait that follows is named with.
@@ -62,6 +75,12 @@ class ExecutorMethods:
         self, callback: Callable[..., object], *args: Any, context: Any = None
     ) -> Any:
         if self._thread_id is not None and _thread.get_ident() != self._thread_id:
+            run = threads.current()
+            me = run.me() if run is self._threads else None
+            if run is not None and me is not None:
+                made = events.Handle(callback, args, self, context)  # type: ignore[arg-type]
+                run.call_soon_threadsafe(me, made)
+                return made
             raise_refusal(
                 "call_soon_threadsafe() from another thread while a simulation runs: "
                 "that thread's timing is outside the seed's control. Do the work in a task."
@@ -76,13 +95,15 @@ class ExecutorMethods:
 
     def run_in_executor(self, executor: Any, func: Callable[..., _T], *args: Any) -> Any:
         self._check_closed()
+        if self._config.executor == "threads":
+            return self._run_on_thread(executor, func, args)
         if self._config.executor != "inline":
             raise_refusal(
                 f"run_in_executor({self._work_name(func)}) (and asyncio.to_thread) inside a "
                 "simulation would run the function on a real thread, outside the seed's "
-                "control. Use a coroutine, or @askew.simulate(executor='inline') / "
-                "askew.new_event_loop(executor='inline') / --askew-executor=inline to run "
-                "executor work inline at a seeded step."
+                "control. Use a coroutine, or executor='threads' (@askew.simulate, "
+                "askew.new_event_loop, --askew-executor) for threads that run only when "
+                "the seed says, or executor='inline' to run the work inline at a seeded step."
             )
         fut = self.create_future()
         ctx = contextvars.copy_context()
@@ -101,6 +122,24 @@ class ExecutorMethods:
 
         self.call_soon(run_inline)
         return fut
+
+    def _run_on_thread(self, executor: Any, func: Callable[..., _T], args: Any) -> Any:
+        if executor is None:
+            if self._executor_shutdown_called:
+                raise RuntimeError("Executor shutdown has been called")
+            executor = self._default_executor
+            if executor is None:
+                executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="asyncio")
+                self._default_executor = self._run_executor = executor
+        work_queue = getattr(executor, "_work_queue", None)
+        if work_queue is not None and not isinstance(work_queue, queue._PySimpleQueue):  # type: ignore[attr-defined]
+            raise_refusal(
+                f"run_in_executor({self._work_name(func)}) on {executor!r}, an executor made "
+                "before the run: its threads would wait on real locks, outside the seed's "
+                "control. Make the executor inside the run (or pass None for the loop's "
+                "default one)."
+            )
+        return futures.wrap_future(executor.submit(func, *args), loop=self)  # type: ignore[arg-type]
 
     def _run_inline_work(self, ctx: contextvars.Context, func: Callable[..., _T], args: Any) -> _T:
         # The "thread" is the loop's own thread, so work that waits for the

@@ -36,6 +36,7 @@ import threading
 from typing import Any
 
 from .. import _core
+from . import threads
 from .refusal import refuse
 
 _virtual: Any = _core.virtual
@@ -121,15 +122,20 @@ def getppid() -> int:
     return _getppid() if me is None else me[2]
 
 
+# A thread of the run (askew/_loop/threads.py) is the node's thread number n:
+# its ids are the main thread's moved on by n, distinct and the seed's.
+_THREAD_IDENT_STEP = 4096
+
+
 def get_ident() -> int:
     me = _node()
-    return _get_ident() if me is None else me[3]
+    return _get_ident() if me is None else me[3] + threads.actor_number() * _THREAD_IDENT_STEP
 
 
 def get_native_id() -> int:
     # The simulation thread is the node's main thread: its tid is its pid.
     me = _node()
-    return _get_native_id() if me is None else me[1]
+    return _get_native_id() if me is None else me[1] + threads.actor_number()
 
 
 def current_thread() -> threading.Thread:

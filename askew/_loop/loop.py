@@ -34,6 +34,7 @@ from .hostio import IOMethods
 from .nodes import node_var
 from .patches import scope
 from .text import safe_repr
+from .threads import Threads
 
 _T = TypeVar("_T")
 
@@ -75,6 +76,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         # As asyncio's loops: PYTHONASYNCIODEBUG and -X dev turn debug on.
         self.set_debug(coroutines._is_debug_mode())  # type: ignore[attr-defined]
         self._apply_config()
+        self._threads = Threads(self)
         self.reset(seed)
 
     def _apply_config(self, *, max_steps: int | None = None) -> None:
@@ -109,6 +111,8 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
     def reset(self, seed: int) -> None:
         """Start a new run on this loop: clock at zero, streams from `seed`."""
         check_seed(seed)
+        self._end_threads()
+        self._threads.reset(seed)
         self._cut_by = None
         hostio.host_io.reset(self)  # what the host served goes with the network's reset
         self._dropping_run = True  # the old run's async generators go with it
@@ -159,6 +163,8 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         )
         self._open_scope()
         watchdog.watch(self, self._config.step_timeout)
+        if self._config.executor == "threads":
+            self._threads.enter()
         try:
             self._enter()  # first: a failed enter leaves no running loop set
             events._set_running_loop(self)
@@ -228,10 +234,11 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
             f"deadlock: nothing is ready and no timer is pending, but the run is not done "
             f"(seed={self.seed}, t={self.time():.6f}s, steps={self.steps})"
         ]
-        if not pending:
+        if not pending and not self._threads.alive():
             lines.append("  no task is pending: something waits on a future nobody will set")
         for task in pending:
             lines.append(f"  {task.get_name()} waits at {describe_wait(task)}")
+        lines.extend(self._threads.report_lines())
         return "\n".join(lines)
 
     def run_until_complete(self, future: Awaitable[_T]) -> _T:
@@ -283,6 +290,7 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         if self.is_closed():
             return
         hostio.host_io.reset(self)
+        self._end_threads()
         self._mark_closed()
         self._default_executor = None
         # issue 14: the last run's log holds its payloads, and through them
@@ -494,8 +502,22 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         events._set_running_loop(self)
 
     def _thaw(self) -> None:
-        events._set_running_loop(None)
-        self._leave()
+        """Leave the dead zone: the run's threads still alive are unwound
+        first (_end_threads), then the loop stops being active."""
+        try:
+            self._end_threads()
+        finally:
+            events._set_running_loop(None)
+            self._leave()
+
+    def _end_threads(self) -> None:
+        """Unwind the run's threads still alive (in the dead zone when the
+        runner ends the run), in creation order; the run has none after."""
+        self._threads.kill_all()
+        self._threads.leave()
+        if self._default_executor is self._run_executor:
+            self._default_executor = None
+        self._run_executor = None
 
     def _end_run(self) -> None:
         """Drop what is left of the run once its world has ended: ready

@@ -47,7 +47,7 @@ from typing import Any
 
 from .. import _core
 from ..errors import NondeterminismError
-from . import identity
+from . import identity, threadsync
 from .refusal import IO_HINT, PROCESS_HINT, refusing
 
 _virtual: Any = _core.virtual
@@ -272,8 +272,10 @@ def _refusing_start(self: threading.Thread) -> None:
     if _virtual.in_simulation():
         refusal = NondeterminismError(
             f"threading.Thread.start() for {self.name!r} inside a simulation: a real thread "
-            "runs outside the seed's control. Use a task (asyncio.create_task) instead, or "
-            "executor='inline' for blocking work handed to asyncio.to_thread."
+            "runs outside the seed's control with executor="
+            f"{'refuse'!r}. Use executor='threads' (threads that run only when the seed "
+            "says), a task (asyncio.create_task), or executor='inline' for blocking work "
+            "handed to asyncio.to_thread."
         )
         _core._note_refusal(refusal)  # caught or not, the run fails after this step
         raise refusal
@@ -328,7 +330,7 @@ class Scope:
                 self._names.set(time, name, fn)
             self._names.set(datetime, "datetime", _Datetime)
             self._names.set(datetime, "date", _Date)
-            self._names.set(threading.Thread, "start", _refusing_start)
+            threadsync.install(self._names, _refusing_start)
             identity.install(self._names)
             self._enter_host_state(wall_epoch_ns)
             self._close_python_escapes()

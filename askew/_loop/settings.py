@@ -278,9 +278,9 @@ KNOBS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "wall_epoch": ("ASKEW_WALL_EPOCH", parse_wall_epoch),
     "step_timeout": ("ASKEW_STEP_TIMEOUT", parse_step_timeout),
 }
-# Wrap mode runs executor work inline unless told otherwise (docs/wrapping.md
-# says why); @askew.simulate and new_event_loop keep RunConfig's "refuse".
-WRAP_EXECUTOR = "inline"
+# Wrap mode, as @askew.simulate, runs executor work on the run's deterministic
+# threads unless told otherwise; new_event_loop keeps RunConfig's "refuse".
+WRAP_EXECUTOR = "threads"
 
 
 def env_seeds() -> int | None:

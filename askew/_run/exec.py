@@ -48,7 +48,7 @@ wrap options (each needs --wrap; pytest's --askew-NAME options are the same):
   --overshoot LO,HI  seconds a timer fires late, uniform in [LO, HI] (ASKEW_OVERSHOOT)
   --max-steps N      callbacks per loop run before BudgetExceeded (ASKEW_MAX_STEPS)
   --max-time T       virtual seconds per loop run before BudgetExceeded (ASKEW_MAX_TIME)
-  --executor E       inline (default under --wrap) or refuse (ASKEW_EXECUTOR)
+  --executor E       threads (default), inline or refuse (ASKEW_EXECUTOR)
   --pct-depth D      PCT's bug depth, default 3 (ASKEW_PCT_DEPTH)
   --pct-steps K      PCT's estimate of a run's steps, default 1000 (ASKEW_PCT_STEPS)
   --swarm 0|1|K=LO..HI  per seed, CPU cost, overshoot and latency inside each link's

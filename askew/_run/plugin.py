@@ -64,7 +64,11 @@ _KNOB_HELP = {
     "overshoot": ("LO,HI", "seconds a timer fires after its deadline, uniform in [LO, HI]"),
     "max_steps": ("N", "callbacks per loop run before BudgetExceeded"),
     "max_time": ("SECONDS", "virtual seconds per loop run before BudgetExceeded"),
-    "executor": ("E", "inline (the wrap default: executor work runs at a loop step) or refuse"),
+    "executor": (
+        "E",
+        "threads (the default: deterministic threads), inline (executor work runs at a "
+        "loop step) or refuse",
+    ),
     "pct_depth": ("D", "the bug depth PCT aims at (default 3)"),
     "pct_steps": ("K", "PCT's estimate of a run's steps (default 1000)"),
     "swarm": (

@@ -90,7 +90,7 @@ def simulate(
     overshoot: tuple[float, float] = DEFAULT_OVERSHOOT,
     max_steps: int = DEFAULT_MAX_STEPS,
     max_time: float = DEFAULT_MAX_TIME,
-    executor: str = "refuse",
+    executor: str = "threads",
     pct_depth: int = DEFAULT_PCT_DEPTH,
     pct_steps: int = DEFAULT_PCT_STEPS,
     swarm: bool | Swarm = False,
@@ -116,8 +116,10 @@ def simulate(
     docs/exploration.md, "Swarm"); the report names the configuration.
     cpu / overshoot: (lo, hi) seconds of seeded virtual CPU time per callback
     and of timer lateness under "faithful". max_steps / max_time: per-run
-    budgets (callbacks, virtual seconds). executor="inline" runs
-    run_in_executor work at a seeded step instead of refusing it.
+    budgets (callbacks, virtual seconds). executor: "threads" (default:
+    threads, to_thread and run_in_executor run on real threads that take
+    turns as the seed says), "inline" (executor work runs at a seeded step
+    on the loop's thread) or "refuse".
     wall_epoch: the date the wall clocks (time.time, datetime.now, C's
     CLOCK_REALTIME under askew-exec) read at virtual time 0: Unix seconds,
     ISO-8601 ("2026-01-01") or an aware datetime; 2020-01-01 by default.

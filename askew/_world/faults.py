@@ -45,6 +45,7 @@ class Faults:
         dead = [t for t in w._loop._run_tasks() if getattr(t, "_askew_owner", -1) == token]
         w._crashed.setdefault(node_id, []).extend(dead)
         w._wire.crash(node_id)
+        w._loop._threads.crash_node(token)  # its threads never run again
         w._loop._pause(node_id, 0, -1, None)  # a power cut ends any pause
         slot.token = -1
         w.log._emit(kinds.CRASH, node_id, f"crash {node_id}")

@@ -73,6 +73,8 @@ enum askew_stream {
     /* Each node's pid and thread ids as the preload and askew/_loop/identity.py
      * report them (ext/preload_identity.c). */
     ASKEW_STREAM_IDENTITY = 13,
+    /* Which runnable thread of a run holds the baton next (ext/engine/baton.c). */
+    ASKEW_STREAM_THREADS = 14,
 };
 
 uint64_t askew_splitmix64_next(uint64_t *state);
@@ -228,7 +230,8 @@ enum askew_event_kind {
     ASKEW_EV_NET = 5,     /* a = message id, b = outcome */
     ASKEW_EV_FAULT = 6,
     ASKEW_EV_ENTROPY = 7, /* a = bytes drawn */
-    ASKEW_EV_DISK = 8     /* a = op | detail << 8, b = result (ext/engine/disk.h) */
+    ASKEW_EV_DISK = 8,    /* a = op | detail << 8, b = result (ext/engine/disk.h) */
+    ASKEW_EV_BATON = 9    /* a = the actor given the baton, b = how many could run */
 };
 
 struct askew_trace {

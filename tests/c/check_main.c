@@ -24,6 +24,7 @@ Suite *sched_suite(void);
 Suite *trace_suite(void);
 Suite *skew_suite(void);
 Suite *grow_suite(void);
+__attribute__((weak)) Suite *baton_suite(void);
 __attribute__((weak)) Suite *net_suite(void);
 __attribute__((weak)) Suite *net_topo_suite(void);
 __attribute__((weak)) Suite *pctcp_suite(void);
@@ -42,6 +43,8 @@ int main(void)
     srunner_add_suite(sr, trace_suite());
     srunner_add_suite(sr, skew_suite());
     srunner_add_suite(sr, grow_suite());
+    if (baton_suite)
+        srunner_add_suite(sr, baton_suite());
     if (net_suite)
         srunner_add_suite(sr, net_suite());
     if (net_topo_suite)

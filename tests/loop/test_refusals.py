@@ -52,6 +52,7 @@ def _start_a_thread() -> None:
 
 
 def _failure_of(body: Any, **config: Any) -> SimulationFailure:
+    config.setdefault("executor", "refuse")  # these claims are about refusing threads
     with pytest.raises(SimulationFailure) as info:
         run_sim(body, **config)
     return info.value

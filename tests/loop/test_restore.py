@@ -108,7 +108,7 @@ def test_starting_a_thread_inside_a_run_raises_nondeterminism_error() -> None:
         thread.start()
 
     with pytest.raises(NondeterminismError, match=r"threading.Thread.start.*'helper'"):
-        run_sim(body)
+        run_sim(body, executor="refuse")
     thread = threading.Thread(target=lambda: None)
     thread.start()  # allowed again outside
     thread.join()

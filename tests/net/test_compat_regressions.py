@@ -33,7 +33,7 @@ def test_executor_work_run_inline_sees_no_running_loop_as_on_a_worker_thread() -
         kind = await loop.run_in_executor(None, lambda: type(socket.socket()).__name__)
         return seen, kind, _running_loop() is loop
 
-    (seen, kind, back), _loop = wrapped(main)
+    (seen, kind, back), _loop = wrapped(main, executor="inline")
     assert seen is None and back
     assert kind == "RawSocket"
 
@@ -287,7 +287,7 @@ def test_a_blocking_read_in_inline_executor_work_is_refused_naming_the_work() ->
         await asyncio.get_running_loop().run_in_executor(None, fetch)
 
     with pytest.raises(NondeterminismError, match=r"recv_into\(\).*executor work .*fetch"):
-        wrapped(main)
+        wrapped(main, executor="inline")
 
 
 def test_blocking_tls_on_a_simulated_socket_is_refused_by_name() -> None:

@@ -15,6 +15,7 @@ import pytest
 from conftest import json_in_hash_seeds, run_sim
 
 import askew
+from askew._loop.config import RunConfig
 from askew._run import wrap as _wrap
 from askew._world.log import event_from_entry
 from askew.errors import NondeterminismError
@@ -22,9 +23,11 @@ from askew.errors import NondeterminismError
 Main = Callable[[], Coroutine[Any, Any, Any]]
 
 
-def wrapped(main: Main, nodeid: str = "tests/test_x.py::test_x", base: int = 1) -> Any:
+def wrapped(
+    main: Main, nodeid: str = "tests/test_x.py::test_x", base: int = 1, executor: str = "threads"
+) -> Any:
     """asyncio.run(main()) as a wrapped test runs it; (result, its loop)."""
-    run = _wrap.WrappedRun(nodeid, base)
+    run = _wrap.WrappedRun(nodeid, base, RunConfig(executor=executor))
 
     async def noted() -> Any:
         try:
@@ -537,7 +540,8 @@ def runner_with_a_test_task(test: Main) -> tuple[Any, Any]:
     task runs each test, and the test's task group takes a cancel as its own
     (it returns), after which the runner task waits for the next test. The
     test's outcome, and what Runner.close() raised, if anything."""
-    run = _wrap.WrappedRun("tests/test_x.py::test_cut", 1)
+    # A thread's start is one of the refusals it is about: refused by choice.
+    run = _wrap.WrappedRun("tests/test_x.py::test_cut", 1, RunConfig(executor="refuse"))
     with _wrap.installed(run):
         runner = asyncio.Runner()
         loop = runner.get_loop()

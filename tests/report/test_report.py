@@ -364,7 +364,7 @@ def test_the_to_thread_refusal_names_the_function_not_a_partial() -> None:
         await asyncio.to_thread(compress, b"x")
 
     with pytest.raises(NondeterminismError) as info:
-        run_sim(body)
+        run_sim(body, executor="refuse")
     headline = info.value.report.splitlines()[0]
     assert headline.startswith("NondeterminismError: run_in_executor(")
     assert "compress" in headline

@@ -39,7 +39,6 @@ BASE = 3
 
 ESCAPES = {
     "test_escapes.test_echo_over_a_real_socket": "sock_sendall()",
-    "test_escapes.test_background_thread_sets_an_event": "threading.Thread.start()",
     "test_escapes.test_subprocess_exit_code": "subprocess_exec(",
 }
 # Executor work that waits, from its "thread", for the loop: what each
@@ -58,6 +57,9 @@ WAITS_ON_LOOP = {
         "anyio/from_thread.py",
     ),
 }
+# What runs on the run's deterministic threads (wrap mode's default executor):
+# a thread the test starts, and executor work that waits for the loop.
+THREADED = ("test_escapes.test_background_thread_sets_an_event", *WAITS_ON_LOOP)
 # pytest's subtests fixture is new in pytest 9; unittest's subTest is older.
 SUBTEST_KINDS = ("pytest", "unittest") if hasattr(pytest, "Subtests") else ("unittest",)
 INLINE = (
@@ -137,12 +139,12 @@ def test_the_stock_run_passes_every_test_it_can_finish(stock: Run) -> None:
 
 
 def test_wrapped_tests_pass_where_stock_ones_do_except_escapes(stock: Run, wrapped: Run) -> None:
-    expected_to_differ = {*ESCAPES, *WAITS_ON_LOOP, RACE}  # RACE: seed-dependent, by design
+    expected_to_differ = {*ESCAPES, RACE}  # RACE: seed-dependent, by design
     stock_passed = stock.outcomes("passed") - expected_to_differ
     assert stock_passed <= wrapped.outcomes("passed"), wrapped.output
     assert wrapped.outcomes("skipped") == stock.outcomes("skipped")
     failing = wrapped.outcomes("failed", "error") - {RACE}
-    assert failing == {*ESCAPES, *WAITS_ON_LOOP, DEADLOCK} - stock.outcomes("skipped"), failing
+    assert failing == {*ESCAPES, DEADLOCK} - stock.outcomes("skipped"), failing
 
 
 def test_long_sleeps_finish_in_virtual_time(wrapped: Run) -> None:
@@ -474,17 +476,24 @@ def test_a_bad_knob_without_wrap_mode_is_a_usage_error_naming_it(tmp_path: Path)
 # ---- executor work -------------------------------------------------------------------
 
 
-def test_wrap_runs_executor_work_inline_by_default(wrapped: Run) -> None:
-    assert "executor inline" in wrapped.output
-    for name in INLINE:
-        assert wrapped.cases[name].outcome == "passed", wrapped.cases[name].message
-
-
-def test_executor_work_waiting_on_the_loop_fails_naming_the_wait_instead_of_hanging(
+def test_wrap_runs_threads_and_executor_work_on_deterministic_threads_by_default(
     wrapped: Run,
 ) -> None:
-    for name, named in WAITS_ON_LOOP.items():
+    assert "executor threads" in wrapped.output
+    for name in (*INLINE, *THREADED):
         case = wrapped.cases[name]
+        assert case.outcome in ("passed", "skipped"), case.message  # skipped: no anyio
+
+
+def test_inline_executor_work_waiting_on_the_loop_fails_naming_the_wait_instead_of_hanging(
+    tmp_path: Path,
+) -> None:
+    inline = run_fixtures(tmp_path, "--askew-wrap", "--askew-executor=inline", "test_threads.py")
+    assert "executor inline" in inline.output
+    for name in INLINE:
+        assert inline.cases[name].outcome == "passed", inline.cases[name].message
+    for name, named in WAITS_ON_LOOP.items():
+        case = inline.cases[name]
         if case.outcome == "skipped":  # anyio not installed
             continue
         assert case.outcome == "failed"
