@@ -38,7 +38,7 @@ test-browser: build
 	WITH_CHROMIUM=1 bash ci/install-deps.sh
 	$(PYTHON) -m pytest -q tests/report/test_timeline.py
 
-$(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC)
+$(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC) tests/c/hang_guard.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_C) -o $@ $(ENGINE_SRC) $(CHECK_ENGINE_SRC) $(LDLIBS_C)
 

@@ -259,28 +259,48 @@ def run_once(
 
 
 @contextlib.contextmanager
-def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
-    """What user code does at the end of a run reaches no one but `log`:
-    what reaches the exception handler and an exception a finalizer raised
-    (sys.unraisablehook: under -W error, a stream a closed coroutine let go
-    of warns "unclosed" in its __del__) are teardown lines, never an error
-    of the test that is running (pytest turns an unraisable into one). A
-    warning that is no error is left to the warning filters: it fails
-    nothing, and pytest lists it (decision: catching warnings cost 15 µs a
-    run)."""
+def interrupts_kept(log: list[str] | None = None) -> Iterator[None]:
+    """sys.unraisablehook for the block, so that a Ctrl-C is never
+    swallowed: a KeyboardInterrupt or SystemExit that reached the hook (a
+    signal that landed in a finalizer, a weakref callback or a generator's
+    close, where Python can only print "Exception ignored") is raised again
+    when the block ends. Anything else a finalizer raised is a teardown line
+    in `log`, or with no log goes to the hook that was set."""
+    kept: list[BaseException] = []
+    hook = sys.unraisablehook
 
     def unraisable(what: Any) -> None:
-        said = what.err_msg or "Exception ignored"
         exc = what.exc_value
-        log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            kept.append(exc)
+        elif log is None:
+            hook(what)
+        else:
+            said = what.err_msg or "Exception ignored"
+            log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
 
-    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
-    hook = sys.unraisablehook
     sys.unraisablehook = unraisable
     try:
         yield
     finally:
         sys.unraisablehook = hook
+        if kept:
+            raise kept[0]
+
+
+@contextlib.contextmanager
+def _quiet(loop: SimLoop, log: list[str]) -> Iterator[None]:
+    """What user code does at the end of a run reaches no one but `log`:
+    what reaches the exception handler and an exception a finalizer raised
+    (under -W error, a stream a closed coroutine let go of warns "unclosed"
+    in its __del__) are teardown lines, never an error of the test that is
+    running (pytest turns an unraisable into one); a Ctrl-C that landed in
+    a finalizer still stops the run (interrupts_kept). A warning that is no
+    error is left to the warning filters: it fails nothing, and pytest lists
+    it (decision: catching warnings cost 15 µs a run)."""
+    loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
+    with interrupts_kept(log):
+        yield
 
 
 def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool = False) -> None:

@@ -64,7 +64,7 @@ from .._report.report import (
 )
 from ..errors import NondeterminismError
 from .failure import analyse_faults, failure_signature, insert_section
-from .onerun import TestFn, run_iteration
+from .onerun import TestFn, interrupts_kept, run_iteration
 
 F = TypeVar("F", bound=Callable[..., Any])
 _real_urandom = os.urandom
@@ -325,12 +325,16 @@ def _sweeping(
     finally:
         disk_names.undo()
         loop.set_exception_handler(None)
-        loop.close()
-        # issue 14: what the loop let go of is collected here, in this test,
-        # while only this test's objects are unfrozen (a cheap collection).
-        gc.collect()
-        gc.unfreeze()
-        scope.exit()
+        try:
+            with interrupts_kept():
+                loop.close()
+                # issue 14: what the loop let go of is collected here, in this
+                # test, while only this test's objects are unfrozen (a cheap
+                # collection).
+                gc.collect()
+        finally:
+            gc.unfreeze()
+            scope.exit()
         with (
             contextlib.nullcontext()
             if print_coverage

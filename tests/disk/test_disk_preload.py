@@ -18,12 +18,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import hang_guard
 
 from askew._loop.preload import LIBRARY_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 LIB = REPO / "askew" / LIBRARY_NAME
-TIMEOUT = 300
+TIMEOUT = hang_guard(300)
 
 pytestmark = pytest.mark.skipif(not LIB.is_file(), reason="needs the built preload (run `make`)")
 

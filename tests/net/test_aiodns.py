@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from conftest import run_sim
+from conftest import hang_guard, run_sim
 
 import askew
 from askew.errors import NondeterminismError
@@ -125,7 +125,7 @@ def test_a_resolver_made_on_another_thread_during_a_run_is_the_real_one() -> Non
     made: list[Any] = []
 
     def other_thread() -> None:
-        go.wait(10)
+        go.wait(hang_guard(10))
         loop = asyncio.new_event_loop()
         try:
             resolver = aiodns.DNSResolver(loop=loop)
@@ -140,7 +140,7 @@ def test_a_resolver_made_on_another_thread_during_a_run_is_the_real_one() -> Non
 
     async def body(world: askew.World) -> None:
         go.set()
-        assert done.wait(10)
+        assert done.wait(hang_guard(10))
 
     run_sim(body)
     thread.join()

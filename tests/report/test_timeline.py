@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_pytest
+from conftest import hang_guard, run_pytest
 
 import askew
 from askew._loop import settings
@@ -279,7 +279,7 @@ def _load_in_chromium(page: Path) -> tuple[dict[str, Any], str, str]:
     done = subprocess.run(
         [browser, "--headless=new", "--no-sandbox", "--disable-gpu",
          "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=300, check=True, env=env,
+        capture_output=True, text=True, timeout=hang_guard(300), check=True, env=env,
     )  # fmt: skip
     summary = re.search(r'<pre id="summary">(.*?)</pre>', done.stdout, re.S)
     assert summary is not None, done.stdout[-2000:]
@@ -309,7 +309,7 @@ def test_the_screenshot_script_runs(tmp_path: Path) -> None:
     out = tmp_path / "shot.png"
     subprocess.run(
         [sys.executable, str(root / "scripts" / "timeline_screenshot.py"), str(out)],
-        check=True, timeout=300, cwd=root,
+        check=True, timeout=hang_guard(300), cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
     )  # fmt: skip
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

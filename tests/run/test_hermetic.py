@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import hang_guard
 
 import askew
 from askew import _core
@@ -234,7 +235,7 @@ def test_under_askew_exec_swarmed_store_seeds_replay_alone_with_their_hash() -> 
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=hang_guard(600),
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

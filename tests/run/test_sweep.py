@@ -26,7 +26,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from conftest import run_pytest
+from conftest import hang_guard, run_pytest
 from sweep_target import child_env, installed, options
 
 import askew
@@ -50,7 +50,7 @@ def python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
         env=child_env(),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=hang_guard(120),
         check=False,
     )
 
@@ -147,7 +147,7 @@ def test_ctrl_c_ends_a_sweep_with_the_summary_of_what_ran(target: Path) -> None:
         if line.startswith("FAIL seed="):  # a chunk has come back: the sweep is under way
             proc.send_signal(signal.SIGINT)
             break
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=hang_guard(120))
     assert proc.returncode == 130, err
     assert re.search(r"summary: [\d,]+ of iterations \[0, 10000000\) .* \(interrupted\)", out)
 
@@ -275,7 +275,7 @@ def _on_a_terminal(cwd: Path, *args: str, status: int = 0) -> str:
             break
         chunks.append(data)
     os.close(leader)
-    assert proc.wait(timeout=120) == status
+    assert proc.wait(timeout=hang_guard(120)) == status
     return b"".join(chunks).decode()
 
 
