@@ -18,6 +18,7 @@ askew failure's traceback at the user's line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 import types
@@ -309,11 +310,17 @@ class SweepProgress:
     def _draw(self, text: str | None) -> None:
         """Show `text` after pytest's current line, or erase it (None). The
         cursor is saved where pytest's line ends (ESC 7) and restored there
-        (ESC 8) before each redraw; the line never wraps."""
+        (ESC 8) before each redraw; the line never wraps. The terminal's
+        width is read with capture suspended: while a test's output is
+        captured, standard output is no terminal and reads as 80 columns."""
         found = self._writer()
         if found is None:
             return
         tw, capman = found
+        with contextlib.nullcontext() if capman is None else capman.global_and_fixture_disabled():
+            self._write(tw, text)
+
+    def _write(self, tw: Any, text: str | None) -> None:
         line = tw._current_line
         if text is None:
             out = "\x1b8\x1b[K"
@@ -322,11 +329,7 @@ class SweepProgress:
             if room < 20:
                 return
             out = ("\x1b8\x1b[K " if self.drawn else "\x1b7 ") + text[:room]
-        if capman is not None:
-            with capman.global_and_fixture_disabled():
-                tw.write(out, flush=True)
-        else:
-            tw.write(out, flush=True)
+        tw.write(out, flush=True)
         tw._current_line = line  # what pytest aligns its percentage by
         self.drawn = text is not None
 

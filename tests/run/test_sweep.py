@@ -251,15 +251,16 @@ async def test_swept(world):
 """
 
 
-def _on_a_terminal(cwd: Path, *args: str, status: int = 0) -> str:
-    """Run this Python with `args` under a pseudo-terminal 120 columns wide;
+def _on_a_terminal(cwd: Path, *args: str, status: int = 0, columns: int = 120) -> str:
+    """Run this Python with `args` under a pseudo-terminal `columns` wide;
     its output."""
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in child_env().items() if k not in ("COLUMNS", "LINES")}
     proc = subprocess.Popen(
         [sys.executable, *args],
         cwd=cwd,
-        env=child_env(),
+        env=env,
         stdin=follower,
         stdout=follower,
         stderr=follower,
@@ -303,6 +304,18 @@ def test_a_sweep_on_a_terminal_shows_a_live_line_then_erases_it(tmp_path: Path) 
     after = line[line.rindex("\x1b8\x1b[K") :]
     assert "askew:" not in after and "." in after and "[100%]" in after
     assert "test_mod.py::test_swept: 400 of 400 seeds from base seed 3" in out
+
+
+def test_the_live_line_uses_the_terminals_whole_width(tmp_path: Path) -> None:
+    """Read while output is captured, the width would be 80: this line,
+    after a long test path, would be cut there."""
+    name = "test_a_module_named_at_such_length_that_the_live_line_ends_past_eighty.py"
+    (tmp_path / name).write_text(SWEPT)
+    out = _on_a_terminal(tmp_path, "-m", "pytest", "-p", "no:cacheprovider", name, columns=200)
+    drawn = re.findall(r"\x1b8\x1b\[K (askew: 400/400 seeds, [^\x1b\r\n]*)", out)
+    assert drawn and drawn[0].endswith(" left"), out
+    line = next(x for x in out.splitlines() if name in x and "400/400" in x)
+    assert len(line[: line.index(" left")].replace("\x1b7", "").replace("\x1b8\x1b[K", "")) > 80
 
 
 def test_quiet_or_a_pipe_shows_no_live_line(tmp_path: Path) -> None:
