@@ -56,7 +56,7 @@ def test_an_unknown_name_fails_with_the_dns_error_c_ares_gives() -> None:
     async def body(world: askew.World) -> None:
         resolver = aiodns.DNSResolver()
         with pytest.raises(aiodns.error.DNSError) as info:
-            await resolver.getaddrinfo("nowhere.example", port=80)
+            await resolver.getaddrinfo("nowhere", port=80)
         assert info.value.args[0] == pycares.errno.ARES_ENOTFOUND
         with pytest.raises(aiodns.error.DNSError) as info:
             await resolver.gethostbyaddr("10.9.9.9")
