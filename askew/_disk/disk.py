@@ -86,9 +86,16 @@ def check_mount(mount: object, taken: dict[int, NodeDisk] | None = None) -> str:
 # ---- the run's world, and which disk a call is for ----------------------
 
 
+# Real files the nodes' code opened for writing, outside any simulated disk,
+# in this run: node id -> the first few paths (the failure report's note).
+_real_writes: dict[int, list[str]] = {}
+_REAL_WRITES_KEPT = 5
+
+
 def begin(world: Any) -> None:
     global _world
     _world = world
+    _real_writes.clear()
     _core.disk_route_begin(world, world._disks)
 
 
@@ -98,6 +105,26 @@ def end(world: Any) -> None:
         _world = None
     _mount.unmount_disks(world._loop)
     _core.disk_route_end(world)
+
+
+def note_real_write(path: Any) -> None:
+    """A node's code opened the real file `path` for writing (files.py
+    calls it on that path): noted for the failure report, which says which
+    files a node wrote outside any simulated disk. The test body's own
+    files are not noted: the test keeps what it writes."""
+    world = _world
+    token = node_var.get(-1)
+    if world is None or world._ended or token < 0:
+        return
+    paths = _real_writes.setdefault(token >> TOKEN_SHIFT, [])
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else repr(path)
+    if len(paths) < _REAL_WRITES_KEPT and text not in paths:
+        paths.append(text)
+
+
+def real_writes() -> dict[int, list[str]]:
+    """Node id -> the real files its code wrote in this run (the first few)."""
+    return {node: list(paths) for node, paths in sorted(_real_writes.items())}
 
 
 def caller_disk() -> NodeDisk | None:

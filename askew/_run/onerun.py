@@ -10,9 +10,11 @@ import contextlib
 import dataclasses
 import gc
 import sys
+import warnings
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
+from .._disk import disk as _disk
 from .._explore import buggify as _buggify
 from .._explore import swarm as _swarm
 from .._loop import kinds
@@ -36,6 +38,7 @@ from .._report.report import (
     replay_alone_lines,
     simulation_failure,
     spinning_tasks,
+    still_clock_text,
     teardown_line,
 )
 from .._world.log import Event, event_from_entry
@@ -78,6 +81,8 @@ def run_iteration(
         if again.trace_hash != outcome.trace_hash:
             raise NondeterminismError(divergence(fn, seed, i, outcome, again))
     if outcome.failure is None:
+        if outcome.still and i == 0:
+            _warn_still(fn, outcome)
         write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
         return None
     same: bool | None = None
@@ -96,6 +101,17 @@ def run_iteration(
     if suppress:  # its replay names the calls it skipped
         set_replay(failure, suppressed_replay(failure.replay, suppress))
     return failure
+
+
+def _warn_still(fn: TestFn, outcome: Outcome) -> None:
+    """A passing test whose first run's nodes ran with a clock that never
+    moved is warned once (decision: its report would say so had it failed;
+    passing, a warning, since a test may mean to check the first instant)."""
+    warnings.warn(
+        f"{fn.__qualname__} passed, but {still_clock_text(outcome.time, outcome.steps)}",
+        RuntimeWarning,
+        stacklevel=1,
+    )
 
 
 def _replay_alone(
@@ -212,6 +228,9 @@ def run_once(
     if failure is None and errors:
         failure = _unhandled(errors[0])
     time, steps = world.now, loop.steps
+    # Nodes ran, and the clock moved no more than their code's CPU time.
+    still = bool(world._slots) and time <= steps * loop._config.cpu[1]
+    hints, real_writes = list(world._hints), _disk.real_writes()
     nodes: list[str] | None = None
     spinning: list[str] = []
     if failure is not None:
@@ -255,6 +274,9 @@ def run_once(
         teardown=teardown,
         stale=loop._stale,
         log_count=log_count,
+        hints=hints,
+        still=still,
+        real_writes=real_writes,
     )
 
 

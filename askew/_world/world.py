@@ -24,13 +24,13 @@ from .. import _core
 from .._disk import disk as _disk
 from .._disk.view import DiskView
 from .._loop import identity, kinds
-from .._loop.config import check_seconds
 from .._loop.nodes import node_var
 from .._loop.settings import MESSAGE_FAULTS, NODES_KEY
 from .._loop.text import short_repr
 from .._net import host as _host
 from .._net import loopio as _loopio  # noqa: F401  (the loop's sockets are the network's)
 from .._net.addr import address_of
+from .clock import Clock
 from .faults import Faults, _Pause
 from .history import History
 from .log import Log
@@ -39,19 +39,7 @@ from .net import Network, _Partition
 from .node import Node, NodeHandle, _Slot, check_payload
 
 _CoroutineType = types.CoroutineType
-
-
-class Clock:
-    """world.clock: let virtual time pass."""
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-
-    async def advance(self, seconds: float) -> None:
-        """Let `seconds` of virtual time pass, running everything due in them."""
-        seconds = check_seconds(seconds, "advance(seconds=...)")
-        self._world._check_live()
-        await asyncio.sleep(seconds)
+_HINTS_KEPT = 5  # the failure report's hints, at most
 
 
 class World:
@@ -103,8 +91,15 @@ class World:
         self._tcp: Any = None
         # Simulated disks (askew/_disk/), by node id: spawn(..., disk=...).
         self._disks: dict[int, Any] = {}
+        # What the failure report hints at (a call that was never awaited):
+        # distinct texts, the first few.
+        self._hints: list[str] = []
         _host.begin(self)
         _disk.begin(self)
+
+    def _hint(self, text: str) -> None:
+        if len(self._hints) < _HINTS_KEPT and text not in self._hints:
+            self._hints.append(text)
 
     def __repr__(self) -> str:
         if self._ended:

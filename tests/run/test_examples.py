@@ -35,7 +35,10 @@ BUGGY = [p for p in EXAMPLES if not p.stem.endswith("_fixed")]
 FIXED = [p for p in EXAMPLES if p.stem.endswith("_fixed")]
 TIMEOUT = 120
 _HEAD = "askew.errors.SimulationFailure: "
-_REPLAY = re.compile(r"^  replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 pytest (.+)$", re.M)
+# A run under askew-exec (the sqlite examples) is replayed under it.
+_REPLAY = re.compile(
+    r"^  replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 (askew-exec )?pytest (.+)$", re.M
+)
 _MARKED_BLOCK = re.compile(
     r"<!--\s*example:\s*(examples/[\w.-]+\.py)\s*-->\s*\n```python\n(.*?)^```", re.S | re.M
 )
@@ -99,7 +102,7 @@ def replays(runs: Runs) -> Runs:
     for name, (_rc, out) in runs.items():
         replay = _REPLAY.search(_report(out)) if _HEAD in out else None
         if replay is not None:
-            (target,) = shlex.split(replay[2])
+            (target,) = shlex.split(replay[3])
             commands[name] = _command(target, ASKEW_SEED=replay[1], ASKEW_ITERATIONS="1")
     return run_all(commands, cwd=REPO, seconds=TIMEOUT)
 
@@ -132,8 +135,9 @@ def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, pat
     assert "\n  recent events\n" in report, report
     replay = _REPLAY.search(report)
     assert replay, report
-    seed, target = replay[1], shlex.split(replay[2])
+    seed, target = replay[1], shlex.split(replay[3])
     assert seed == found[1], report
+    assert bool(replay[2]) == path.name.startswith("sqlite_"), report
     assert len(target) == 1 and target[0].startswith(f"examples/{path.name}::test_"), report
 
     # The replay line, as printed: that seed alone, and the same report.
