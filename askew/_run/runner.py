@@ -233,8 +233,11 @@ class Replay:
         suppress: Iterable[int | str] = (),
         **kwargs: Any,
     ) -> None:
-        """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
-        are ignored); raises SimulationFailure as the original did.
+        """Run exactly the run `seed` names of `test` (a function decorated
+        with @askew.simulate, or a bare `async def test(world, ...)`), with
+        `args` and `kwargs` after the world as the test takes them
+        (ASKEW_SEED and ASKEW_ITERATIONS are ignored); raises
+        SimulationFailure as the original did.
         timeline / trace_json: write the run's HTML timeline / Chrome trace
         JSON to these paths, whether it passes or fails.
         suppress: the fault calls (by index, in order of occurrence) and the

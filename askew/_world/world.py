@@ -368,7 +368,8 @@ class World:
         self, name: str, predicate: Callable[[], Any], *, within: float, every: float | None = None
     ) -> Any:
         """Fail the run unless predicate() is true at some poll within
-        `within` virtual seconds from now. It is polled every `every` seconds
+        `within` virtual seconds from now; the failure names the check by
+        `name`. It is polled every `every` seconds
         (default within / 64) and at the deadline, by timers of the world's
         loop; a predicate that raises fails the run with its exception
         chained. Returns the check (its .held, .cancel())."""
@@ -376,9 +377,10 @@ class World:
 
     def always(self, name: str, predicate: Callable[[], Any]) -> Any:
         """Fail the run at the first step after which predicate() is false
-        (or raises: then chained). Checked after every step of the run by a
-        hook of the C loop, all of a world's checks in one call; it draws
-        nothing and schedules nothing. Returns the check (its .cancel())."""
+        (or raises: then chained), naming the check by `name`. Checked
+        after every step of the run by a hook of the C loop, all of a
+        world's checks in one call; it draws nothing and schedules nothing.
+        Returns the check (its .cancel())."""
         return always(self, name, predicate)
 
     @property

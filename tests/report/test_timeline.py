@@ -286,7 +286,9 @@ def _load_in_chromium(page: Path) -> tuple[dict[str, Any], str, str]:
     return json.loads(summary.group(1)), done.stderr, done.stdout
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_opens_the_timeline_and_draws_the_run(tmp_path: Path) -> None:
     page, _trace = _views(tmp_path, _known_run)
     data = _page_data(page)
@@ -304,7 +306,7 @@ def test_chromium_opens_the_timeline_and_draws_the_run(tmp_path: Path) -> None:
 
 def test_the_screenshot_script_runs(tmp_path: Path) -> None:
     if _chromium() is None:
-        pytest.skip("chromium is not installed (ci installs it)")
+        pytest.skip("chromium is not installed (`make test-browser` and CI install it)")
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "shot.png"
     subprocess.run(
@@ -430,7 +432,9 @@ def test_no_payload_changes_how_the_page_parses(tmp_path: Path) -> None:
     assert all(s.endswith(f" in {HOSTILE}") for s in sites)
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_draws_a_run_of_hostile_text_as_text(tmp_path: Path) -> None:
     page = _hostile_page(tmp_path)
     drawn, stderr, dom = _load_in_chromium(page)
@@ -474,7 +478,9 @@ def test_tcp_connections_and_segments_are_on_the_timeline(tmp_path: Path) -> Non
     assert any(m[5] == "delivered" for m in data["messages"])  # the segments
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_opens_the_timeline_of_100000_events(tmp_path: Path) -> None:
     _views(tmp_path, _long_run)
     drawn, _stderr = _open_in_chromium(tmp_path / "run.html")
@@ -535,7 +541,9 @@ def test_a_profiler_already_installed_keeps_running(tmp_path: Path) -> None:
     assert seen
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_shows_the_await_site_on_hover(tmp_path: Path) -> None:
     _views(tmp_path, _known_run)
     drawn, _stderr, dom = _load_in_chromium(tmp_path / "run.html")
