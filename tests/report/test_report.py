@@ -701,7 +701,8 @@ def test_the_printed_replay_command_selects_the_test_where_pytest_ran(tmp_path: 
 
 def test_the_user_docs_point_at_no_private_name_or_missing_file() -> None:
     root = Path(__file__).resolve().parents[2]
-    for doc in ("docs/wrapping.md", "README.md"):
+    user_docs = ("wrapping.md", "index.md", "world.md", "reports.md", "examples.md")
+    for doc in ("README.md", *(f"docs/{page}" for page in user_docs)):
         text = (root / doc).read_text(encoding="utf-8")
         assert not re.search(r"askew\._[a-z]", text), doc
         assert not re.search(r"askew/_[a-z]+\.py", text), doc

@@ -148,28 +148,33 @@ def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, pat
     assert _comparable(again) == _comparable(report)
 
 
+# The README and the documentation pages that show examples.
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def test_readme_examples_are_the_files() -> None:
-    readme = REPO / "README.md"
-    if not readme.is_file():
+    if not (REPO / "README.md").is_file():
         pytest.skip("no README.md")
-    blocks = _MARKED_BLOCK.findall(readme.read_text(encoding="utf-8"))
-    if not blocks:
-        pytest.skip("README.md marks no example blocks (<!-- example: examples/NAME.py -->)")
-    for name, block in blocks:
-        path = REPO / name
-        assert path.is_file(), f"README.md shows {name}, which does not exist"
-        text = path.read_text(encoding="utf-8")
-        assert block == text, f"README.md's block for {name} differs from the file"
+    shown = set()
+    for page in PAGES:
+        for name, block in _MARKED_BLOCK.findall(page.read_text(encoding="utf-8")):
+            path = REPO / name
+            assert path.is_file(), f"{page.name} shows {name}, which does not exist"
+            text = path.read_text(encoding="utf-8")
+            assert block == text, f"{page.name}'s block for {name} differs from the file"
+            shown.add(name)
+    assert "examples/quickstart.py" in shown and len(shown) >= 4, shown
 
 
 def test_the_readme_shows_the_quickstart_report_as_askew_prints_it(runs: Runs) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    shown = re.search(r"examples/quickstart\.py` prints it:\n\n```\n(.*?)\n```", readme, re.S)
-    assert shown is not None, "README.md lost the quickstart report block"
     printed = _report(runs["quickstart.py"][1])
 
     # The note depends on this process's PYTHONHASHSEED, not on askew.
     def body(text: str) -> list[str]:
         return [line for line in text.splitlines() if not line.startswith("  note: ")]
 
-    assert body(shown[1]) == body(printed)
+    for page in (REPO / "README.md", REPO / "docs" / "index.md"):
+        text = page.read_text(encoding="utf-8")
+        shown = re.search(r"examples/quickstart\.py` prints it:\n\n```\n(.*?)\n```", text, re.S)
+        assert shown is not None, f"{page.name} lost the quickstart report block"
+        assert body(shown[1]) == body(printed), page.name
