@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import hang_guard
 
 import askew
 from askew import _core
@@ -224,6 +223,9 @@ print(json.dumps([askew.preload_active(), [o.headline for o in outcomes if o.hea
     reason="needs Linux and the built preload (run `make`)",
 )
 def test_under_askew_exec_swarmed_store_seeds_replay_alone_with_their_hash() -> None:
+    # Here, not at the top: a child imports this module without conftest.
+    from conftest import hang_guard
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_")}
     env.pop("PYTEST_ADDOPTS", None)
     if not os.environ.get("ASKEW_ASAN"):  # under `make asan`, libasan stays first
