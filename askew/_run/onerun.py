@@ -47,6 +47,7 @@ from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
 from .failure import set_replay, suppressed_replay
 
 TestFn = Callable[..., Coroutine[Any, Any, Any]]
+_STILL_S = 0.001  # a clock that never got this far never moved (docs/design.md §5)
 
 
 def run_iteration(
@@ -228,8 +229,10 @@ def run_once(
     if failure is None and errors:
         failure = _unhandled(errors[0])
     time, steps = world.now, loop.steps
-    # Nodes ran, and the clock moved no more than their code's CPU time.
-    still = bool(world._slots) and time <= steps * loop._config.cpu[1]
+    # Nodes ran, and the clock moved no more than their code's CPU time, nor
+    # as far as the default link's shortest latency (a wide swarmed CPU
+    # range could cover seconds of timers).
+    still = bool(world._slots) and time <= min(steps * loop._config.cpu[1], _STILL_S)
     hints, real_writes = list(world._hints), _disk.real_writes()
     nodes: list[str] | None = None
     spinning: list[str] = []
