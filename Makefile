@@ -16,7 +16,7 @@ ENGINE_HDR := $(wildcard ext/engine/*.h)
 CHECK_ENGINE_SRC := $(filter-out tests/c/check_preload%.c,$(sort $(wildcard tests/c/check_*.c)))
 C_SOURCES := $(wildcard ext/*.c ext/*.h ext/engine/*.c ext/engine/*.h preload/*.c preload/*.h tests/c/*.c tests/c/*.h)
 
-.PHONY: all build demo test test-c test-py test-browser test-installed lint asan bench clean fuzz
+.PHONY: all build demo docs test test-c test-py test-browser test-installed lint asan bench clean fuzz
 
 all: build
 
@@ -32,13 +32,19 @@ build: .venv/bin/python
 demo: build
 	$(PYTHON) scripts/demo.py
 
+# The documentation site (mkdocs.yml): docs/ with an API reference read from
+# the docstrings and the table of settings generated from the code; any
+# warning fails it. The tools are the `docs` extra (ci/install-deps.sh).
+docs: build
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict
+
 # The timeline's tests that open the page in a real headless Chromium (they
 # skip, saying why, where there is none): Debian's chromium, then those tests.
 test-browser: build
 	WITH_CHROMIUM=1 bash ci/install-deps.sh
 	$(PYTHON) -m pytest -q tests/report/test_timeline.py
 
-$(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC)
+$(BUILD)/check_engine: $(ENGINE_SRC) $(ENGINE_HDR) $(CHECK_ENGINE_SRC) tests/c/hang_guard.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_C) -o $@ $(ENGINE_SRC) $(CHECK_ENGINE_SRC) $(LDLIBS_C)
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Everything the tests need on a fresh Debian machine: the C test framework,
-# pkg-config, the linters' native parts, and a venv with the dev, cluster and
-# sockets (aiohttp, aiodns) extras; with WITH_CHROMIUM=1, Chromium too.
+# pkg-config, the linters' native parts, and a venv with the dev, cluster,
+# sockets (aiohttp, aiodns) and docs (MkDocs) extras; with WITH_CHROMIUM=1,
+# Chromium too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null; then
@@ -20,4 +21,4 @@ fi
 PY=${PYTHON_FOR_VENV:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/pip install -q --upgrade pip setuptools wheel
-.venv/bin/pip install -q -e '.[dev,cluster,sockets]'
+.venv/bin/pip install -q -e '.[dev,cluster,sockets,docs]'

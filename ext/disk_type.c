@@ -449,6 +449,45 @@ static PyObject *d_crash(askew_disk_object *self, PyObject *Py_UNUSED(a))
                          (unsigned long long)r.handles_closed);
 }
 
+/* One path of dirops() or None (its directory was removed since). */
+static PyObject *dirop_path(int rc, const char *path)
+{
+    if (rc < 0 || path[0] == '\0')
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeFSDefault(path);
+}
+
+/* dirops() -> [(kind, is_dir, dir_synced, path, path2)]: the unsynced
+ * directory operations, oldest first (what a crash keeps a prefix of). */
+static PyObject *d_dirops(askew_disk_object *self, PyObject *Py_UNUSED(a))
+{
+    const size_t n = askew_disk_dirops(self->disk);
+    PyObject *list = PyList_New((Py_ssize_t)n); // new reference
+    if (list == NULL)
+        return NULL;
+    char path[ASKEW_DISK_PATH_MAX], path2[ASKEW_DISK_PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        struct askew_disk_dirop op;
+        const int rc =
+            askew_disk_dirop_get(self->disk, i, &op, path, path2, sizeof(path));
+        PyObject *one = dirop_path(rc, path);
+        PyObject *two = one == NULL ? NULL : dirop_path(rc, path2);
+        PyObject *item =
+            two == NULL
+                ? NULL
+                : Py_BuildValue("(iOOOO)", op.kind, op.is_dir ? Py_True : Py_False,
+                                op.dir_synced ? Py_True : Py_False, one, two);
+        Py_XDECREF(one);
+        Py_XDECREF(two);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item); // steals item
+    }
+    return list;
+}
+
 static PyObject *d_set_faults(askew_disk_object *self, PyObject *args)
 {
     struct askew_disk_faults f = {0};
@@ -534,6 +573,9 @@ static PyMethodDef disk_methods[] = {
     {"flags", (PyCFunction)d_flags, METH_O, NULL},
     {"crash", (PyCFunction)d_crash, METH_NOARGS,
      "The node crashed: what survives, by the seed; a dict of counts."},
+    {"dirops", (PyCFunction)d_dirops, METH_NOARGS,
+     "dirops() -> [(kind, is_dir, dir_synced, path, path2)], the unsynced directory "
+     "operations, oldest first"},
     {"set_faults", (PyCFunction)d_set_faults, METH_VARARGS,
      "set_faults(eio_read_ppm, eio_write_ppm, eio_fsync_ppm, bitrot_ppm, "
      "latency_ns_min, latency_ns_max, capacity_bytes)"},

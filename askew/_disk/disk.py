@@ -86,9 +86,16 @@ def check_mount(mount: object, taken: dict[int, NodeDisk] | None = None) -> str:
 # ---- the run's world, and which disk a call is for ----------------------
 
 
+# Real files the nodes' code opened for writing, outside any simulated disk,
+# in this run: node id -> the first few paths (the failure report's note).
+_real_writes: dict[int, list[str]] = {}
+_REAL_WRITES_KEPT = 5
+
+
 def begin(world: Any) -> None:
     global _world
     _world = world
+    _real_writes.clear()
     _core.disk_route_begin(world, world._disks)
 
 
@@ -98,6 +105,26 @@ def end(world: Any) -> None:
         _world = None
     _mount.unmount_disks(world._loop)
     _core.disk_route_end(world)
+
+
+def note_real_write(path: Any) -> None:
+    """A node's code opened the real file `path` for writing (files.py
+    calls it on that path): noted for the failure report, which says which
+    files a node wrote outside any simulated disk. The test body's own
+    files are not noted: the test keeps what it writes."""
+    world = _world
+    token = node_var.get(-1)
+    if world is None or world._ended or token < 0:
+        return
+    paths = _real_writes.setdefault(token >> TOKEN_SHIFT, [])
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else repr(path)
+    if len(paths) < _REAL_WRITES_KEPT and text not in paths:
+        paths.append(text)
+
+
+def real_writes() -> dict[int, list[str]]:
+    """Node id -> the real files its code wrote in this run (the first few)."""
+    return {node: list(paths) for node, paths in sorted(_real_writes.items())}
 
 
 def caller_disk() -> NodeDisk | None:
@@ -208,19 +235,48 @@ def stat_result(st: tuple[int, int, int, int, int, int, int, int]) -> os.stat_re
     )
 
 
+_LOST_NAMED = 3  # a crash's line names this many lost directory operations, then counts
+
+
 def crashed(world: Any, node: int) -> None:
     """The node crashed: its disk keeps what the seed says, and the world
-    log says what that was."""
+    log says what that was, naming the directory operations it lost and
+    why (their directory was not fsynced after them)."""
     nd = world._disks.get(node)
     if nd is None:
         return
+    unsynced = nd.disk.dirops()  # the crash keeps a prefix of these
     r = nd.disk.crash()  # counts the crash: the node's open files go stale
+    lost = [_dirop_text(nd.mount, op) for op in unsynced[r["dirops_kept"] :]]
+    if len(lost) > _LOST_NAMED:
+        lost[_LOST_NAMED:] = [f"{len(lost) - _LOST_NAMED} more directory operations"]
     text = (
-        f"disk {node} crash: kept {r['sectors_kept']}/{r['sectors_kept'] + r['sectors_lost']} "
+        f"disk {node} crash: "
+        + (f"lost {'; '.join(lost)}; " if lost else "")
+        + f"kept {r['sectors_kept']}/{r['sectors_kept'] + r['sectors_lost']} "
         f"unsynced sectors, {r['sizes_kept']}/{r['sizes_kept'] + r['sizes_lost']} sizes, "
         f"{r['dirops_kept']}/{r['dirops_kept'] + r['dirops_lost']} directory operations"
     )
     world.log._emit(FAULT, node, text)
+
+
+_DIROP_VERBS = {1: ("create", "mkdir"), 2: ("unlink", "rmdir"), 3: ("rename", "rename")}
+
+
+def _dirop_text(mount: str, op: tuple[int, bool, bool, str | None, str | None]) -> str:
+    """ "create /data/log: its directory was never fsynced", for one lost
+    directory operation of the disk mounted at `mount`."""
+    kind, is_dir, dir_synced, path, path2 = op
+    verb = _DIROP_VERBS[kind][is_dir]
+
+    def where(rel: str | None) -> str:
+        if rel is None:
+            return "(in a directory removed since)"
+        return mount.rstrip("/") + rel
+
+    what = f"{verb} {where(path)}" + (f" -> {where(path2)}" if kind == 3 else "")
+    why = "was not fsynced after it" if dir_synced else "was never fsynced"
+    return f"{what}: its directory {why}"
 
 
 def check_faults(

@@ -26,6 +26,7 @@ from .disk import (
     failed,
     fd_of,
     fd_route,
+    note_real_write,
 )
 from .paths import install_paths, os_stat, where
 
@@ -42,10 +43,14 @@ _real = {
 
 # ---- os: descriptors --------------------------------------------------------
 
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
 
 def _os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
     w = where(path, dir_fd)
     if w.nd is None:
+        if flags & _WRITES:
+            note_real_write(w.path)
         return int(_real["open"](w.path, flags, mode, dir_fd=w.dir_fd))
     try:
         return fd_of(w.nd, w.nd.disk.open(w.path, flags, mode))
@@ -177,6 +182,8 @@ def _open(
         w = where(file) if not isinstance(file, int) else None
         if w is None or w.nd is None:
             path = file if w is None else w.path
+            if w is not None and any(c in mode for c in "wax+"):
+                note_real_write(path)
             return _real_open(path, mode, buffering, encoding, errors, newline, closefd, opener)
         nd = w.nd
         flags = _flags(mode)

@@ -101,7 +101,8 @@ def _refused(model: object, op: Operation, exc: Exception) -> ValueError:
 
 
 def register(initial: Any = None) -> Model:
-    """A read/write register: write(v); read() -> v; cas((old, new)) -> bool."""
+    """A read/write register: write(v); read() -> v; cas((old, new)) -> bool.
+    It holds `initial` (None by default) until the first write."""
 
     def step(state: Any, name: str, value: Any, result: Any) -> tuple[bool, Any]:
         if name == "read":
@@ -161,7 +162,8 @@ def _by_key(ops: list[Operation], model: Model) -> list[list[Operation]]:
 
 
 def kv(initial: Any = None) -> Model:
-    """A key-value map, each key a register (missing keys read `initial`):
+    """A key-value map, each key a register (missing keys read `initial`,
+    None by default):
     put((k, v)) or write((k, v)); get(k) or read(k) -> v; cas((k, old, new))
     -> bool. Checked key by key."""
     reg = register(initial).step
@@ -185,7 +187,8 @@ def kv(initial: Any = None) -> Model:
 
 
 def counter(initial: int = 0) -> Model:
-    """A counter: add(n) (its result is not checked); read() -> total."""
+    """A counter: add(n) (its result is not checked); read() -> total. It
+    starts at `initial` (0 by default)."""
 
     def step(state: Any, name: str, value: Any, result: Any) -> tuple[bool, Any]:
         if name in ("add", "inc"):
@@ -630,8 +633,9 @@ def _violation(
 def assert_linearizable(
     history: History | Iterable[Operation], model: object, **options: Any
 ) -> CheckResult:
-    """linearizable(), raising AssertionError with the report unless the
-    verdict is "linearizable"."""
+    """linearizable(history, model, **options), raising AssertionError with
+    the report unless the verdict is "linearizable"; `options` are
+    linearizable()'s keywords (timeout, max_steps). Returns the result."""
     found = linearizable(history, model, **options)
     if not found.ok:
         raise AssertionError(f"history is {found.report}")
@@ -641,12 +645,13 @@ def assert_linearizable(
 def serializable(
     history: History | Iterable[Operation], initial: Any = None, **options: Any
 ) -> CheckResult:
-    """Whether the committed transactions (see transactions()) can run one
+    """Whether the committed transactions of `history` (see transactions()),
+    from `initial` (None: every key unset), can run one
     at a time in some order, ignoring when they ran: the same search with
     every transaction made concurrent with every other. Aborted ("fail")
     transactions are left out; ones of unknown outcome may or may not have
     committed. Costs up to 2**n for n transactions: keep histories small,
-    or give a timeout or max_steps."""
+    or give a timeout or max_steps (`options`, as linearizable() takes them)."""
     timeless = History()
     original: dict[Operation, Operation] = {}
     for op in history:

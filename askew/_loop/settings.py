@@ -8,6 +8,7 @@ variable or option and what would be right.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import math
@@ -352,6 +353,196 @@ def knob_text(value: object) -> str:
     return str(value)
 
 
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One ASKEW_* variable a user sets: the pytest plugin's option that
+    sets it too (None: none), that option's metavar (None: a flag), the
+    keyword of simulate() or Replay.run that says the same in code, and
+    what it does. SETTINGS is the one table: the plugin makes its options
+    from it and the documentation's table of settings is generated from it."""
+
+    variable: str
+    option: str | None
+    metavar: str | None
+    keyword: str | None
+    help: str
+
+
+# The knobs' meanings: the plugin's --askew-<knob> options (wrap mode) and
+# the documentation read them; a knob's keyword is its RunConfig field.
+_KNOB_HELP = {
+    "strategy": ("S", "faithful (default), fifo, interleave, shuffle, pct or pctcp"),
+    "cpu": ("LO,HI", "virtual CPU seconds each callback costs, uniform in [LO, HI]"),
+    "overshoot": ("LO,HI", "seconds a timer fires after its deadline, uniform in [LO, HI]"),
+    "max_steps": ("N", "callbacks per loop run before BudgetExceeded"),
+    "max_time": ("SECONDS", "virtual seconds per loop run before BudgetExceeded"),
+    "executor": (
+        "E",
+        "threads (the default: deterministic threads), inline (executor work runs at a "
+        "loop step) or refuse",
+    ),
+    "pct_depth": ("D", "the bug depth PCT aims at (default 3)"),
+    "pct_steps": ("K", "PCT's estimate of a run's steps (default 1000)"),
+    "swarm": (
+        "0|1|KNOB=LO..HI,...",
+        "per seed, a seeded subset of CPU cost, overshoot and latency inside each link's "
+        "range; loss, duplicate, latency beyond it by name (loss=0..0.2)",
+    ),
+    "wall_epoch": ("DATE", "what the wall clock reads at t=0: 2026-01-01 or Unix seconds"),
+    "step_timeout": ("SECONDS", "real seconds one step may run before it is reported; 0: off"),
+}
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "ASKEW_SEED",
+        "--askew-seed",
+        "SEED",
+        "seed",
+        "base seed for @askew.simulate tests and for --askew-wrap, 0 <= SEED < 2**64, "
+        "decimal or 0x...",
+    ),
+    Setting(
+        "ASKEW_ITERATIONS",
+        "--askew-iterations",
+        "N",
+        "iterations",
+        "iterations per @askew.simulate test; with --askew-wrap also the seeds per wrapped "
+        "test unless --askew-seeds is given",
+    ),
+    Setting(
+        "ASKEW_TRACE",
+        "--askew-trace",
+        "N|all",
+        None,
+        "recent events a failure report shows: N (default 12) or all the log keeps",
+    ),
+    Setting(
+        "ASKEW_TIMELINE",
+        "--askew-timeline",
+        "DIR",
+        "timeline",
+        "write a failing run's HTML timeline into DIR",
+    ),
+    Setting(
+        "ASKEW_TRACE_JSON",
+        "--askew-trace-json",
+        "FILE",
+        "trace_json",
+        "write a failing run's Chrome trace-event JSON to FILE",
+    ),
+    Setting(
+        "ASKEW_WRAP",
+        "--askew-wrap",
+        None,
+        None,
+        "run every asyncio event loop a test creates on a seeded askew SimLoop (1 to turn on)",
+    ),
+    Setting(
+        "ASKEW_SEEDS",
+        "--askew-seeds",
+        "N",
+        None,
+        "with --askew-wrap: run every test that makes a SimLoop under N base seeds and report "
+        "each failing seed with its replay command",
+    ),
+    Setting(
+        "ASKEW_SHRINK",
+        "--askew-shrink",
+        "0|1",
+        None,
+        "after a failure, re-run its seed without each fault and shrink its fault set "
+        "(default 1 under pytest)",
+    ),
+    Setting(
+        "ASKEW_SHRINK_SECONDS",
+        "--askew-shrink-seconds",
+        "SECONDS",
+        None,
+        "wall-time budget of that analysis per failure (default 10)",
+    ),
+    Setting(
+        "ASKEW_CHECK_REPLAY",
+        "--askew-check-replay",
+        "0|1",
+        None,
+        "after a failure, re-run its seed alone in a fresh world and say whether it replays "
+        "alone (default 1 under pytest)",
+    ),
+    Setting(
+        "ASKEW_DB",
+        "--askew-db",
+        "PATH|off",
+        None,
+        "where failing seeds are remembered and tried first next time (default .askew/ in "
+        "the rootdir)",
+    ),
+    *(
+        Setting(
+            variable,
+            "--askew-" + field.replace("_", "-"),
+            _KNOB_HELP[field][0],
+            field,
+            "with --askew-wrap: " + _KNOB_HELP[field][1],
+        )
+        for field, (variable, _parse) in KNOBS.items()
+    ),
+    Setting(
+        "ASKEW_CHECK_DETERMINISM",
+        None,
+        None,
+        "check_determinism",
+        "run every seed twice and fail naming the first event where the two runs differ "
+        "(1 to turn on)",
+    ),
+    Setting(
+        "ASKEW_SUPPRESS",
+        None,
+        None,
+        "suppress",
+        "skip these fault calls of the run (indices, drop:N, dup:N, nodes:N): the replay "
+        "line of a shrunk failure sets it",
+    ),
+    Setting(
+        "ASKEW_COVERAGE",
+        None,
+        None,
+        None,
+        "coverage feedback: each run's fingerprint steers the sweep's swarm draws "
+        "(1 to turn on; docs/exploration.md)",
+    ),
+    Setting(
+        "ASKEW_DEBUG",
+        None,
+        None,
+        None,
+        "the preload prints what it does to stderr, on lines that start askew-preload:",
+    ),
+    Setting(
+        "ASKEW_PRELOAD_UNRESOLVED",
+        None,
+        None,
+        None,
+        "the preload's self-test switch: the named interposers (poll,select,...) act as if "
+        "libc had no such function",
+    ),
+)
+
+
+def settings_table() -> str:
+    """SETTINGS as a Markdown table, for the documentation site."""
+    rows = [
+        "| variable | pytest option | keyword | what it does |",
+        "|---|---|---|---|",
+    ]
+    for s in SETTINGS:
+        option = (
+            "" if s.option is None else f"`{s.option}" + (f" {s.metavar}`" if s.metavar else "`")
+        )
+        keyword = "" if s.keyword is None else f"`{s.keyword}=`"
+        rows.append(f"| `{s.variable}` | {option} | {keyword} | {s.help.replace('|', '&#124;')} |")
+    return "\n".join(rows) + "\n"
+
+
 # The Makefile's and the test suite's own switches.
 _DEVELOPER_VARIABLES = frozenset(
     {
@@ -367,28 +558,7 @@ _DEVELOPER_VARIABLES = frozenset(
 # Every ASKEW_* variable askew reads (the package, the preload, askew-exec)
 # and the developer's build and test switches: any other ASKEW_* name in the
 # environment is likely a typo, and the plugin warns naming the closest.
-ENV_VARIABLES = frozenset(
-    {
-        "ASKEW_SEED",
-        "ASKEW_ITERATIONS",
-        "ASKEW_SEEDS",
-        "ASKEW_WRAP",
-        "ASKEW_TRACE",
-        "ASKEW_TIMELINE",
-        "ASKEW_TRACE_JSON",
-        "ASKEW_CHECK_DETERMINISM",
-        "ASKEW_CHECK_REPLAY",
-        "ASKEW_DEBUG",
-        "ASKEW_PRELOAD_UNRESOLVED",
-        "ASKEW_SUPPRESS",
-        "ASKEW_SHRINK",
-        "ASKEW_SHRINK_SECONDS",
-        "ASKEW_DB",
-        "ASKEW_COVERAGE",  # shrink3: askew/_explore/coverage.py
-        *(variable for variable, _parse in KNOBS.values()),
-        *_DEVELOPER_VARIABLES,
-    }
-)
+ENV_VARIABLES = frozenset({*(s.variable for s in SETTINGS), *_DEVELOPER_VARIABLES})
 
 
 def unknown_env_variables() -> list[str]:

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
     from .stack import Stack
 
 
+_NAMES_HINT = (
+    "A run's names are its nodes' (node-0, node-1, ..., or spawn's name=), their "
+    "10.0.0.x addresses and localhost; make the host a node, or run this code "
+    "outside the simulation."
+)
+
+
 def gaierror(code: int, text: str) -> socket.gaierror:
     return socket.gaierror(code, text)
 
@@ -175,12 +182,21 @@ class Names:
         numeric = numeric_v4(host)
         if numeric is not None:
             return numeric
-        node = self._world._names.get(host.lower().rstrip("."))
+        name = host.lower().rstrip(".")
+        node = self._world._names.get(name)
         if node is None:
-            if self.one_host:
-                refuse(f"getaddrinfo({host!r})", IO_HINT, "would send a real DNS query")
+            if self.one_host or self._real_host(name):
+                hint = IO_HINT if self.one_host else _NAMES_HINT
+                refuse(f"getaddrinfo({host!r})", hint, "would send a real DNS query")
             raise no_name()
         return "127.0.0.1" if self.one_host else address_of(node)
+
+    def _real_host(self, name: str) -> bool:
+        """Whether `name`, which names no node, is a host of the real world:
+        dotted (example.com), in a world whose nodes have no dotted names,
+        so that it cannot be one not spawned yet (decision: a single label
+        is a cluster's host that does not exist, gaierror as on a LAN)."""
+        return "." in name and not any("." in known for known in self._world._names)
 
     def addr_to_host(self, addr: str) -> str | None:
         if is_loopback(addr):

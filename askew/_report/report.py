@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .._loop.config import RunConfig, wall_epoch_text
 from .._loop.frames import describe_wait
 from .._loop.kinds import LOG_KEPT
+from .._loop.preload import preload_active
 from .._loop.settings import env_knob_assignments, env_trace, strategy_note, swarm_note
 from .._loop.text import safe_repr, short_repr
 from .._world.log import Event, event_from_entry
@@ -75,6 +76,13 @@ class Outcome:
     # The nodes' state over time, from a re-run that recorded it
     # (askew/_world/states.py); None if none was made.
     states: list[Change] | None = None
+    # What the report hints at: the world's hints (an advance never
+    # awaited); whether nodes ran and the clock moved no more than their
+    # code's CPU time (nothing waited on time); node -> real files its code
+    # wrote outside any simulated disk.
+    hints: list[str] = dataclasses.field(default_factory=list)
+    still: bool = False
+    real_writes: dict[int, list[str]] = dataclasses.field(default_factory=dict)
 
 
 def recent_events(loop: SimLoop, everything: bool) -> list[Event]:
@@ -189,7 +197,9 @@ def event_text(exc: BaseException, node: int | None) -> str:
 
 
 def replay_command(seed: int, nodeid: str, *, wrap_options: Sequence[str] | None = None) -> str:
-    """The shell command that reruns the test `nodeid` under `seed`.
+    """The shell command that reruns the test `nodeid` under `seed`, under
+    askew-exec when this process runs under its preload (C code saw the
+    preload's world there: without it the replay would be another run).
 
     A simulated test (wrap_options None) reruns the one run `seed` names:
     one iteration, with the knob variables of this environment before it,
@@ -198,11 +208,12 @@ def replay_command(seed: int, nodeid: str, *, wrap_options: Sequence[str] | None
     follows from the node id) with `wrap_options`, its knobs as plugin
     options; its words are quoted where the shell needs it.
     """
+    pytest = "askew-exec pytest" if preload_active() else "pytest"
     if wrap_options is None:
         knobs = "".join(word + " " for word in env_knob_assignments())
-        return f"{knobs}ASKEW_SEED={seed} ASKEW_ITERATIONS=1 pytest '{nodeid}'"
-    words = ["pytest", "--askew-wrap", *wrap_options, nodeid]
-    return f"ASKEW_SEED={seed} " + " ".join(map(shlex.quote, words))
+        return f"{knobs}ASKEW_SEED={seed} ASKEW_ITERATIONS=1 {pytest} '{nodeid}'"
+    words = ["--askew-wrap", *wrap_options, nodeid]
+    return f"ASKEW_SEED={seed} {pytest} " + " ".join(map(shlex.quote, words))
 
 
 # (pytest's rootdir, the directory pytest was started in), set by the plugin:
@@ -249,6 +260,38 @@ def _certificate_note(failure: BaseException | None, config: RunConfig) -> str |
                 )
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def hints(outcome: Outcome) -> list[str]:
+    """What the report suggests about a common slip: a world.clock.advance
+    never awaited (the world's hints), a clock that never moved."""
+    found = list(outcome.hints)
+    if outcome.still and not any("never awaited" in h for h in found):
+        found.append(still_clock_text(outcome.time, outcome.steps))
+    return found
+
+
+def still_clock_text(time: float, steps: int) -> str:
+    """A run whose nodes ran while the virtual clock moved no more than
+    their code's own CPU time: nothing in it waited on time."""
+    return (
+        f"the virtual clock never moved past the code's own CPU time (t={time:.6f}s "
+        f"over {steps} steps): nothing waited on time, so what a node would do "
+        "after a timeout, a sleep or a message's latency never came; "
+        "to let time pass, `await world.clock.advance(seconds)`"
+    )
+
+
+def real_write_notes(writes: dict[int, list[str]]) -> list[str]:
+    """One note per node whose code wrote real files, outside any
+    simulated disk: they are no part of the seed's run (a replay finds
+    them as the last run left them) and they outlive it."""
+    return [
+        f"node {node} wrote real files, outside any simulated disk (not part of the "
+        f"seed's run: they outlive it; give the node disk=... to simulate them): "
+        + ", ".join(paths)
+        for node, paths in writes.items()
+    ]
 
 
 def notes(config: RunConfig, failure: BaseException | None = None) -> list[str]:
@@ -369,7 +412,9 @@ def simulation_failure(
     replay = _simulated_replay(fn.__qualname__, seed)
     lines += ["", *(outcome.alone or []), f"  replay: {replay}"]
     lines += [f"  {_view_name(path)}: {path}" for path in outcome.views]
+    lines += [f"  hint: {hint}" for hint in hints(outcome)]
     lines += [f"  note: {note}" for note in notes(config, exc)]
+    lines += [f"  note: {note}" for note in real_write_notes(outcome.real_writes)]
     if outcome.stale:
         lines.append(
             f"  note: {outcome.stale} leftover(s) of earlier runs on this loop (a callback, "

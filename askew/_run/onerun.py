@@ -10,9 +10,11 @@ import contextlib
 import dataclasses
 import gc
 import sys
+import warnings
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
+from .._disk import disk as _disk
 from .._explore import buggify as _buggify
 from .._explore import swarm as _swarm
 from .._loop import kinds
@@ -38,6 +40,7 @@ from .._report.report import (
     replay_alone_lines,
     simulation_failure,
     spinning_tasks,
+    still_clock_text,
     teardown_line,
 )
 from .._world.log import Event, event_from_entry
@@ -47,6 +50,7 @@ from ..errors import BudgetExceeded, NondeterminismError, SimulationFailure
 from .failure import set_replay, suppressed_replay
 
 TestFn = Callable[..., Coroutine[Any, Any, Any]]
+_STILL_S = 0.001  # a clock that never got this far never moved (docs/design.md §5)
 
 # Called with each run's world as it starts (Replay's stop_at and values,
 # the tracked re-runs below); empty, it costs one truth test a run.
@@ -88,6 +92,8 @@ def run_iteration(
             if again.trace_hash != outcome.trace_hash:
                 raise NondeterminismError(divergence(fn, seed, i, outcome, again))
         if outcome.failure is None:
+            if outcome.still and i == 0:
+                _warn_still(fn, outcome)
             write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
             return None
         same: bool | None = None
@@ -138,6 +144,17 @@ def _simplified(config: RunConfig, suppress: frozenset[int | str]) -> RunConfig:
     if SCHEDULE_FIFO in suppress:
         config = dataclasses.replace(config, strategy="fifo")
     return config
+
+
+def _warn_still(fn: TestFn, outcome: Outcome) -> None:
+    """A passing test whose first run's nodes ran with a clock that never
+    moved is warned once (decision: its report would say so had it failed;
+    passing, a warning, since a test may mean to check the first instant)."""
+    warnings.warn(
+        f"{fn.__qualname__} passed, but {still_clock_text(outcome.time, outcome.steps)}",
+        RuntimeWarning,
+        stacklevel=1,
+    )
 
 
 def _replay_alone(
@@ -298,6 +315,11 @@ def run_once(
     if failure is None and errors:
         failure = _unhandled(errors[0])
     time, steps = world.now, loop.steps
+    # Nodes ran, and the clock moved no more than their code's CPU time, nor
+    # as far as the default link's shortest latency (a wide swarmed CPU
+    # range could cover seconds of timers).
+    still = bool(world._slots) and time <= min(steps * loop._config.cpu[1], _STILL_S)
+    hints, real_writes = list(world._hints), _disk.real_writes()
     nodes: list[str] | None = None
     spinning: list[str] = []
     if failure is not None:
@@ -341,6 +363,9 @@ def run_once(
         teardown=teardown,
         stale=loop._stale,
         log_count=log_count,
+        hints=hints,
+        still=still,
+        real_writes=real_writes,
     )
 
 
@@ -355,18 +380,15 @@ def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool 
     the exception handler and an exception a finalizer raised
     (sys.unraisablehook: under -W error, a stream a closed coroutine let go
     of warns "unclosed" in its __del__) are teardown lines, never an error
-    of the test that is running (pytest turns an unraisable into one). A
-    warning that is no error is left to the warning filters: it fails
-    nothing, and pytest lists it (decision: catching warnings cost 15 µs a
-    run). Written out rather than as context managers: this is every
-    run's path."""
+    of the test that is running (pytest turns an unraisable into one); a
+    Ctrl-C that landed in a finalizer still stops the run (it is raised
+    again when the teardown ends, as interrupts_kept does). A warning that
+    is no error is left to the warning filters: it fails nothing, and
+    pytest lists it (decision: catching warnings cost 15 µs a run). Written
+    out rather than as context managers: this is every run's path."""
     world = ending.pop()
-
-    def unraisable(what: Any) -> None:
-        said = what.err_msg or "Exception ignored"
-        exc = what.exc_value
-        log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
-
+    kept: list[BaseException] = []
+    unraisable = _unraisable_to(log, kept, None)
     loop.set_exception_handler(lambda _loop, context: log.append(teardown_line(context)))
     hook = sys.unraisablehook
     sys.unraisablehook = unraisable
@@ -382,6 +404,50 @@ def _teardown(loop: SimLoop, ending: list[World], log: list[str], collect: bool 
             loop._thaw()
     finally:
         sys.unraisablehook = hook
+        if kept:
+            raise kept[0]
+
+
+def _unraisable_to(
+    log: list[str] | None, kept: list[BaseException], hook: Callable[[Any], None] | None
+) -> Callable[[Any], None]:
+    """A sys.unraisablehook that keeps a KeyboardInterrupt or SystemExit in
+    `kept` (a signal that landed in a finalizer, a weakref callback or a
+    generator's close, where Python can only print "Exception ignored"),
+    and writes anything else as a teardown line to `log` (with no log, to
+    `hook`)."""
+
+    def unraisable(what: Any) -> None:
+        exc = what.exc_value
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            kept.append(exc)
+        elif log is None:
+            if hook is not None:
+                hook(what)
+        else:
+            said = what.err_msg or "Exception ignored"
+            log.append(said if exc is None else f"{said}: {teardown_line(exc)}")
+
+    return unraisable
+
+
+@contextlib.contextmanager
+def interrupts_kept(log: list[str] | None = None) -> Iterator[None]:
+    """sys.unraisablehook for the block, so that a Ctrl-C is never
+    swallowed: a KeyboardInterrupt or SystemExit that reached the hook (a
+    signal that landed in a finalizer, a weakref callback or a generator's
+    close, where Python can only print "Exception ignored") is raised again
+    when the block ends. Anything else a finalizer raised is a teardown line
+    in `log`, or with no log goes to the hook that was set."""
+    kept: list[BaseException] = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable_to(log, kept, hook)
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+        if kept:
+            raise kept[0]
 
 
 def _collect_the_run() -> None:

@@ -18,6 +18,7 @@ askew failure's traceback at the user's line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 import types
@@ -32,6 +33,7 @@ from .._loop import preload as _preload
 from .._loop.frames import PACKAGE_DIR
 from .._loop.settings import (
     KNOBS,
+    SETTINGS,
     check_env,
     env_flag,
     env_iterations,
@@ -58,107 +60,20 @@ _monotonic = time.monotonic
 
 # The plugin option of each RunConfig knob: --askew-strategy, --askew-max-steps, ...
 _KNOB_OPTIONS = {name: "--askew-" + name.replace("_", "-") for name in KNOBS}
-_KNOB_HELP = {
-    "strategy": ("S", "faithful (default), fifo, interleave, shuffle, pct or pctcp"),
-    "cpu": ("LO,HI", "virtual CPU seconds each callback costs, uniform in [LO, HI]"),
-    "overshoot": ("LO,HI", "seconds a timer fires after its deadline, uniform in [LO, HI]"),
-    "max_steps": ("N", "callbacks per loop run before BudgetExceeded"),
-    "max_time": ("SECONDS", "virtual seconds per loop run before BudgetExceeded"),
-    "executor": (
-        "E",
-        "threads (the default: deterministic threads), inline (executor work runs at a "
-        "loop step) or refuse",
-    ),
-    "pct_depth": ("D", "the bug depth PCT aims at (default 3)"),
-    "pct_steps": ("K", "PCT's estimate of a run's steps (default 1000)"),
-    "swarm": (
-        "0|1|KNOB=LO..HI,...",
-        "per seed, a seeded subset of CPU cost, overshoot and latency inside each link's "
-        "range; loss, duplicate, latency beyond it by name (loss=0..0.2)",
-    ),
-    "wall_epoch": ("DATE", "what the wall clock reads at t=0: 2026-01-01 or Unix seconds"),
-    "step_timeout": ("SECONDS", "real seconds one step may run before it is reported; 0: off"),
-}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The plugin's options, one for each setting that has one (SETTINGS,
+    askew/_loop/settings.py: the one table, also the documentation's)."""
     group = parser.getgroup("askew", "askew deterministic simulation")
-    group.addoption(
-        "--askew-seed",
-        default=None,
-        metavar="SEED",
-        help="base seed for @askew.simulate tests and for --askew-wrap, 0 <= SEED < 2**64, "
-        "decimal or 0x... (as ASKEW_SEED)",
-    )
-    group.addoption(
-        "--askew-iterations",
-        default=None,
-        metavar="N",
-        help="iterations per @askew.simulate test (as ASKEW_ITERATIONS); with --askew-wrap "
-        "also the seeds per wrapped test unless --askew-seeds is given",
-    )
-    group.addoption(
-        "--askew-trace",
-        default=None,
-        metavar="N|all",
-        help="recent events a failure report shows: N (default 12) or all the log keeps "
-        "(as ASKEW_TRACE)",
-    )
-    _add_view_options(group)
-    group.addoption(
-        "--askew-wrap",
-        action="store_true",
-        default=False,
-        help="run every asyncio event loop a test creates on a seeded askew SimLoop "
-        "(also on when ASKEW_WRAP=1)",
-    )
-    group.addoption(
-        "--askew-seeds",
-        default=None,
-        metavar="N",
-        help="with --askew-wrap: run every test that makes a SimLoop under N base seeds "
-        "and report each failing seed with its replay command (as ASKEW_SEEDS)",
-    )
-    _add_shrink_options(group)
-    for name, option in _KNOB_OPTIONS.items():
-        metavar, text = _KNOB_HELP[name]
-        group.addoption(
-            option,
-            default=None,
-            metavar=metavar,
-            help=f"with --askew-wrap: {text} (as {KNOBS[name][0]})",
-        )
-
-
-def _add_shrink_options(group: Any) -> None:
-    """Fault analysis and shrinking after a failure, and the seed database."""
-    group.addoption(
-        "--askew-shrink",
-        default=None,
-        metavar="0|1",
-        help="after a failure, re-run its seed without each fault and shrink its fault set "
-        "(default 1 under pytest; as ASKEW_SHRINK)",
-    )
-    group.addoption(
-        "--askew-shrink-seconds",
-        default=None,
-        metavar="SECONDS",
-        help="wall-time budget of that analysis per failure (default 10; as ASKEW_SHRINK_SECONDS)",
-    )
-    group.addoption(
-        "--askew-check-replay",
-        default=None,
-        metavar="0|1",
-        help="after a failure, re-run its seed alone in a fresh world and say whether it "
-        "replays alone (default 1 under pytest; as ASKEW_CHECK_REPLAY)",
-    )
-    group.addoption(
-        "--askew-db",
-        default=None,
-        metavar="PATH|off",
-        help="where failing seeds are remembered and tried first next time "
-        "(default .askew/ in the rootdir; as ASKEW_DB)",
-    )
+    for setting in SETTINGS:
+        if setting.option is None:
+            continue
+        help = f"{setting.help} (as {setting.variable})"
+        if setting.metavar is None:  # a flag
+            group.addoption(setting.option, action="store_true", default=False, help=help)
+        else:
+            group.addoption(setting.option, default=None, metavar=setting.metavar, help=help)
 
 
 def _configure_shrink(config: pytest.Config) -> None:
@@ -314,11 +229,17 @@ class SweepProgress:
     def _draw(self, text: str | None) -> None:
         """Show `text` after pytest's current line, or erase it (None). The
         cursor is saved where pytest's line ends (ESC 7) and restored there
-        (ESC 8) before each redraw; the line never wraps."""
+        (ESC 8) before each redraw; the line never wraps. The terminal's
+        width is read with capture suspended: while a test's output is
+        captured, standard output is no terminal and reads as 80 columns."""
         found = self._writer()
         if found is None:
             return
         tw, capman = found
+        with contextlib.nullcontext() if capman is None else capman.global_and_fixture_disabled():
+            self._write(tw, text)
+
+    def _write(self, tw: Any, text: str | None) -> None:
         line = tw._current_line
         if text is None:
             out = "\x1b8\x1b[K"
@@ -327,11 +248,7 @@ class SweepProgress:
             if room < 20:
                 return
             out = ("\x1b8\x1b[K " if self.drawn else "\x1b7 ") + text[:room]
-        if capman is not None:
-            with capman.global_and_fixture_disabled():
-                tw.write(out, flush=True)
-        else:
-            tw.write(out, flush=True)
+        tw.write(out, flush=True)
         tw._current_line = line  # what pytest aligns its percentage by
         self.drawn = text is not None
 
@@ -420,21 +337,6 @@ def _configure_report(config: pytest.Config) -> None:
 
 
 # ---- views of a failing run: --askew-timeline, --askew-trace-json ------------------
-
-
-def _add_view_options(group: Any) -> None:
-    group.addoption(
-        "--askew-timeline",
-        default=None,
-        metavar="DIR",
-        help="write a failing run's HTML timeline into DIR (as ASKEW_TIMELINE)",
-    )
-    group.addoption(
-        "--askew-trace-json",
-        default=None,
-        metavar="FILE",
-        help="write a failing run's Chrome trace-event JSON to FILE (as ASKEW_TRACE_JSON)",
-    )
 
 
 def _configure_views(config: pytest.Config) -> None:

@@ -67,7 +67,7 @@ from .._world.states import Change, States
 from ..errors import NondeterminismError, SimulationFailure
 from . import stepping as _stepping
 from .failure import analyse_faults, failure_signature, insert_section
-from .onerun import TestFn, hooked, recording, run_iteration
+from .onerun import TestFn, hooked, interrupts_kept, recording, run_iteration
 
 F = TypeVar("F", bound=Callable[..., Any])
 _real_urandom = os.urandom
@@ -249,8 +249,11 @@ class Replay:
         on_stop: Callable[[_stepping.Moment], object] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Run exactly the run `seed` names (ASKEW_SEED and ASKEW_ITERATIONS
-        are ignored); raises SimulationFailure as the original did.
+        """Run exactly the run `seed` names of `test` (a function decorated
+        with @askew.simulate, or a bare `async def test(world, ...)`), with
+        `args` and `kwargs` after the world as the test takes them
+        (ASKEW_SEED and ASKEW_ITERATIONS are ignored); raises
+        SimulationFailure as the original did.
         timeline / trace_json: write the run's HTML timeline / Chrome trace
         JSON to these paths, whether it passes or fails.
         suppress: the fault calls (by index, in order of occurrence) and the
@@ -375,12 +378,16 @@ def _sweeping(
     finally:
         disk_names.undo()
         loop.set_exception_handler(None)
-        loop.close()
-        # issue 14: what the loop let go of is collected here, in this test,
-        # while only this test's objects are unfrozen (a cheap collection).
-        gc.collect()
-        gc.unfreeze()
-        scope.exit()
+        try:
+            with interrupts_kept():
+                loop.close()
+                # issue 14: what the loop let go of is collected here, in this
+                # test, while only this test's objects are unfrozen (a cheap
+                # collection).
+                gc.collect()
+        finally:
+            gc.unfreeze()
+            scope.exit()
         with (
             contextlib.nullcontext()
             if print_coverage

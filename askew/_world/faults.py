@@ -116,7 +116,8 @@ class Faults:
         capacity: int | None = None,
     ) -> None:
         """Faults of node's simulated disk from now on (docs/disks.md): each
-        read, write or fsync fails with EIO with its probability, a read
+        read, write or fsync fails with EIO with its probability (`eio_read`,
+        `eio_write`, `eio_fsync`), a read
         returns one bit flipped with probability `bitrot`, every operation
         costs the node `latency` seconds (or uniform in a (min, max) pair)
         of its clock, and writes past `capacity` bytes held fail with

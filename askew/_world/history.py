@@ -171,8 +171,9 @@ class History:
     def invoke(
         self, node: Any, name: str, value: Any = None, *, time: float | None = None
     ) -> Operation:
-        """Record that `node` invoked operation `name` with `value`; complete
-        it with op.ok(result), op.fail() or op.info()."""
+        """Record that `node` invoked operation `name` with `value`, now (or
+        at virtual `time`, for a history written by hand); complete it with
+        op.ok(result), op.fail() or op.info()."""
         if not isinstance(name, str):
             raise TypeError(f"an operation's name must be a str, got {name!r}")
         if self._node_of is not None:
@@ -182,7 +183,10 @@ class History:
         return op
 
     def op(self, node: Any, name: str, value: Any = None) -> _Scope:
-        """`async with history.op(node, "read") as op: op.ok(await read())`."""
+        """The operation `name` of `node` with `value`, invoked on entry:
+        `async with history.op(node, "read") as op: op.ok(await read())`.
+        A block left by an exception leaves its outcome unknown (info); one
+        that completes it neither way marks it ok with result None."""
         return _Scope(self.invoke(node, name, value))
 
     def add(
@@ -196,7 +200,9 @@ class History:
         status: str = OK,
     ) -> Operation:
         """A whole operation at once (for histories written by hand or read
-        from elsewhere); returned=None leaves it pending."""
+        from elsewhere): `node` invoked `name` with `value` at `invoked` and
+        it returned `result` at `returned`, with `status` ("ok", "fail" or
+        "info"); returned=None leaves it pending."""
         op = self.invoke(node, name, value, time=invoked)
         if returned is not None:
             if status == OK:

@@ -46,7 +46,8 @@ class Log:
         self._faults_seen = 0
 
     def emit(self, text: str) -> None:
-        """Record a user event, attributed to the running node if any."""
+        """Record a user event whose detail is `text` (a str), attributed to
+        the running node if any (kind "node"), else to the world ("world")."""
         if not isinstance(text, str):
             raise TypeError(f"log text must be a str, got {type(text).__name__}")
         token = node_var.get(None)
@@ -86,8 +87,8 @@ class Log:
     def events(
         self, *, node: int | NodeHandle | None = None, kind: str | Iterable[str] | None = None
     ) -> list[Event]:
-        """The kept events of one node and/or of some kinds ("net", "crash",
-        "fault"...), oldest first; with neither, all of them."""
+        """The kept events of one `node` and/or of some kinds (`kind`: "net",
+        "crash", "fault"..., or several), oldest first; with neither, all of them."""
         wanted = {kind} if isinstance(kind, str) else None if kind is None else set(kind)
         want = None if node is None else self._world._node_id(node, "log.events")
         self._world._check_live()

@@ -24,13 +24,13 @@ from .. import _core
 from .._disk import disk as _disk
 from .._disk.view import DiskView
 from .._loop import identity, kinds
-from .._loop.config import check_seconds
 from .._loop.nodes import node_var
 from .._loop.settings import LATENCY_MIN, MESSAGE_FAULTS, NODES_KEY, RANDOM_ZERO
 from .._loop.text import short_repr
 from .._net import host as _host
 from .._net import loopio as _loopio  # noqa: F401  (the loop's sockets are the network's)
 from .._net.addr import address_of
+from .clock import Clock
 from .draws import Zeros
 from .faults import Faults, _Pause
 from .history import History
@@ -40,19 +40,7 @@ from .net import Network, _Partition
 from .node import Node, NodeHandle, _Slot, check_payload
 
 _CoroutineType = types.CoroutineType
-
-
-class Clock:
-    """world.clock: let virtual time pass."""
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-
-    async def advance(self, seconds: float) -> None:
-        """Let `seconds` of virtual time pass, running everything due in them."""
-        seconds = check_seconds(seconds, "advance(seconds=...)")
-        self._world._check_live()
-        await asyncio.sleep(seconds)
+_HINTS_KEPT = 5  # the failure report's hints, at most
 
 
 class World:
@@ -111,8 +99,15 @@ class World:
         self._tcp: Any = None
         # Simulated disks (askew/_disk/), by node id: spawn(..., disk=...).
         self._disks: dict[int, Any] = {}
+        # What the failure report hints at (a call that was never awaited):
+        # distinct texts, the first few.
+        self._hints: list[str] = []
         _host.begin(self)
         _disk.begin(self)
+
+    def _hint(self, text: str) -> None:
+        if len(self._hints) < _HINTS_KEPT and text not in self._hints:
+            self._hints.append(text)
 
     def __repr__(self) -> str:
         if self._ended:
@@ -390,7 +385,8 @@ class World:
         self, name: str, predicate: Callable[[], Any], *, within: float, every: float | None = None
     ) -> Any:
         """Fail the run unless predicate() is true at some poll within
-        `within` virtual seconds from now. It is polled every `every` seconds
+        `within` virtual seconds from now; the failure names the check by
+        `name`. It is polled every `every` seconds
         (default within / 64) and at the deadline, by timers of the world's
         loop; a predicate that raises fails the run with its exception
         chained. Returns the check (its .held, .cancel())."""
@@ -398,9 +394,10 @@ class World:
 
     def always(self, name: str, predicate: Callable[[], Any]) -> Any:
         """Fail the run at the first step after which predicate() is false
-        (or raises: then chained). Checked after every step of the run by a
-        hook of the C loop, all of a world's checks in one call; it draws
-        nothing and schedules nothing. Returns the check (its .cancel())."""
+        (or raises: then chained), naming the check by `name`. Checked
+        after every step of the run by a hook of the C loop, all of a
+        world's checks in one call; it draws nothing and schedules nothing.
+        Returns the check (its .cancel())."""
         return always(self, name, predicate)
 
     @property

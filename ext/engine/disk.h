@@ -254,6 +254,30 @@ int askew_disk_crash(struct askew_disk *disk, struct askew_disk_crash_result *ou
  * incarnation. */
 uint64_t askew_disk_crashes(const struct askew_disk *disk);
 
+/* The unsynced directory operations, oldest first: what a crash keeps a
+ * prefix of, so that its report can name what it lost. kind is
+ * ASKEW_DISK_DIROP_LINK (a create, mkdir or link), _UNLINK (unlink, rmdir)
+ * or _RENAME (never renumber); is_dir whether its inode is a directory;
+ * dir_synced whether its directory (a rename's target's) was ever fsynced.
+ * path and path2 (a rename's target) get the entry's current path from the
+ * disk's root, as far as it still has one (-ENOENT: a directory on it was
+ * removed since; -ENAMETOOLONG), each of cap bytes. -ERANGE past the end.
+ * Draws nothing, traces nothing. */
+enum {
+    ASKEW_DISK_DIROP_LINK = 1,
+    ASKEW_DISK_DIROP_UNLINK = 2,
+    ASKEW_DISK_DIROP_RENAME = 3
+};
+struct askew_disk_dirop {
+    int kind;
+    int is_dir;
+    int dir_synced;
+};
+size_t askew_disk_dirops(const struct askew_disk *disk);
+int askew_disk_dirop_get(const struct askew_disk *disk, size_t i,
+                         struct askew_disk_dirop *out, char *path, char *path2,
+                         size_t cap);
+
 /* ---- byte-range locks (fcntl F_SETLK/F_SETLKW/F_GETLK, OFD locks) --------
  * (The LD_PRELOAD path's block: issue 15 item 4.) POSIX record locks as
  * sqlite takes them, in a table the caller owns (one per disk), keyed by

@@ -21,7 +21,11 @@
 #define FILE_SIZE_MAX ((int64_t)1 << 40)
 #define DIR_SIZE      4096
 
-enum dirop_kind { DIROP_LINK = 1, DIROP_UNLINK = 2, DIROP_RENAME = 3 };
+enum dirop_kind {
+    DIROP_LINK = ASKEW_DISK_DIROP_LINK,
+    DIROP_UNLINK = ASKEW_DISK_DIROP_UNLINK,
+    DIROP_RENAME = ASKEW_DISK_DIROP_RENAME
+};
 
 struct dent {
     char *name;

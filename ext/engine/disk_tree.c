@@ -464,6 +464,44 @@ int askew_disk_locate(const struct askew_disk *disk, const char *mount,
     return 2;
 }
 
+/* The current path from the disk's root of directory n, then "/" and
+ * `name` when it is not NULL, into out: 0, -ENOENT (n was removed),
+ * -ENAMETOOLONG. */
+static int dir_path(const struct askew_disk *disk, const struct inode *n,
+                    const char *name, char *out, size_t cap)
+{
+    if (cap < 2)
+        return -ENAMETOOLONG;
+    /* Built from the end: each directory's name in its parent, up to the
+     * root (a directory has one name; its parent's entries hold it). */
+    size_t at = cap - 1;
+    out[at] = '\0';
+    const char *part = name;
+    while (part != NULL || n->ino != ASKEW_DISK_ROOT_INO) {
+        if (part == NULL) {
+            if (n->cur_links == 0)
+                return -ENOENT; /* removed since */
+            const struct inode *parent = inode_get(disk, n->parent);
+            for (size_t i = 0; parent && i < parent->ents.len && part == NULL; i++)
+                if (parent->ents.v[i].ino == n->ino)
+                    part = parent->ents.v[i].name;
+            ASKEW_ASSERT(part != NULL);
+            n = parent;
+        }
+        const size_t len = strlen(part);
+        if (len + 1 > at)
+            return -ENAMETOOLONG;
+        at -= len;
+        memcpy(out + at, part, len);
+        out[--at] = '/';
+        part = NULL;
+    }
+    if (at == cap - 1)
+        out[--at] = '/';
+    memmove(out, out + at, cap - at);
+    return 0;
+}
+
 int askew_disk_handle_path(const struct askew_disk *disk, int fh, char *out, size_t cap)
 {
     if (fh < 0 || (size_t)fh >= disk->handles_len || !disk->handles[fh].used)
@@ -471,31 +509,31 @@ int askew_disk_handle_path(const struct askew_disk *disk, int fh, char *out, siz
     const struct inode *n = inode_get(disk, disk->handles[fh].ino);
     if (!n->is_dir)
         return -ENOTDIR;
-    if (cap < 2)
-        return -ENAMETOOLONG;
-    /* Built from the end: each directory's name in its parent, up to the
-     * root (a directory has one name; its parent's entries hold it). */
-    size_t at = cap - 1;
-    out[at] = '\0';
-    while (n->ino != ASKEW_DISK_ROOT_INO) {
-        if (n->cur_links == 0)
-            return -ENOENT; /* removed since it was opened */
-        const struct inode *parent = inode_get(disk, n->parent);
-        const char *name = NULL;
-        for (size_t i = 0; parent && i < parent->ents.len && name == NULL; i++)
-            if (parent->ents.v[i].ino == n->ino)
-                name = parent->ents.v[i].name;
-        ASKEW_ASSERT(name != NULL);
-        const size_t len = strlen(name);
-        if (len + 1 > at)
-            return -ENAMETOOLONG;
-        at -= len;
-        memcpy(out + at, name, len);
-        out[--at] = '/';
-        n = parent;
-    }
-    if (at == cap - 1)
-        out[--at] = '/';
-    memmove(out, out + at, cap - at);
-    return 0;
+    return dir_path(disk, n, NULL, out, cap);
+}
+
+size_t askew_disk_dirops(const struct askew_disk *disk)
+{
+    return disk->log_len;
+}
+
+int askew_disk_dirop_get(const struct askew_disk *disk, size_t i,
+                         struct askew_disk_dirop *out, char *path, char *path2,
+                         size_t cap)
+{
+    if (i >= disk->log_len)
+        return -ERANGE;
+    const struct dirop *op = &disk->log[i];
+    const struct inode *dir =
+        inode_get(disk, op->kind == DIROP_RENAME ? op->dir2 : op->dir1);
+    const struct inode *n = inode_get(disk, op->ino);
+    out->kind = (int)op->kind;
+    out->is_dir = n != NULL && n->is_dir;
+    out->dir_synced = dir != NULL && dir->synced_seq > 0;
+    path[0] = path2[0] = '\0';
+    const struct inode *dir1 = inode_get(disk, op->dir1);
+    int rc = dir1 == NULL ? -ENOENT : dir_path(disk, dir1, op->name1, path, cap);
+    if (rc == 0 && op->kind == DIROP_RENAME)
+        rc = dir == NULL ? -ENOENT : dir_path(disk, dir, op->name2, path2, cap);
+    return rc;
 }

@@ -56,6 +56,34 @@ START_TEST(test_disk_a_new_name_needs_its_directory_fsynced)
 }
 END_TEST
 
+START_TEST(test_disk_the_unsynced_directory_operations_are_listed_by_path)
+{
+    d_open(1);
+    char path[ASKEW_DISK_PATH_MAX], path2[ASKEW_DISK_PATH_MAX];
+    struct askew_disk_dirop op;
+    ck_assert_int_eq(askew_disk_mkdir(disk, "d", 0755), 0);
+    sync_dir("/");
+    ck_assert_uint_eq(askew_disk_dirops(disk), 0);
+    ck_assert_int_eq(put("d/tmp", "x", 0), 0);
+    ck_assert_int_eq(askew_disk_rename(disk, "d/tmp", "f"), 0);
+    ck_assert_uint_eq(askew_disk_dirops(disk), 2);
+    ck_assert_int_eq(askew_disk_dirop_get(disk, 0, &op, path, path2, sizeof(path)), 0);
+    ck_assert_int_eq(op.kind, ASKEW_DISK_DIROP_LINK);
+    ck_assert(!op.is_dir && !op.dir_synced); /* d was never fsynced */
+    ck_assert_str_eq(path, "/d/tmp");
+    ck_assert_int_eq(askew_disk_dirop_get(disk, 1, &op, path, path2, sizeof(path)), 0);
+    ck_assert_int_eq(op.kind, ASKEW_DISK_DIROP_RENAME);
+    ck_assert(op.dir_synced); /* the target's directory, the root, was */
+    ck_assert_str_eq(path, "/d/tmp");
+    ck_assert_str_eq(path2, "/f");
+    ck_assert_int_eq(askew_disk_dirop_get(disk, 2, &op, path, path2, sizeof(path)),
+                     -ERANGE);
+    ck_assert_int_eq(askew_disk_crash(disk, NULL), 0);
+    ck_assert_uint_eq(askew_disk_dirops(disk), 0);
+    d_close();
+}
+END_TEST
+
 START_TEST(test_disk_an_unsynced_write_is_torn_per_sector)
 {
     enum { len = 8 * ASKEW_DISK_SECTOR };
@@ -245,6 +273,7 @@ Suite *disk_crash_suite(void)
                    test_disk_a_crash_after_a_truncate_keeps_each_sector_as_it_once_was);
     tcase_add_test(tc, test_disk_unsynced_directory_operations_survive_as_a_prefix);
     tcase_add_test(tc, test_disk_rename_without_directory_fsync_may_keep_the_old_file);
+    tcase_add_test(tc, test_disk_the_unsynced_directory_operations_are_listed_by_path);
     tcase_add_test(tc,
                    test_disk_files_named_only_by_unsynced_renames_survive_to_the_crash);
     tcase_add_test(tc,

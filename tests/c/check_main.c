@@ -1,22 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Runs every engine Check suite in one runner (fork mode: each test in its
  * own child, so state never leaks and a hang is a timeout). Suites a build
- * does not link are skipped by their weak declaration. A timeout is a hang
- * guard, never a speed check: every test case gets a generous one (Check's
- * own default is 4 s, which a busy machine overruns), scaled by
- * HANG_GUARD_SCALE as the Python suite's are. */
+ * does not link are skipped by their weak declaration. Every case has a
+ * generous hang guard (hang_guard.h). */
 #include <check.h>
 #include <stdlib.h>
 
-/* Check reads CK_DEFAULT_TIMEOUT when a test case is made, and
- * CK_TIMEOUT_MULTIPLIER when it runs; what the caller set stays. */
-static void set_hang_guards(void)
-{
-    setenv("CK_DEFAULT_TIMEOUT", "60", /* overwrite */ 0);
-    const char *scale = getenv("HANG_GUARD_SCALE");
-    if (scale != NULL && *scale != '\0')
-        setenv("CK_TIMEOUT_MULTIPLIER", scale, /* overwrite */ 0);
-}
+#include "hang_guard.h"
 
 Suite *rng_suite(void);
 Suite *clock_suite(void);

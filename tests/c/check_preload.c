@@ -1480,5 +1480,5 @@ static Suite *preload_suite(void)
 
 int main(void)
 {
-    return run_suite(preload_suite());
+    return run_suite(preload_suite);
 }

@@ -415,5 +415,5 @@ static Suite *hermetic_suite(void)
 
 int main(void)
 {
-    return run_suite(hermetic_suite());
+    return run_suite(hermetic_suite);
 }

@@ -28,7 +28,7 @@ $(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) preload/fns.def preload/preload.map preloa
 	@mkdir -p $(OUT)
 	$(CC) $(LIB_CFLAGS) $(LIB_LDFLAGS) -o $@ $(PRELOAD_SRC) $(PRELOAD_LIBS)
 
-$(OUT)/check_preload $(OUT)/check_preload_hermetic: $(OUT)/%: tests/c/%.c tests/c/preload_fixture.h preload/askew_preload.h
+$(OUT)/check_preload $(OUT)/check_preload_hermetic: $(OUT)/%: tests/c/%.c tests/c/preload_fixture.h tests/c/hang_guard.h preload/askew_preload.h
 	@mkdir -p $(OUT)
 	$(CC) $(TEST_CFLAGS) $(CHECK_CFLAGS) -rdynamic -o $@ $< $(CHECK_LIBS) -ldl -lpthread
 

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "askew_preload.h"
+#include "hang_guard.h"
 
 extern char **environ;
 uint32_t arc4random(void);
@@ -148,11 +149,13 @@ static inline const char *last_call(void)
     return v.call;
 }
 
-/* Run a suite in fork mode (each test in its own child, so a test that
- * enters a simulation cannot leak it into the next); the exit status. */
-static inline int run_suite(Suite *suite)
+/* Run the suite `make` makes in fork mode (each test in its own child, so
+ * a test that enters a simulation cannot leak it into the next), each case
+ * under the suite's hang guard; the exit status. */
+static inline int run_suite(Suite *(*make)(void))
 {
-    SRunner *sr = srunner_create(suite);
+    set_hang_guards(); /* before make() creates the cases */
+    SRunner *sr = srunner_create(make());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

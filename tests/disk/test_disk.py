@@ -230,7 +230,59 @@ def test_a_crash_keeps_a_seeded_part_of_what_was_not_fsynced() -> None:
     for f in torn:
         assert set(f) <= {0, ord("x")}
     text = _crash_run(3, sync=False)[1]
-    assert text.startswith("disk 0 crash: kept ")
+    assert text.startswith("disk 0 crash: ") and " unsynced sectors, " in text
+
+
+def test_a_crash_line_names_what_it_lost_and_why() -> None:
+    runs = [_crash_run(seed, sync=False) for seed in range(40)]
+    lost = [text for found, text in runs if found is None]
+    assert lost
+    for text in lost:
+        assert text.startswith(
+            f"disk 0 crash: lost create {MOUNT}/f: its directory was never fsynced; kept "
+        ), text
+        assert text.endswith(", 0/1 directory operations"), text
+    kept = [text for found, text in runs if found is not None]
+    assert kept and all(" lost " not in t and t.endswith("1/1 directory operations") for t in kept)
+    # Synced with its directory: nothing of it is lost.
+    assert " lost " not in _crash_run(0, sync=True)[1]
+
+
+def test_a_crash_line_names_a_rename_and_a_directory_fsynced_before() -> None:
+    async def body(world: askew.World) -> None:
+        async def node(n: Any) -> None:
+            fd = os.open(MOUNT, os.O_RDONLY | os.O_DIRECTORY)
+            os.mkdir(f"{MOUNT}/d")
+            os.fsync(fd)
+            os.close(fd)
+            with open(f"{MOUNT}/d/tmp", "wb") as f:
+                f.write(b"x")
+            os.rename(f"{MOUNT}/d/tmp", f"{MOUNT}/final")
+            for name in ("a", "b", "c"):
+                os.mkdir(f"{MOUNT}/{name}")
+            await n.recv()
+
+        h = world.spawn(node, disk=MOUNT)
+        await world.clock.advance(1)
+        world.faults.crash(h)
+        world.text = [e.text for e in world.log.faults()][-1]
+
+    texts: list[str] = []
+
+    async def run(world: askew.World) -> None:
+        await body(world)
+        texts.append(world.text)
+
+    for seed in range(30):
+        run_sim(run, seed=seed)
+        if texts[-1].startswith("disk 0 crash: lost create "):
+            break
+    text = texts[-1]
+    assert text.startswith(
+        f"disk 0 crash: lost create {MOUNT}/d/tmp: its directory was never fsynced; "
+        f"rename {MOUNT}/d/tmp -> {MOUNT}/final: its directory was not fsynced after it; "
+        f"mkdir {MOUNT}/a: its directory was not fsynced after it; 2 more directory operations; "
+    ), text
 
 
 def test_a_file_opened_before_a_crash_is_dead_after_it() -> None:

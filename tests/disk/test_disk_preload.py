@@ -264,7 +264,9 @@ def test_synchronous_off_loses_committed_rows_in_a_crash_and_full_does_not(
         return
     assert proc.returncode == 1 and "committed rows lost in a crash" in out, out
     replay = re.search(
-        r"^\s*replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 pytest '?([^'\s]+)'?$", out, re.M
+        r"^\s*replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 askew-exec pytest '?([^'\s]+)'?$",
+        out,
+        re.M,
     )
     assert replay, out
     again = run_exec(

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import hang_guard
 
 import askew
 
 LIB = Path(askew.__file__).resolve().parent / "libaskew-preload.so"
-TIMEOUT = 120
+TIMEOUT = hang_guard(120)
 # What the child must not inherit from the shell that runs the suite.
 _DROP = ("LD_PRELOAD", "PYTEST_CURRENT_TEST", "PYTHONHASHSEED")
 

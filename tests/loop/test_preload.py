@@ -24,6 +24,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import hang_guard
 
 REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.find_spec("askew")
@@ -34,7 +35,7 @@ MAP = REPO / "preload" / "preload.map"
 FNS = REPO / "preload" / "fns.def"
 HEADER_DIR = REPO / "preload"
 WALL_EPOCH_S = 1577836800
-TIMEOUT = 120
+TIMEOUT = hang_guard(120)
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not LIB.is_file(),

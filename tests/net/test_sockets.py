@@ -141,7 +141,7 @@ def test_addresses_count_on_past_254_nodes() -> None:
 def test_an_unknown_name_fails_as_a_real_lookup_does() -> None:
     async def body(world: askew.World) -> None:
         with pytest.raises(socket.gaierror) as info:
-            socket.getaddrinfo("nowhere.example", 80)
+            socket.getaddrinfo("nowhere", 80)
         assert info.value.errno == socket.EAI_NONAME
         with pytest.raises(socket.gaierror) as info:
             await asyncio.get_running_loop().getaddrinfo("nowhere", 80)
@@ -993,6 +993,40 @@ def test_low_level_sockets_give_the_same_trace_across_processes_and_hash_seeds()
     first, second = json_in_hash_seeds(_RAW_SCENARIO, hash_seeds=("0", "4242"))
     assert first == second
     assert first[0] != first[1]
+
+
+def test_a_real_hosts_name_is_refused_as_real_dns_not_an_unknown_name() -> None:
+    """A dotted name no node has (a world of undotted node names) is the
+    real world's: looking it up is refused, naming real DNS, rather than
+    failing as if the network's DNS were broken."""
+    import urllib.request
+
+    calls: list[Any] = [
+        lambda: socket.getaddrinfo("example.com", 80),
+        lambda: socket.gethostbyname("example.com"),
+        lambda: socket.create_connection(("example.com", 80)),
+        lambda: urllib.request.urlopen("http://example.com/", timeout=5),
+    ]
+    for call in calls:
+
+        async def body(world: askew.World, call: Any = call) -> None:
+            world.spawn(lambda node: asyncio.sleep(1))
+            call()
+
+        with pytest.raises(askew.NondeterminismError) as info:
+            run_sim(body)
+        assert "getaddrinfo('example.com') inside a simulation would send a real DNS query" in str(
+            info.value
+        )
+        assert "their 10.0.0.x addresses and localhost" in str(info.value)
+
+    async def named(world: askew.World) -> None:
+        world.spawn(lambda node: asyncio.sleep(1), name="db.cluster")
+        with pytest.raises(socket.gaierror):  # perhaps a node not spawned yet
+            socket.getaddrinfo("web.cluster", 80)
+        assert socket.getaddrinfo("db.cluster", 80)[0][4][0] == "10.0.0.1"
+
+    run_sim(named)
 
 
 def test_create_connection_takes_proto_flags_and_all_errors_as_asyncio() -> None:

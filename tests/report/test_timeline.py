@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_pytest
+from conftest import hang_guard, run_pytest
 
 import askew
 from askew._loop import settings
@@ -280,14 +280,16 @@ def _load_in_chromium(page: Path) -> tuple[dict[str, Any], str, str]:
     done = subprocess.run(
         [browser, "--headless=new", "--no-sandbox", "--disable-gpu",
          "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=300, check=True, env=env,
+        capture_output=True, text=True, timeout=hang_guard(300), check=True, env=env,
     )  # fmt: skip
     summary = re.search(r'<pre id="summary">(.*?)</pre>', done.stdout, re.S)
     assert summary is not None, done.stdout[-2000:]
     return json.loads(summary.group(1)), done.stderr, done.stdout
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_opens_the_timeline_and_draws_the_run(tmp_path: Path) -> None:
     page, _trace = _views(tmp_path, _known_run)
     data = _page_data(page)
@@ -305,12 +307,12 @@ def test_chromium_opens_the_timeline_and_draws_the_run(tmp_path: Path) -> None:
 
 def test_the_screenshot_script_runs(tmp_path: Path) -> None:
     if _chromium() is None:
-        pytest.skip("chromium is not installed (ci installs it)")
+        pytest.skip("chromium is not installed (`make test-browser` and CI install it)")
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "shot.png"
     subprocess.run(
         [sys.executable, str(root / "scripts" / "timeline_screenshot.py"), str(out)],
-        check=True, timeout=300, cwd=root,
+        check=True, timeout=hang_guard(300), cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
     )  # fmt: skip
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -431,7 +433,9 @@ def test_no_payload_changes_how_the_page_parses(tmp_path: Path) -> None:
     assert all(s.endswith(f" in {HOSTILE}") for s in sites)
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_draws_a_run_of_hostile_text_as_text(tmp_path: Path) -> None:
     page = _hostile_page(tmp_path)
     drawn, stderr, dom = _load_in_chromium(page)
@@ -475,7 +479,9 @@ def test_tcp_connections_and_segments_are_on_the_timeline(tmp_path: Path) -> Non
     assert any(m[5] == "delivered" for m in data["messages"])  # the segments
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_opens_the_timeline_of_100000_events(tmp_path: Path) -> None:
     _views(tmp_path, _long_run)
     drawn, _stderr = _open_in_chromium(tmp_path / "run.html")
@@ -536,7 +542,9 @@ def test_a_profiler_already_installed_keeps_running(tmp_path: Path) -> None:
     assert seen
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (ci installs it)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="chromium is not installed (`make test-browser` and CI install it)"
+)
 def test_chromium_shows_the_await_site_on_hover(tmp_path: Path) -> None:
     _views(tmp_path, _known_run)
     drawn, _stderr, dom = _load_in_chromium(tmp_path / "run.html")

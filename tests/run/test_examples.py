@@ -35,7 +35,10 @@ BUGGY = [p for p in EXAMPLES if not p.stem.endswith("_fixed")]
 FIXED = [p for p in EXAMPLES if p.stem.endswith("_fixed")]
 TIMEOUT = 120
 _HEAD = "askew.errors.SimulationFailure: "
-_REPLAY = re.compile(r"^  replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 pytest (.+)$", re.M)
+# A run under askew-exec (the sqlite examples) is replayed under it.
+_REPLAY = re.compile(
+    r"^  replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 (askew-exec )?pytest (.+)$", re.M
+)
 _MARKED_BLOCK = re.compile(
     r"<!--\s*example:\s*(examples/[\w.-]+\.py)\s*-->\s*\n```python\n(.*?)^```", re.S | re.M
 )
@@ -99,7 +102,7 @@ def replays(runs: Runs) -> Runs:
     for name, (_rc, out) in runs.items():
         replay = _REPLAY.search(_report(out)) if _HEAD in out else None
         if replay is not None:
-            (target,) = shlex.split(replay[2])
+            (target,) = shlex.split(replay[3])
             commands[name] = _command(target, ASKEW_SEED=replay[1], ASKEW_ITERATIONS="1")
     return run_all(commands, cwd=REPO, seconds=TIMEOUT)
 
@@ -132,8 +135,9 @@ def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, pat
     assert "\n  recent events\n" in report, report
     replay = _REPLAY.search(report)
     assert replay, report
-    seed, target = replay[1], shlex.split(replay[2])
+    seed, target = replay[1], shlex.split(replay[3])
     assert seed == found[1], report
+    assert bool(replay[2]) == path.name.startswith("sqlite_"), report
     assert len(target) == 1 and target[0].startswith(f"examples/{path.name}::test_"), report
 
     # The replay line, as printed: that seed alone, and the same report.
@@ -144,28 +148,33 @@ def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, pat
     assert _comparable(again) == _comparable(report)
 
 
+# The README and the documentation pages that show examples.
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def test_readme_examples_are_the_files() -> None:
-    readme = REPO / "README.md"
-    if not readme.is_file():
+    if not (REPO / "README.md").is_file():
         pytest.skip("no README.md")
-    blocks = _MARKED_BLOCK.findall(readme.read_text(encoding="utf-8"))
-    if not blocks:
-        pytest.skip("README.md marks no example blocks (<!-- example: examples/NAME.py -->)")
-    for name, block in blocks:
-        path = REPO / name
-        assert path.is_file(), f"README.md shows {name}, which does not exist"
-        text = path.read_text(encoding="utf-8")
-        assert block == text, f"README.md's block for {name} differs from the file"
+    shown = set()
+    for page in PAGES:
+        for name, block in _MARKED_BLOCK.findall(page.read_text(encoding="utf-8")):
+            path = REPO / name
+            assert path.is_file(), f"{page.name} shows {name}, which does not exist"
+            text = path.read_text(encoding="utf-8")
+            assert block == text, f"{page.name}'s block for {name} differs from the file"
+            shown.add(name)
+    assert "examples/quickstart.py" in shown and len(shown) >= 4, shown
 
 
 def test_the_readme_shows_the_quickstart_report_as_askew_prints_it(runs: Runs) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    shown = re.search(r"examples/quickstart\.py` prints it:\n\n```\n(.*?)\n```", readme, re.S)
-    assert shown is not None, "README.md lost the quickstart report block"
     printed = _report(runs["quickstart.py"][1])
 
     # The note depends on this process's PYTHONHASHSEED, not on askew.
     def body(text: str) -> list[str]:
         return [line for line in text.splitlines() if not line.startswith("  note: ")]
 
-    assert body(shown[1]) == body(printed)
+    for page in (REPO / "README.md", REPO / "docs" / "index.md"):
+        text = page.read_text(encoding="utf-8")
+        shown = re.search(r"examples/quickstart\.py` prints it:\n\n```\n(.*?)\n```", text, re.S)
+        assert shown is not None, f"{page.name} lost the quickstart report block"
+        assert body(shown[1]) == body(printed), page.name

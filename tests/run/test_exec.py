@@ -358,7 +358,8 @@ def test_askew_exec_wrap_options_reach_the_wrapped_tests() -> None:
     assert "2 seeds per test, strategy faithful, executor refuse" in proc.stdout
     assert "NondeterminismError: run_in_executor(sum)" in proc.stdout
     assert (
-        "ASKEW_SEED=7 pytest --askew-wrap --askew-cpu=0.0,1e-05 --askew-max-steps=5000 "
+        # Under askew-exec: its replay is one too.
+        "ASKEW_SEED=7 askew-exec pytest --askew-wrap --askew-cpu=0.0,1e-05 --askew-max-steps=5000 "
         "--askew-executor=refuse test_threads.py::test_blocking_work_in_to_thread"
     ) in proc.stdout
 

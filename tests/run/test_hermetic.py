@@ -223,6 +223,9 @@ print(json.dumps([askew.preload_active(), [o.headline for o in outcomes if o.hea
     reason="needs Linux and the built preload (run `make`)",
 )
 def test_under_askew_exec_swarmed_store_seeds_replay_alone_with_their_hash() -> None:
+    # Here, not at the top: a child imports this module without conftest.
+    from conftest import hang_guard
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASKEW_")}
     env.pop("PYTEST_ADDOPTS", None)
     if not os.environ.get("ASKEW_ASAN"):  # under `make asan`, libasan stays first
@@ -234,7 +237,7 @@ def test_under_askew_exec_swarmed_store_seeds_replay_alone_with_their_hash() -> 
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=hang_guard(600),
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The README's Python snippets that are not whole example files run as printed.
+"""The README's Python snippets (and those of the documentation pages its
+longer sections moved to) that are not whole example files run as printed.
 
 The quickstart and the examples are checked against examples/ by
 test_examples.py; here the loop-factory snippet and the replay call run
@@ -19,14 +20,18 @@ import pytest
 import askew
 from askew._loop.config import DEFAULT_CPU, DEFAULT_OVERSHOOT
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+# The pages the README's longer sections moved to.
+PAGES = [README, *(p.read_text(encoding="utf-8") for p in sorted((REPO / "docs").glob("*.md")))]
 
 
 def _block_containing(text: str) -> str:
-    for block in re.findall(r"```python\n(.*?)```", README, re.S):
-        if text in block:
-            return str(block)
-    raise AssertionError(f"README.md has no python block containing {text!r}")
+    for page in PAGES:
+        for block in re.findall(r"```python\n(.*?)```", page, re.S):
+            if text in block:
+                return str(block)
+    raise AssertionError(f"no python block of README.md or docs/ contains {text!r}")
 
 
 def test_the_loop_factory_snippet_runs_main_in_virtual_time() -> None:

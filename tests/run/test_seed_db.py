@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_pytest
+from conftest import hang_guard, run_pytest
 
 from askew._run import seeddb
 from askew._run.seeddb import PASSES_TO_FORGET, SeedDB, locate
@@ -279,7 +279,7 @@ def test_concurrent_sessions_lose_no_seed(tmp_path: Path, race: int) -> None:
         for k in range(sessions)
     ]
     go.touch()
-    assert [p.wait(timeout=120) for p in procs] == [0] * sessions
+    assert [p.wait(timeout=hang_guard(120)) for p in procs] == [0] * sessions
     kept = SeedDB(tmp_path).seeds("test_mod.py::test_x")
     assert sorted(kept) == [k * 1000 + i for k in range(sessions) for i in range(each)]
     assert not list((tmp_path / "seeds").glob(".*.tmp"))  # no temporary file left

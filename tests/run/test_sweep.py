@@ -26,7 +26,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from conftest import run_pytest
+from conftest import hang_guard, run_pytest
 from sweep_target import child_env, installed, options
 
 import askew
@@ -50,7 +50,7 @@ def python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
         env=child_env(),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=hang_guard(120),
         check=False,
     )
 
@@ -147,7 +147,7 @@ def test_ctrl_c_ends_a_sweep_with_the_summary_of_what_ran(target: Path) -> None:
         if line.startswith("FAIL seed="):  # a chunk has come back: the sweep is under way
             proc.send_signal(signal.SIGINT)
             break
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=hang_guard(120))
     assert proc.returncode == 130, err
     assert re.search(r"summary: [\d,]+ of iterations \[0, 10000000\) .* \(interrupted\)", out)
 
@@ -251,15 +251,16 @@ async def test_swept(world):
 """
 
 
-def _on_a_terminal(cwd: Path, *args: str, status: int = 0) -> str:
-    """Run this Python with `args` under a pseudo-terminal 120 columns wide;
+def _on_a_terminal(cwd: Path, *args: str, status: int = 0, columns: int = 120) -> str:
+    """Run this Python with `args` under a pseudo-terminal `columns` wide;
     its output."""
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in child_env().items() if k not in ("COLUMNS", "LINES")}
     proc = subprocess.Popen(
         [sys.executable, *args],
         cwd=cwd,
-        env=child_env(),
+        env=env,
         stdin=follower,
         stdout=follower,
         stderr=follower,
@@ -275,7 +276,7 @@ def _on_a_terminal(cwd: Path, *args: str, status: int = 0) -> str:
             break
         chunks.append(data)
     os.close(leader)
-    assert proc.wait(timeout=120) == status
+    assert proc.wait(timeout=hang_guard(120)) == status
     return b"".join(chunks).decode()
 
 
@@ -303,6 +304,18 @@ def test_a_sweep_on_a_terminal_shows_a_live_line_then_erases_it(tmp_path: Path) 
     after = line[line.rindex("\x1b8\x1b[K") :]
     assert "askew:" not in after and "." in after and "[100%]" in after
     assert "test_mod.py::test_swept: 400 of 400 seeds from base seed 3" in out
+
+
+def test_the_live_line_uses_the_terminals_whole_width(tmp_path: Path) -> None:
+    """Read while output is captured, the width would be 80: this line,
+    after a long test path, would be cut there."""
+    name = "test_a_module_named_at_such_length_that_the_live_line_ends_past_eighty.py"
+    (tmp_path / name).write_text(SWEPT)
+    out = _on_a_terminal(tmp_path, "-m", "pytest", "-p", "no:cacheprovider", name, columns=200)
+    drawn = re.findall(r"\x1b8\x1b\[K (askew: 400/400 seeds, [^\x1b\r\n]*)", out)
+    assert drawn and drawn[0].endswith(" left"), out
+    line = next(x for x in out.splitlines() if name in x and "400/400" in x)
+    assert len(line[: line.index(" left")].replace("\x1b7", "").replace("\x1b8\x1b[K", "")) > 80
 
 
 def test_quiet_or_a_pipe_shows_no_live_line(tmp_path: Path) -> None:

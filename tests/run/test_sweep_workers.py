@@ -305,7 +305,7 @@ def _session(sid: int) -> list[int]:
 
 # A hang guard, not a speed claim: the workers exit as their parent's end of
 # a pipe closes, and the forkserver and the resource tracker follow them.
-_OUTLIVE_GUARD = 60.0
+_OUTLIVE_GUARD = hang_guard(60)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -327,7 +327,7 @@ def test_no_process_of_a_sweep_outlives_its_parent(target: Path, sig: signal.Sig
     running = _session(proc.pid)
     assert len(running) >= 5  # the parent, the forkserver, the resource tracker, 2 workers
     proc.send_signal(sig)
-    out, _err = proc.communicate(timeout=120)
+    out, _err = proc.communicate(timeout=hang_guard(120))
     if sig == signal.SIGTERM:  # stopped as after Ctrl-C: the summary, then 128 + 15
         assert proc.returncode == 143
         assert "(terminated)" in out
@@ -355,7 +355,7 @@ def test_the_documented_maximum_of_seeds_starts_at_once(target: Path) -> None:
         env=child_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=hang_guard(300),
         check=False,
         preexec_fn=_under_4_gib,
     )
@@ -511,7 +511,7 @@ def test_a_cluster_sweep_listens_on_no_address(target: Path, dask_cluster: str) 
         env=child_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=hang_guard(300),
         check=False,
     )
     status, seen = json.loads(proc.stdout.splitlines()[-1])

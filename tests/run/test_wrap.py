@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import hang_guard
 
 import askew
 from askew import _core
 from askew._run import wrap as _wrap
 
 FIXTURES = Path(__file__).resolve().parents[1] / "wrap_fixtures"
-HANG_GUARD_S = 300
+HANG_GUARD_S = hang_guard(300)
 BASE = 3
 
 ESCAPES = {

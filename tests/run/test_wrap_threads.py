@@ -9,7 +9,7 @@ import asyncio
 import threading
 from pathlib import Path
 
-from conftest import run_pytest
+from conftest import hang_guard, run_pytest
 
 from askew._loop.loop import SimLoop
 from askew._run import wrap as _wrap
@@ -39,7 +39,7 @@ def test_asyncio_run_on_a_helper_thread_is_a_real_loop_in_real_time():
 
     thread = threading.Thread(target=helper, name="helper-7")
     thread.start()
-    thread.join(30)
+    thread.join(hang_guard(30))
     assert seen["kind"] == "_UnixSelectorEventLoop"
     assert seen["slept"] >= 0.04
 
@@ -64,7 +64,7 @@ class ProxyLike(unittest.IsolatedAsyncioTestCase):
 
         cls.thread = threading.Thread(target=asyncio.run, args=(serve(),))
         cls.thread.start()
-        assert cls.ready.wait(30)
+        assert cls.ready.wait(hang_guard(30))
 
     @staticmethod
     async def echo(reader, writer):
@@ -75,7 +75,7 @@ class ProxyLike(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def tearDownClass(cls):
         cls.loop.call_soon_threadsafe(cls.stop.set)
-        cls.thread.join(30)
+        cls.thread.join(hang_guard(30))
         assert not cls.thread.is_alive()
 
     async def test_the_helper_loop_is_real_and_the_test_loop_is_not(self):
@@ -120,7 +120,7 @@ def test_only_the_thread_that_installed_the_patches_gets_simloops() -> None:
         loop.close()
         thread = threading.Thread(target=other)
         thread.start()
-        thread.join(30)
+        thread.join(hang_guard(30))
     assert kinds["test"] is SimLoop
     assert not issubclass(kinds["new_event_loop"], SimLoop)
     assert not issubclass(kinds["factory"], SimLoop)
