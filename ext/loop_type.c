@@ -352,8 +352,8 @@ static PyObject *loop_get_steps(struct askew_loop_state *self, void *Py_UNUSED(c
 /* _interrupt(exc, steps): the step watchdog (askew/_loop/watchdog.py), from
  * its own thread: raise `exc` (a class) in the loop's thread if the step it
  * saw stuck is still running, and say whether it did. Checked and done
- * holding the GIL, so the exception never lands in a later step. _interrupt
- * (None, 0) on the loop's thread takes back one not yet raised. */
+ * holding the GIL, so the exception lands in that step or, if it returned
+ * just then, at the loop thread's next Python line of the same run. */
 static PyObject *loop_interrupt(struct askew_loop_state *self, PyObject *const *args,
                                 Py_ssize_t nargs)
 {
@@ -365,10 +365,6 @@ static PyObject *loop_interrupt(struct askew_loop_state *self, PyObject *const *
     const unsigned long long steps = PyLong_AsUnsignedLongLong(args[1]);
     if (steps == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    if (args[0] == Py_None) {
-        PyThreadState_SetAsyncExc(PyThread_get_thread_ident(), NULL);
-        Py_RETURN_FALSE;
-    }
     if (!self->running || self->sched.steps != steps)
         Py_RETURN_FALSE;
     return PyBool_FromLong(PyThreadState_SetAsyncExc(self->thread_id, args[0]) == 1);

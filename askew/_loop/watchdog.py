@@ -38,13 +38,12 @@ _LOOKS = 4
 
 class _Watch:
     """What the watchdog thread looks at: the loop whose run it guards (None
-    between runs) and its limit; whether it raised into the loop's thread."""
+    between runs) and its limit."""
 
     def __init__(self) -> None:
         self.loop: Any = None
         self.limit = 0.0
         self.started = False
-        self.fired = False
         self.wake = _thread.allocate_lock()
         self.wake.acquire()  # held: the thread's sleep is a timed acquire
 
@@ -77,12 +76,15 @@ def watch(loop: Any, limit: float) -> None:
 
 
 def unwatch(loop: Any) -> None:
-    """The run is over (on the loop's thread): an interruption not yet
-    raised is taken back, so it cannot land outside the step it was for."""
+    """The run is over (on the loop's thread). An interruption is raised
+    only while the step it was for still runs (checked under the GIL), so
+    it lands in that step, or, if the step returned in that instant, at the
+    loop thread's next Python line, still inside this run: the run fails
+    with StepTimeout either way. It is never taken back with
+    PyThreadState_SetAsyncExc(id, NULL): on 3.11 that leaves the eval
+    breaker set with nothing to clear it, and the next call made under a
+    profile hook (the timeline's) spins forever."""
     _watch.loop = None
-    if _watch.fired:
-        _watch.fired = False
-        loop._interrupt(None, 0)
 
 
 def _guard(watched: _Watch) -> None:
@@ -117,7 +119,6 @@ def _fire(loop: Any, steps: int, ran: float) -> None:
     )
     StepTimeout.last_report = report
     if loop._interrupt(StepTimeout, steps):
-        _watch.fired = True
         if _stderr is not None:
             print(f"askew: {report}", file=_stderr, flush=True)
 

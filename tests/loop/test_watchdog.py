@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -142,3 +144,39 @@ def test_askew_step_timeout_is_read_and_checked(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("ASKEW_STEP_TIMEOUT", "soon")
     with pytest.raises(ValueError, match=re.escape("ASKEW_STEP_TIMEOUT must be a number")):
         env_knobs()
+
+
+def test_a_profiled_call_after_a_stuck_step_returns() -> None:
+    """A taken-back interruption on 3.11 (PyThreadState_SetAsyncExc with
+    NULL) left the eval breaker set, and the next call under a profile hook
+    (the timeline's) spun forever. In a child, so a regression is a guarded
+    failure, not a hung suite."""
+    script = (
+        "import sys, time, askew\n"
+        "from askew.errors import StepTimeout\n"
+        "real = time.perf_counter\n"
+        "async def main():\n"
+        "    start = real()\n"
+        f"    while real() - start < {hang_guard(60)}:\n"
+        "        pass\n"
+        "loop = askew.new_event_loop(4, step_timeout=0.3)\n"
+        "try:\n"
+        "    loop.run_until_complete(main())\n"
+        "except StepTimeout:\n"
+        "    print('stuck step failed')\n"
+        "loop.close()\n"
+        "def f():\n"
+        "    return 1\n"
+        "sys.setprofile(lambda *a: None)\n"
+        "f()\n"
+        "sys.setprofile(None)\n"
+        "print('profiled call returned')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=hang_guard(120),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["stuck step failed", "profiled call returned"]
