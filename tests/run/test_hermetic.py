@@ -284,6 +284,17 @@ def test_plain_futures_hash_by_creation_number_so_wait_orders_them_alike_alone()
     assert orders[seed][0] == orders[seed][1]  # in the sweep, and alone
 
 
+def _second_of_two_runs(first: Any, second: Any) -> Any:
+    """Run `first` (seed 1), then `second` (seed 2) on the same loop: the
+    second run's outcome."""
+    loop = SimLoop(1)
+    try:
+        onerun.run_once(loop, first, 1, (), {})
+        return onerun.run_once(loop, second, 2, (), {})
+    finally:
+        loop.close()
+
+
 def test_a_callback_of_a_future_from_an_earlier_run_is_dropped_and_counted() -> None:
     kept: list[asyncio.Future[int]] = []
     woke: list[int] = []
@@ -298,12 +309,7 @@ def test_a_callback_of_a_future_from_an_earlier_run_is_dropped_and_counted() -> 
         kept[0].set_result(1)  # its callback is the first run's code: not run here
         await world.clock.advance(1)
 
-    loop = SimLoop(1)
-    try:
-        onerun.run_once(loop, first, 1, (), {})
-        outcome = onerun.run_once(loop, second, 2, (), {})
-    finally:
-        loop.close()
+    outcome = _second_of_two_runs(first, second)
     assert woke == []
     assert outcome.failure is None and outcome.stale == 1
     outcome.failure = AssertionError("a failure of the second run")
@@ -325,12 +331,7 @@ def test_a_task_of_an_earlier_run_destroyed_in_a_later_one_is_not_its_failure() 
         held.clear()  # the first run's task, its error never retrieved, goes now
         await world.clock.advance(1)
 
-    loop = SimLoop(1)
-    try:
-        onerun.run_once(loop, first, 1, (), {})
-        outcome = onerun.run_once(loop, second, 2, (), {})
-    finally:
-        loop.close()
+    outcome = _second_of_two_runs(first, second)
     assert outcome.failure is None and outcome.teardown == []
     assert outcome.stale == 1
 

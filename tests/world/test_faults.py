@@ -314,14 +314,15 @@ def test_a_crash_does_not_fail_a_live_node_waiting_in_gather_at_the_end() -> Non
     run_sim(body)  # the same run without the crash passes: so must this one
 
 
+async def bad_cleanup(node: Any) -> None:
+    try:
+        await asyncio.sleep(1000)
+    finally:
+        raise RuntimeError("cleanup broke")
+
+
 @pytest.mark.parametrize("crash", [False, True])
 def test_a_nodes_failing_cleanup_at_the_end_of_a_run_never_fails_it(crash: bool) -> None:
-    async def bad_cleanup(node: Any) -> None:
-        try:
-            await asyncio.sleep(1000)
-        finally:
-            raise RuntimeError("cleanup broke")
-
     async def body(world: askew.World) -> None:
         world.spawn(bad_cleanup)
         other = world.spawn(cleaner, [])
@@ -333,12 +334,6 @@ def test_a_nodes_failing_cleanup_at_the_end_of_a_run_never_fails_it(crash: bool)
 
 
 def test_a_failing_runs_report_lists_what_its_teardown_raised() -> None:
-    async def bad_cleanup(node: Any) -> None:
-        try:
-            await asyncio.sleep(1000)
-        finally:
-            raise RuntimeError("cleanup broke")
-
     async def body(world: askew.World) -> None:
         world.spawn(bad_cleanup)
         await world.clock.advance(1)
