@@ -26,7 +26,7 @@ from typing import Any, NoReturn, TypeVar
 
 from .. import _core
 from ..errors import BudgetExceeded, DeadlockError, NondeterminismError
-from . import hostio, watchdog
+from . import hostio, sigint, watchdog
 from .config import GC_EVERY_STEPS, RunConfig, WallEpoch, check_seed, span_ns
 from .executor import ExecutorMethods
 from .frames import describe_wait
@@ -158,32 +158,38 @@ class SimLoop(IOMethods, ExecutorMethods, _core.Loop, asyncio.AbstractEventLoop)
         self._check_running()
         old_hooks = sys.get_asyncgen_hooks()
         self._thread_id = _thread.get_ident()
-        sys.set_asyncgen_hooks(
-            firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook
-        )
-        self._open_scope()
-        watchdog.watch(self, self._config.step_timeout)
-        if self._config.executor == "threads":
-            self._threads.enter()
+        # A Ctrl-C may land at any line: what is set up here is undone in a
+        # `finally`, whole (askew/_loop/sigint.py), as far as it got done.
         try:
-            self._enter()  # first: a failed enter leaves no running loop set
-            events._set_running_loop(self)
+            sys.set_asyncgen_hooks(
+                firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook
+            )
+            self._open_scope()
+            watchdog.watch(self, self._config.step_timeout)
+            if self._config.executor == "threads":
+                self._threads.enter()
             try:
+                self._enter()  # first: a failed enter leaves no running loop set
+                events._set_running_loop(self)
                 status = self._run()
             except NondeterminismError as exc:
                 self._cut_by = exc  # caught or not, a refusal fails the run
                 raise
             finally:
+                # First, in C: a refusal the preload raises at the next line
+                # (a pending call) lands nowhere once the loop has left.
                 self._leave()
                 events._set_running_loop(None)
             if status != _core.RUN_STOPPED:
                 self._run_cannot_go_on(status)
             self._cut_by = None
         finally:
-            watchdog.unwatch(self)
-            self._close_scope()
-            self._thread_id = None
-            sys.set_asyncgen_hooks(*old_hooks)
+            with sigint.held():
+                events._set_running_loop(None)  # again, if a Ctrl-C cut the line above
+                watchdog.unwatch(self)
+                self._close_scope()
+                self._thread_id = None
+                sys.set_asyncgen_hooks(*old_hooks)
 
     def _open_scope(self) -> None:
         # A bare loop (askew.new_event_loop) opens the determinism scope for

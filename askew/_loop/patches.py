@@ -47,7 +47,7 @@ from typing import Any
 
 from .. import _core
 from ..errors import NondeterminismError
-from . import identity, threadsync
+from . import identity, sigint, threadsync
 from .refusal import IO_HINT, PROCESS_HINT, refusing
 
 _virtual: Any = _core.virtual
@@ -221,12 +221,13 @@ class NameSwap:
         setattr(owner, name, value)
 
     def undo(self) -> None:
-        while self._saved:
-            owner, name, value = self._saved.pop()
-            if value is _ABSENT:  # it was inherited: uncover the base's again
-                delattr(owner, name)
-            else:
-                setattr(owner, name, value)
+        with sigint.held():  # never half undone (askew/_loop/sigint.py)
+            while self._saved:
+                owner, name, value = self._saved.pop()
+                if value is _ABSENT:  # it was inherited: uncover the base's again
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, value)
 
 
 class Nesting:
@@ -305,9 +306,21 @@ class Scope:
     def open(self) -> bool:
         return self._nesting.open
 
+    @property
+    def depth(self) -> int:
+        """How many opens are not yet closed. A caller that may be stopped
+        by a Ctrl-C at any line notes it before its open and closes only if
+        the depth grew: the open is whole or not done at all."""
+        return self._nesting.depth
+
     def enter(self, wall_epoch_ns: int = _core.WALL_EPOCH * 1_000_000_000) -> None:
         """Open the scope; the outermost open sets logging's start time to
-        the run's wall epoch (RunConfig.wall_epoch_ns)."""
+        the run's wall epoch (RunConfig.wall_epoch_ns). A Ctrl-C that comes
+        meanwhile is raised once it is whole (askew/_loop/sigint.py)."""
+        with sigint.held():
+            self._enter(wall_epoch_ns)
+
+    def _enter(self, wall_epoch_ns: int) -> None:
         if not self._nesting.enter():
             return
         self._saved_random = random.getstate()
@@ -413,6 +426,10 @@ class Scope:
             extend(names)
 
     def exit(self) -> None:
+        with sigint.held():
+            self._exit()
+
+    def _exit(self) -> None:
         if not self._nesting.exit():
             return
         self._names.undo()

@@ -303,8 +303,19 @@ def run_once(
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     failure: BaseException | None = None
     teardown: list[str] = []
+    # A Ctrl-C that lands in a finalizer or a weakref callback while the
+    # run goes on reaches sys.unraisablehook only: kept, it stops the run
+    # when the loop returns.
+    kept: list[BaseException] = []
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _unraisable_to(None, kept, unraisable)
     try:
-        loop.run_until_complete(fn(world, *args, **kwargs))
+        try:
+            loop.run_until_complete(fn(world, *args, **kwargs))
+        finally:
+            sys.unraisablehook = unraisable
+        if kept:
+            raise kept[0]
     except (KeyboardInterrupt, SystemExit):
         _teardown(loop, [world], teardown)
         raise

@@ -32,6 +32,7 @@ from .._disk import files as _disk_files
 from .._explore import buggify as _buggify
 from .._explore import coverage as _coverage
 from .._explore import shrink as _shrink
+from .._loop import sigint
 from .._loop.config import (
     DEFAULT_CPU,
     DEFAULT_MAX_STEPS,
@@ -369,25 +370,30 @@ def _sweeping(
     # cost most of a one-run sweep); the old one is collected as usual
     # between sweeps.
     gc.collect(1)
-    scope.enter(config.wall_epoch_ns)
     disk_names = NameSwap()
-    gc.freeze()  # what exists now is never scanned by the collections below
+    # A Ctrl-C may land at any line: the scope is closed only if it was
+    # opened, and the end is done whole (askew/_loop/sigint.py).
+    outer = scope.depth
     try:
+        scope.enter(config.wall_epoch_ns)
+        gc.freeze()  # what exists now is never scanned by the collections below
         _disk_files.install(disk_names)  # file I/O under a node's mount (askew/_disk/files.py)
         yield loop
     finally:
-        disk_names.undo()
-        loop.set_exception_handler(None)
-        try:
-            with interrupts_kept():
-                loop.close()
-                # issue 14: what the loop let go of is collected here, in this
-                # test, while only this test's objects are unfrozen (a cheap
-                # collection).
-                gc.collect()
-        finally:
-            gc.unfreeze()
-            scope.exit()
+        with sigint.held():
+            try:
+                disk_names.undo()
+                loop.set_exception_handler(None)
+                with interrupts_kept():
+                    loop.close()
+                    # issue 14: what the loop let go of is collected here, in
+                    # this test, while only this test's objects are unfrozen
+                    # (a cheap collection).
+                    gc.collect()
+            finally:
+                gc.unfreeze()
+                if scope.depth > outer:
+                    scope.exit()
         with (
             contextlib.nullcontext()
             if print_coverage
@@ -431,8 +437,9 @@ def _sweep(
     coverage: list[_buggify.Summary] = []
     i, seed = 0, base
     feedback: _coverage.Feedback | None = None  # shrink3: ASKEW_COVERAGE
+    sweeping = _sweeping(fn, config, base, coverage)
     try:
-        with _sweeping(fn, config, base, coverage) as loop:
+        with sweeping as loop:
             if watch is not None:
                 watch.sweep_begins(fn, base, n)
             if _coverage.enabled() and n > 1:
@@ -494,6 +501,9 @@ def _sweep(
         exc.args = (interrupted(fn, base, i, n, seed, exc),)
         raise
     finally:
+        # A Ctrl-C just after the sweep's set-up, before its block began,
+        # leaves it at its `yield`: its end runs here.
+        sweeping.gen.close()
         if feedback is not None:
             feedback.report()
         # Also after a failure or Ctrl-C: the progress line must go.
@@ -527,34 +537,38 @@ def run_iterations(
     config = dataclasses.replace(spec.config, **env_knobs())  # type: ignore[arg-type]
     outcomes: list[IterationOutcome] = []
     coverage: list[_buggify.Summary] = []
-    with _sweeping(fn, config, base, coverage, print_coverage=False) as loop:
-        feedback = (
-            _coverage.Feedback(loop, base, False)
-            if edges is not None and _coverage.enabled()
-            else None
-        )
-        for i in range(start, stop):
-            seed = iteration_seed(base, i)
-            try:
-                failure = run_iteration(loop, fn, seed, i, (), {}, check, config, alone=alone)
-            except NondeterminismError as exc:
-                failure = exc
-            if feedback is not None:
-                feedback.observe(seed)
-            if failure is None:
-                outcomes.append(IterationOutcome(i, seed))
-                continue
-            report = getattr(failure, "report", None) or str(failure)
-            outcome = IterationOutcome(
-                i,
-                seed,
-                report.splitlines()[0],
-                report,
-                failure_signature(failure),
-                getattr(failure, "replays_alone", None),
+    sweeping = _sweeping(fn, config, base, coverage, print_coverage=False)
+    try:
+        with sweeping as loop:
+            feedback = (
+                _coverage.Feedback(loop, base, False)
+                if edges is not None and _coverage.enabled()
+                else None
             )
-            outcomes.append(outcome)
-            del failure  # its traceback holds the run: collect it with the run
-        if feedback is not None and edges is not None:
-            edges.append(feedback.seen)
+            for i in range(start, stop):
+                seed = iteration_seed(base, i)
+                try:
+                    failure = run_iteration(loop, fn, seed, i, (), {}, check, config, alone=alone)
+                except NondeterminismError as exc:
+                    failure = exc
+                if feedback is not None:
+                    feedback.observe(seed)
+                if failure is None:
+                    outcomes.append(IterationOutcome(i, seed))
+                    continue
+                report = getattr(failure, "report", None) or str(failure)
+                outcome = IterationOutcome(
+                    i,
+                    seed,
+                    report.splitlines()[0],
+                    report,
+                    failure_signature(failure),
+                    getattr(failure, "replays_alone", None),
+                )
+                outcomes.append(outcome)
+                del failure  # its traceback holds the run: collect it with the run
+            if feedback is not None and edges is not None:
+                edges.append(feedback.seen)
+    finally:
+        sweeping.gen.close()  # as in _sweep: its end runs even after a Ctrl-C at its start
     return outcomes, coverage[0]

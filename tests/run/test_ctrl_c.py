@@ -10,10 +10,14 @@ tests land one at every point of a run and at those places on purpose.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import gc
+import os
 import signal
+import socket
 import sys
+import time
 import weakref
 from collections.abc import Iterator
 from types import FrameType
@@ -23,6 +27,7 @@ import pytest
 from conftest import run_sim
 
 import askew
+from askew._loop.patches import scope
 
 
 @pytest.fixture(autouse=True)
@@ -112,18 +117,25 @@ def test_a_ctrl_c_in_a_finalizer_at_a_runs_end_stops_the_run(where: Any) -> None
 
 
 def test_a_ctrl_c_at_any_call_or_return_of_a_run_stops_it_with_its_seed() -> None:
-    """The KeyboardInterrupt SIGINT raises, raised at every 25th function
-    call and return of a run, teardown included (a profile hook counts
-    them and raises it where its count comes up; a signal handler would
-    run at the next check after that point, which the profile hook cannot
-    aim at): every run stops, and says which seed it was."""
+    """SIGINT's handler run at every 25th point of a run where CPython runs
+    one (a function's entry and a builtin's return: a profile hook counts
+    them and calls the handler set at that moment where its count comes
+    up; CPython never runs one at a Python function's return), teardown
+    included: every run stops, says which seed it was, and leaves the
+    process as it found it (no patch, no open scope)."""
     calls = 0
+    checks = ("call", "c_return")
 
     def count(frame: FrameType, event: str, arg: Any) -> None:
         nonlocal calls
-        calls += 1
+        calls += event in checks
+
+    def host() -> list[object]:
+        names = [os.fork, time.monotonic, _thread.start_new_thread, socket.socket.connect]
+        return [*names, scope.open]
 
     run_sim(_body, seed=9)  # what is imported or cached on first use, once
+    before = host()
     sys.setprofile(count)
     try:
         run_sim(_body, seed=9)
@@ -131,15 +143,15 @@ def test_a_ctrl_c_at_any_call_or_return_of_a_run_stops_it_with_its_seed() -> Non
         sys.setprofile(None)
     points = calls
     assert points > 1000
-    swallowed = []
+    swallowed, altered = [], []
     for point in range(1, points, 25):
         calls = 0
 
         def interrupt_at(frame: FrameType, event: str, arg: Any, point: int = point) -> None:
             nonlocal calls
-            calls += 1
-            if calls == point:
-                raise KeyboardInterrupt
+            calls += event in checks
+            if calls == point and event in checks:  # the signal's handler runs here
+                signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)
 
         sys.setprofile(interrupt_at)
         try:
@@ -150,4 +162,7 @@ def test_a_ctrl_c_at_any_call_or_return_of_a_run_stops_it_with_its_seed() -> Non
             swallowed.append(point)
         finally:
             sys.setprofile(None)
-    assert swallowed == []
+        if host() != before:
+            altered.append(point)
+            break
+    assert (swallowed, altered) == ([], [])
