@@ -324,7 +324,7 @@ class Scope:
         if not self._nesting.enter():
             return
         self._saved_random = random.getstate()
-        self._saved_globals = _save_globals()
+        self._saved_globals[:] = _save_globals()  # one list for good: a run leaves no new one
         self._gc_was_enabled = gc.isenabled()
         try:
             for name in _TIME_NAMES:
@@ -437,7 +437,7 @@ class Scope:
         if self._saved_random is not None:
             random.setstate(self._saved_random)
         _restore_globals(self._saved_globals)
-        self._saved_globals = []
+        self._saved_globals.clear()
         if self._gc_was_enabled:
             gc.enable()
         self._saved_random = None
