@@ -548,7 +548,8 @@ def new_event_loop(
     """A SimLoop for `seed`: virtual time and a seeded order. Usable as a
     loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
     The keywords are simulate()'s (strategy, cpu, overshoot, max_steps,
-    max_time, executor, pct_depth, pct_steps, wall_epoch: see there); None
+    max_time, executor, pct_depth, pct_steps, wall_epoch, step_timeout: see
+    there); None
     keeps a knob's default."""
     kwargs: dict[str, Any] = {"strategy": strategy, "executor": executor}
     for name, value in (
