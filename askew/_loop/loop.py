@@ -549,8 +549,7 @@ def new_event_loop(
     loop_factory for asyncio.run, asyncio.Runner, pytest-asyncio and anyio.
     The keywords are simulate()'s (strategy, cpu, overshoot, max_steps,
     max_time, executor, pct_depth, pct_steps, wall_epoch, step_timeout: see
-    there); None
-    keeps a knob's default."""
+    there); None keeps a knob's default."""
     kwargs: dict[str, Any] = {"strategy": strategy, "executor": executor}
     for name, value in (
         ("cpu", cpu),
