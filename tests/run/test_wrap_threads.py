@@ -39,7 +39,7 @@ def test_asyncio_run_on_a_helper_thread_is_a_real_loop_in_real_time():
 
     thread = threading.Thread(target=helper, name="helper-7")
     thread.start()
-    thread.join(hang_guard(30))
+    thread.join(GUARD)
     assert seen["kind"] == "_UnixSelectorEventLoop"
     assert seen["slept"] >= 0.04
 
@@ -64,7 +64,7 @@ class ProxyLike(unittest.IsolatedAsyncioTestCase):
 
         cls.thread = threading.Thread(target=asyncio.run, args=(serve(),))
         cls.thread.start()
-        assert cls.ready.wait(hang_guard(30))
+        assert cls.ready.wait(GUARD)
 
     @staticmethod
     async def echo(reader, writer):
@@ -75,7 +75,7 @@ class ProxyLike(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def tearDownClass(cls):
         cls.loop.call_soon_threadsafe(cls.stop.set)
-        cls.thread.join(hang_guard(30))
+        cls.thread.join(GUARD)
         assert not cls.thread.is_alive()
 
     async def test_the_helper_loop_is_real_and_the_test_loop_is_not(self):
@@ -86,9 +86,9 @@ class ProxyLike(unittest.IsolatedAsyncioTestCase):
 
 
 def run_suite(tmp_path: Path, test_loop: str, *args: str) -> str:
-    proc = run_pytest(
-        tmp_path, HELPER_THREAD_SUITE, "-p", "askew", *args, env={"EXPECTED_TEST_LOOP": test_loop}
-    )
+    # The child has no conftest: its hang guard is written into its source.
+    suite = HELPER_THREAD_SUITE.replace("GUARD", repr(hang_guard(30)))
+    proc = run_pytest(tmp_path, suite, "-p", "askew", *args, env={"EXPECTED_TEST_LOOP": test_loop})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
