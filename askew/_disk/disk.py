@@ -100,11 +100,14 @@ def begin(world: Any) -> None:
 
 
 def end(world: Any) -> None:
+    """The world's run is over: its mounts and route go first, the name
+    last, so that an end a Ctrl-C cut short still names the world
+    (world.end_unfinished ends it again, whole)."""
     global _world
-    if _world is world:
-        _world = None
     _mount.unmount_disks(world._loop)
     _core.disk_route_end(world)
+    if _world is world:
+        _world = None
 
 
 def note_real_write(path: Any) -> None:

@@ -65,6 +65,7 @@ from .._report.report import (
     interrupted,
 )
 from .._world.states import Change, States
+from .._world.world import end_unfinished
 from ..errors import NondeterminismError, SimulationFailure
 from . import stepping as _stepping
 from .failure import analyse_faults, failure_signature, insert_section
@@ -382,6 +383,7 @@ def _sweeping(
     finally:
         with sigint.held():
             try:
+                end_unfinished()
                 disk_names.undo()
                 loop.set_exception_handler(None)
                 with interrupts_kept():

@@ -443,3 +443,16 @@ def _check_hostname(name: object, taken: dict[str, int]) -> None:
 
 def _target_name(target: Any) -> str:
     return str(getattr(target, "__qualname__", None) or getattr(target, "__name__", target))
+
+
+def end_unfinished() -> None:
+    """End, whole, a world whose run a Ctrl-C stopped before its end ran
+    (between World() and its teardown, or halfway through the teardown):
+    left current, its network would answer a later wrapped test's sockets
+    and its disks a later file call. The sweep's end calls this with SIGINT
+    held (askew/_run/runner.py); the ends are idempotent."""
+    for world in (_host._world, _disk._world):
+        if world is not None:
+            _host.end(world)
+            _disk.end(world)
+            world._ended = True

@@ -27,7 +27,9 @@ import pytest
 from conftest import run_sim
 
 import askew
+from askew._disk import disk as _disk
 from askew._loop.patches import scope
+from askew._net import host as _host
 
 
 @pytest.fixture(autouse=True)
@@ -132,7 +134,9 @@ def test_a_ctrl_c_at_any_call_or_return_of_a_run_stops_it_with_its_seed() -> Non
 
     def host() -> list[object]:
         names = [os.fork, time.monotonic, _thread.start_new_thread, socket.socket.connect]
-        return [*names, scope.open]
+        # No world of a stopped run stays current: its network would answer
+        # a later wrapped test's sockets, its disks a later file call.
+        return [*names, scope.open, _host._world, _disk._world, _host.wrapped]
 
     run_sim(_body, seed=9)  # what is imported or cached on first use, once
     before = host()
