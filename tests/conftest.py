@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import askew
-from askew._loop.settings import KNOBS
+from askew._loop.settings import _DEVELOPER_VARIABLES
 
 collect_ignore = ["wrap_fixtures"]
 # Under `make asan` the extension needs libasan first in LD_PRELOAD; these
@@ -78,12 +78,14 @@ def run_all(
 
 # ---- helpers for the runner, world and determinism suites ----------------------
 
-_ASKEW_ENV = (
-    "ASKEW_SEED",
-    "ASKEW_ITERATIONS",
-    "ASKEW_CHECK_DETERMINISM",
-    *(variable for variable, _ in KNOBS.values()),
-)
+
+def _askew_env() -> list[str]:
+    """The ASKEW_* variables set in this process that change a run: every
+    one but the developer's build and test switches (ASKEW_ASAN, ...), which
+    the suite itself reads. A shell's ASKEW_SUPPRESS or ASKEW_SHRINK_SECONDS,
+    or one that a plugin option of this session set, would otherwise reach
+    the runs of tests that set none (a suppressed run is not shrunk)."""
+    return [k for k in os.environ if k.startswith("ASKEW_") and k not in _DEVELOPER_VARIABLES]
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,8 +123,8 @@ def run_exec(
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No ASKEW_* settings from the shell that runs the suite."""
-    for name in _ASKEW_ENV:
-        monkeypatch.delenv(name, raising=False)
+    for name in _askew_env():
+        monkeypatch.delenv(name)
 
 
 def run_sim(body: Callable[..., Any], seed: int = 0, **config: Any) -> None:
@@ -135,9 +137,8 @@ def run_pytest(
 ) -> subprocess.CompletedProcess[str]:
     """Write `source` as tmp_path/test_mod.py and run pytest on it in a child."""
     (tmp_path / "test_mod.py").write_text(textwrap.dedent(source))
-    child_env = {
-        k: v for k, v in os.environ.items() if k not in _ASKEW_ENV and k != "PYTEST_CURRENT_TEST"
-    }
+    dropped = {*_askew_env(), "PYTEST_CURRENT_TEST"}
+    child_env = {k: v for k, v in os.environ.items() if k not in dropped}
     child_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mod.py", *args],
