@@ -110,6 +110,11 @@ def end(world: Any) -> None:
         _world = None
 
 
+def current_world() -> Any:
+    """The world whose disks file calls are routed to, or None."""
+    return _world
+
+
 def note_real_write(path: Any) -> None:
     """A node's code opened the real file `path` for writing (files.py
     calls it on that path): noted for the failure report, which says which

@@ -40,6 +40,11 @@ def end(world: Any) -> None:
         _world = None
 
 
+def current_world() -> Any:
+    """The world whose run began and has not ended, or None."""
+    return _world
+
+
 def stack_of(world: Any) -> Stack:
     stack: Stack | None = world._tcp
     if stack is None:

@@ -451,7 +451,7 @@ def end_unfinished() -> None:
     left current, its network would answer a later wrapped test's sockets
     and its disks a later file call. The sweep's end calls this with SIGINT
     held (askew/_run/runner.py); the ends are idempotent."""
-    for world in (_host._world, _disk._world):
+    for world in (_host.current_world(), _disk.current_world()):
         if world is not None:
             _host.end(world)
             _disk.end(world)
