@@ -136,7 +136,7 @@ def test_a_ctrl_c_at_any_call_or_return_of_a_run_stops_it_with_its_seed() -> Non
         names = [os.fork, time.monotonic, _thread.start_new_thread, socket.socket.connect]
         # No world of a stopped run stays current: its network would answer
         # a later wrapped test's sockets, its disks a later file call.
-        return [*names, scope.open, _host._world, _disk._world, _host.wrapped]
+        return [*names, scope.open, _host.current_world(), _disk.current_world(), _host.wrapped]
 
     run_sim(_body, seed=9)  # what is imported or cached on first use, once
     before = host()
