@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -49,6 +50,14 @@ CHILDREN_AT_ONCE = max(1, os.cpu_count() or 1)
 def hang_guard(seconds: float) -> float:
     """A wall-clock limit of `seconds` on a quiet machine, as scaled here."""
     return seconds * HANG_GUARD_SCALE
+
+
+def replay_comparable(report: str) -> str:
+    """A sweep's failure report as a replay of its seed prints it: its
+    iteration aside (0 on replay), and without the sweep's nearest passing
+    seed (a replay has no sweep to take one from)."""
+    report = re.sub(r"\n\n  nearest passing seed \(.*?(?=\n\n|$)", "", report, flags=re.S)
+    return re.sub(r"\biteration=\d+", "iteration=_", report)
 
 
 def run_all(

@@ -33,6 +33,7 @@ from .._loop.text import safe_repr, short_repr
 from .._world.log import Event, event_from_entry
 from .._world.states import Change
 from ..errors import BudgetExceeded, DeadlockError, SimulationFailure
+from .leading import held_at
 
 if TYPE_CHECKING:
     from .._loop.loop import SimLoop
@@ -76,6 +77,12 @@ class Outcome:
     # The nodes' state over time, from a re-run that recorded it
     # (askew/_world/states.py); None if none was made.
     states: list[Change] | None = None
+    # The events that set the values nodes hold at the failure, by their
+    # number in the run's log, each with the values it set
+    # (askew/_report/leading.py); empty if not found.
+    leading: dict[int, tuple[Event, list[str]]] = dataclasses.field(default_factory=dict)
+    # How it differs from the nearest passing seed of its sweep (neighbour_lines).
+    neighbour: list[str] = dataclasses.field(default_factory=list)
     # What the report hints at: the world's hints (an advance never
     # awaited); whether nodes ran and the clock moved no more than their
     # code's CPU time (nothing waited on time); node -> real files its code
@@ -378,14 +385,32 @@ def state_lines(changes: list[Change] | None, steps: int) -> list[str]:
 
 
 def _events_section(outcome: Outcome) -> list[str]:
-    # A message delivered shows once, as its delivery.
-    shown = [e for e in outcome.events if not (e.kind == "net" and e.text.endswith("   sent"))]
+    leading = outcome.leading
+    first = outcome.log_count - len(outcome.events)
+    # A message delivered shows once, as its delivery, unless its send set a value.
+    shown = [
+        (first + k, e)
+        for k, e in enumerate(outcome.events)
+        if first + k in leading or not (e.kind == "net" and e.text.endswith("   sent"))
+    ]
     wanted = env_trace()
     tail = shown if wanted is None else shown[-wanted:] if wanted else []
     lines = ["", "  recent events"]
     if len(tail) < len(shown):
         lines.append("    ... earlier ones: --askew-trace=N or --askew-trace=all")
-    return lines + ([f"  {e}" for e in tail] or ["    (none)"])
+    if not wanted and wanted is not None:
+        return [*lines, "    (none)"]
+    # The events that set what nodes hold, older than the tail, before it.
+    start = tail[0][0] if tail else outcome.log_count
+    rows = [(k, event) for k, (event, _) in sorted(leading.items()) if k < start] + tail
+    previous = None
+    for k, event in rows:
+        if previous is not None and k > previous + 1 and previous < start:
+            lines.append("    ...")
+        marks = leading.get(k)
+        lines.append(f"  {event}" + (f"   [sets {'; '.join(marks[1])}]" if marks else ""))
+        previous = k
+    return lines if rows else [*lines, "    (none)"]
 
 
 def simulation_failure(
@@ -408,6 +433,7 @@ def simulation_failure(
     lines += _nodes_section(outcome)
     lines += state_lines(outcome.states, outcome.steps)
     lines += _events_section(outcome)
+    lines += outcome.neighbour
     lines += _teardown_section(outcome)
     replay = _simulated_replay(fn.__qualname__, seed)
     lines += ["", *(outcome.alone or []), f"  replay: {replay}"]
@@ -445,6 +471,55 @@ def first_difference(a: Sequence[Event], a_start: int, b: Sequence[Event], b_sta
         longer, which = (xs, "here") if len(xs) > len(ys) else (ys, "alone")
         return f"the run {which} logged more events, from #{start + k}: {longer[k]}"
     return "their logs agree; they diverge in scheduling decisions"
+
+
+_NEIGHBOUR_SHOWN = 6  # values a report compares with the nearest passing seed
+
+# A run as the nearest-passing-seed comparison reads it: its state changes,
+# its steps at the verdict, its kept events up to it and the first's number.
+RunView = tuple[Sequence[Change], int, Sequence[Event], int]
+
+
+def neighbour_lines(iteration: int, seed: int, here: RunView, there: RunView) -> list[str]:
+    """The report's comparison with the nearest passing seed of the sweep
+    (iteration `iteration`, `seed`): the values the nodes hold at the end
+    that differ, and the first event that differs, times aside (two seeds'
+    latencies differ from the start; what happens in what order is the
+    news)."""
+    mine, theirs = held_at(here[0], here[1]), held_at(there[0], there[1])
+    lines = [
+        "",
+        f"  nearest passing seed (iteration {iteration}, seed={seed}): how this run differs",
+    ]
+    differ = [
+        f"    node {node}: {name} {mine[node, name].value} here, "
+        f"{theirs[node, name].value if (node, name) in theirs else 'never set'} there"
+        for node, name in sorted(mine)
+        if (node, name) not in theirs or theirs[node, name].value != mine[node, name].value
+    ]
+    lines += differ[:_NEIGHBOUR_SHOWN]
+    if len(differ) > _NEIGHBOUR_SHOWN:
+        lines.append(f"    ... {len(differ) - _NEIGHBOUR_SHOWN} more values")
+    if not differ:
+        lines.append("    its nodes end holding the same values")
+    _, _, a, a_first = here
+    _, _, b, b_first = there
+    start = max(a_first, b_first)
+    xs, ys = a[start - a_first :], b[start - b_first :]
+    for k, (x, y) in enumerate(zip(xs, ys, strict=False)):
+        if x[1:] != y[1:]:
+            lines += [
+                f"    first different event, #{start + k}:",
+                f"      here:  {x}",
+                f"      there: {y}",
+            ]
+            break
+    else:
+        if len(xs) != len(ys):
+            k = min(len(xs), len(ys))
+            which, longer = ("here", xs) if len(xs) > len(ys) else ("there", ys)
+            lines.append(f"    the same events, then {which} #{start + k}: {longer[k]}")
+    return lines
 
 
 def replay_alone_lines(

@@ -30,7 +30,7 @@ import json
 import os
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import Any
@@ -189,6 +189,9 @@ class RunData:
     # The nodes' state over time (askew/_world/states.py): (t_ns, node,
     # attribute, value repr), each a change.
     states: list[tuple[int, int, str, str]] = field(default_factory=list)
+    # How a failed run differs from the nearest passing seed of its sweep
+    # (the report's lines, askew/_report/report.py neighbour_lines).
+    compared: list[str] = field(default_factory=list)
 
     @property
     def delivered(self) -> int:
@@ -272,6 +275,7 @@ svg{display:block;cursor:grab;user-select:none}
 .failure{stroke:#d00;stroke-width:2}
 .axis{fill:#555;font-size:11px}
 #summary{display:none}
+#compared{margin:4px 10px;font-size:11px;color:#444}
 .span.cut{fill:#06c;opacity:.08}.span.down{fill:#d33;opacity:.15}.span.paused{fill:#e90;opacity:.18}
 .band{stroke:#fff;stroke-width:.5}.bandlabel{font-size:10px;fill:#222;pointer-events:none}
 .failurelabel{fill:#d00;font-weight:bold;font-size:11px}
@@ -535,7 +539,12 @@ def html_page(data: RunData) -> str:
         f"</span></header><div id=legend>{_LEGEND}</div><svg id=density></svg><div id=card></div>"
         f"<svg id=view data-nodes='{len(data.nodes)}' data-delivered='{data.delivered}'></svg>"
         "<pre id=summary></pre>"
-        f"<script type='application/json' id=data>{blob}</script>"
+        + (
+            f"<pre id=compared>{html.escape(chr(10).join(data.compared).strip())}</pre>"
+            if data.compared
+            else ""
+        )
+        + f"<script type='application/json' id=data>{blob}</script>"
         f"<script>{_SCRIPT}</script></body></html>\n"
     )
 
@@ -629,9 +638,12 @@ def write(
     trace_json: str | None,
     sites: dict[int, str] | None = None,
     states: list[Change] | None = None,
+    compared: Sequence[str] = (),
 ) -> list[str]:
-    """Write the run the loop's log holds to the files asked for; their paths."""
+    """Write the run the loop's log holds to the files asked for; their
+    paths. `compared`: the report's lines on the nearest passing seed."""
     data = collect(loop, title, sites, states)
+    data.compared = list(compared)
     written = []
     makers: tuple[tuple[str | None, Callable[[], str]], ...] = (
         (timeline, lambda: html_page(data)),

@@ -29,11 +29,13 @@ from .._loop.settings import (
     env_views,
 )
 from .._report import timeline as _timeline
+from .._report.leading import leading_events
 from .._report.report import (
     Outcome,
     divergence,
     event_text,
     first_difference,
+    neighbour_lines,
     node_states,
     own_cause,
     recent_events,
@@ -71,20 +73,19 @@ def run_iteration(
     calls: list[tuple[int | str, float, str]] | None = None,
     alone: bool = False,
     states: bool = False,
+    neighbour: tuple[int, int] | None = None,
 ) -> SimulationFailure | None:
     """Run iteration i (seed `seed`, the fault calls `suppress` skipped);
     its report if it failed, and the run's fault calls added to `calls`.
     With `alone`, a failure is first re-run alone in a fresh world and its
     report says whether it replays alone, and with `states` that re-run
     records its nodes' state over time for the report (no run is added for
-    it). A determinism check that finds two traces raises
-    NondeterminismError."""
+    it); with `neighbour` (an iteration and its seed, the nearest of the
+    sweep), that seed is run too and the report says how the failure
+    differs from it if it passes. A determinism check that finds two
+    traces raises NondeterminismError."""
     __tracebackhide__ = True
-    run_config, drawn = config, None
-    if config.swarm:  # the seed decides the configuration
-        drawn = _swarm.draw(seed, config.swarm)
-        run_config = _swarm.run_config(config, drawn)
-    run_config = _simplified(run_config, suppress)
+    run_config, drawn = _seed_config(config, seed, suppress)
     with _configured(loop, config, run_config):
         outcome = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
         if check:
@@ -106,6 +107,16 @@ def run_iteration(
                     loop, fn, seed, args, kwargs, run_config, drawn, suppress, outcome
                 )
             outcome.states = recorded[0].changes if recorded else None
+        if outcome.states and same:
+            # `loop` still holds the failed run's log; the re-run that
+            # recorded the states was the same run.
+            kept, first = _verdict_log(loop, outcome)
+            marks = leading_events(outcome.states, outcome.steps, kept, first)
+            outcome.leading = {k: (kept[k - first], m) for k, m in marks.items()}
+            if neighbour is not None:
+                outcome.neighbour = _neighbour(
+                    loop, fn, neighbour, args, kwargs, config, suppress, outcome, kept, first
+                )
         written = write_views(loop, fn, seed, args, kwargs, drawn, outcome, views, suppress)
         if calls is not None:
             calls.extend(outcome.fault_calls)
@@ -117,6 +128,57 @@ def run_iteration(
         if suppress:  # its replay names the calls it skipped
             set_replay(failure, suppressed_replay(failure.replay, suppress))
         return failure
+
+
+def _seed_config(
+    config: RunConfig, seed: int, suppress: frozenset[int | str]
+) -> tuple[RunConfig, _swarm.SwarmDraw | None]:
+    """The configuration `seed` runs with (a swarm's seed draws its own, a
+    shrunk run's is simpler) and the swarm's draw, if any."""
+    run_config, drawn = config, None
+    if config.swarm:  # the seed decides the configuration
+        drawn = _swarm.draw(seed, config.swarm)
+        run_config = _swarm.run_config(config, drawn)
+    return _simplified(run_config, suppress), drawn
+
+
+def _neighbour(
+    loop: SimLoop,
+    fn: TestFn,
+    neighbour: tuple[int, int],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    config: RunConfig,
+    suppress: frozenset[int | str],
+    failed: Outcome,
+    kept: list[Event],
+    first: int,
+) -> list[str]:
+    """The report's lines on the nearest passing seed of the sweep: run it
+    once, recording its state; how the failed run (its kept log `kept`,
+    numbered from `first`, still on `loop`) differs from it. Nothing if
+    that seed fails too."""
+    iteration, seed = neighbour
+    run_config, drawn = _seed_config(config, seed, suppress)
+    recorded: list[States] = []
+    current = loop._config  # the failed run's, which its views run with next
+    loop._config = run_config
+    loop._apply_config()
+    try:
+        with hooked(recording(recorded)):
+            passed = run_once(loop, fn, seed, args, kwargs, False, drawn, suppress)
+    finally:
+        loop._config = current
+        loop._apply_config()
+    if passed.failure is not None or not recorded:
+        return []
+    theirs, their_first = _verdict_log(loop, passed)
+    return neighbour_lines(
+        iteration,
+        seed,
+        (failed.states or [], failed.steps, kept, first),
+        (recorded[0].changes, passed.steps, theirs, their_first),
+    )
 
 
 @contextlib.contextmanager
@@ -231,7 +293,7 @@ def write_views(
         if outcome.states is None:  # the report's, as this run recorded them
             outcome.states = changes
         title = f"{fn.__qualname__} seed={seed}"
-        return _timeline.write(loop, title, *views, sites.sites, changes)
+        return _timeline.write(loop, title, *views, sites.sites, changes, outcome.neighbour)
     finally:
         loop._log_keep(kinds.LOG_KEPT)
 

@@ -446,8 +446,13 @@ def _sweep(
                 watch.sweep_begins(fn, base, n)
             if _coverage.enabled() and n > 1:
                 feedback = _coverage.Feedback(loop, base, bool(config.swarm))
+            passed: tuple[int, int] | None = None  # the sweep's last passing iteration
             for i in range(n):
                 seed = feedback.seed(i) if feedback else iteration_seed(base, i)
+                # The nearest passing seed a failure is compared with: the
+                # one before, or for the first the next (if it passes).
+                if i == 0 and n > 1 and feedback is None:
+                    passed = (1, iteration_seed(base, 1))
                 calls: list[tuple[int | str, float, str]] = []
                 failure = run_iteration(
                     loop,
@@ -463,7 +468,9 @@ def _sweep(
                     calls,
                     alone,
                     states=True,
+                    neighbour=passed,
                 )
+                passed = (i, seed)
                 if feedback is not None:
                     feedback.observe(seed)
                 if watch is not None:

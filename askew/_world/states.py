@@ -32,13 +32,17 @@ _NONE = object()
 @dataclass(frozen=True)
 class Change:
     """Node `node`'s attribute `name` became `value` (its repr) after step
-    `step`, at virtual time `t` seconds."""
+    `step`, at virtual time `t` seconds; that step logged the run's events
+    numbered [`events_from`, `events_to`) (what a report shows as the events
+    that set the values nodes hold)."""
 
     step: int
     t: float
     node: int
     name: str
     value: str
+    events_from: int = 0
+    events_to: int = 0
 
 
 class States:
@@ -49,6 +53,7 @@ class States:
         self._last: dict[tuple[int, str], str] = {}
         self._held: dict[tuple[int, str], object] = {}  # the object last read
         self.changes: list[Change] = []
+        self._logged = 0  # the run's events logged before the step just observed
         after_each_step(world, self._observe)
 
     def _public(self, node_id: int) -> Iterator[tuple[str, Any]]:
@@ -68,6 +73,8 @@ class States:
         count = len(w._slots)
         nodes = range(count) if not 0 <= ran < count else (ran,)
         step, t = loop.steps, w.now
+        logged_from, logged = self._logged, loop._log_count()
+        self._logged = logged
         held = self._held
         for node_id in nodes:
             for name, value in self._public(node_id):
@@ -79,7 +86,7 @@ class States:
                 text = short_repr(value, VALUE_LIMIT)
                 if self._last.get(key) != text:
                     self._last[key] = text
-                    self.changes.append(Change(step, t, node_id, name, text))
+                    self.changes.append(Change(step, t, node_id, name, text, logged_from, logged))
 
     def at(self, node: int, name: str, *, step: int | None = None) -> str | None:
         """The value (its repr) node's attribute had after `step` (None: at

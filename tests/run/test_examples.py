@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_all
+from conftest import replay_comparable, run_all
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
@@ -79,10 +79,6 @@ def _report(out: str) -> str:
             break
         report.append(line[col:])
     return "\n".join(report).rstrip()
-
-
-def _comparable(report: str) -> str:
-    return re.sub(r"\biteration=\d+", "iteration=_", report)
 
 
 Runs = dict[str, tuple[int, str]]
@@ -145,7 +141,7 @@ def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, pat
     assert rc2 == 1, out2
     again = _report(out2)
     assert ", iteration=0," in again, again
-    assert _comparable(again) == _comparable(report)
+    assert replay_comparable(again) == replay_comparable(report)
 
 
 # The README and the documentation pages that show examples.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_pytest, run_sim
+from conftest import replay_comparable, run_pytest, run_sim
 
 import askew
 from askew import _core
@@ -29,10 +29,6 @@ HERE = os.path.abspath(__file__)
 
 def this_nodeid() -> str:
     return os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
-
-
-def report_without_iteration(report: str) -> str:
-    return re.sub(r"iteration=\d+", "iteration=_", report)
 
 
 # ---- the decorated function -----------------------------------------------------
@@ -198,7 +194,7 @@ def test_replay_run_reproduces_a_failure_found_deep_in_a_sweep() -> None:
     assert again.iteration == 0
     assert again.trace_hash == original.trace_hash
     assert (again.time, again.steps) == (original.time, original.steps)
-    assert report_without_iteration(again.report) == report_without_iteration(original.report)
+    assert replay_comparable(again.report) == replay_comparable(original.report)
     assert "recent events" in again.report and "net" in again.report
 
 
@@ -265,7 +261,7 @@ def test_the_replay_line_from_the_shell_reproduces_the_failure(tmp_path: Path) -
     )
     assert again.returncode == 1
     assert "1 failed, 1 deselected" in again.stdout
-    assert report_without_iteration(_report_in(again.stdout)) == report_without_iteration(report)
+    assert replay_comparable(_report_in(again.stdout)) == replay_comparable(report)
 
 
 # ---- the failure report -----------------------------------------------------------
