@@ -302,7 +302,8 @@ ASKEW_EXPORT int pthread_join(pthread_t thread, void **result)
     struct slot *s = slot_of(thread);
     if (s == NULL)
         return real(thread, result); /* not a thread of the run's */
-    if (askew__sync_hooks(__builtin_return_address(0)) != NULL) {
+    /* Whoever joins it (the thread only ends with the baton). */
+    if (askew__hooks_have(h, ASKEW_HOOKS_END(own)) && h->thread != NULL) {
         struct askew_thread_call c = {.op = ASKEW_THREAD_JOIN,
                                       .target = s->actor,
                                       .call = "pthread_join",
