@@ -58,8 +58,11 @@ static const char *kind_hint(uint32_t kind)
 {
     switch (kind) {
     case ASKEW_VIOLATION_THREAD:
-        return "a thread would run outside the seeded schedule; run the work in "
-               "a task, or let askew run executor work inline "
+        return "a thread would run, or wait, outside the seeded schedule (a run "
+               "with executor=\"threads\" under askew-exec takes C threads, whose "
+               "mutexes, condition variables, semaphores, joins and sleeps are its "
+               "switch points; read-write locks, barriers and cancellation are not); "
+               "run the work in a task, or let askew run executor work inline "
                "(simulate(executor=\"inline\"))";
     case ASKEW_VIOLATION_PROCESS:
         return "a child process is real concurrency with a real pid";

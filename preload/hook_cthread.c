@@ -74,6 +74,12 @@ static struct slot *slot_of(pthread_t thread)
     return NULL;
 }
 
+int askew__cthread_of_run(pthread_t thread)
+{
+    const struct slot *s = slot_of(thread);
+    return s != NULL && !s->exited;
+}
+
 int32_t askew__cthread_holder(const pthread_mutex_t *mutex)
 {
     /* glibc keeps the owner's kernel id in the mutex (the field robust and

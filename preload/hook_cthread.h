@@ -82,6 +82,9 @@ int askew__cthread_create(const struct askew_preload_hooks *h, pthread_t *thread
                           const pthread_attr_t *attr, void *(*start)(void *), void *arg,
                           const void *ret) ASKEW_HIDDEN;
 
+/* Whether `thread` is a C thread of the run that has not exited. */
+int askew__cthread_of_run(pthread_t thread) ASKEW_HIDDEN;
+
 /* The actor holding `mutex` (glibc's owner field), -1 when not known. */
 int32_t askew__cthread_holder(const pthread_mutex_t *mutex) ASKEW_HIDDEN;
 

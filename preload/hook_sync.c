@@ -339,3 +339,68 @@ ASKEW_EXPORT int sem_wait(sem_t *sem)
     errno = ENOSYS;
     return -1;
 }
+
+/* ---- what a C thread of the run cannot wait on ----------------------------------- */
+
+/* Read-write locks, barriers and cancellation are not switch points: a
+ * thread that waited on one in the kernel would hold the baton while it
+ * waited, and a cancelled one would act while another holds it. While the
+ * run has C threads, an rwlock that is free is taken as libc takes it, and
+ * one that would wait, every barrier wait and a cancel of a thread of the
+ * run are refused by name: the call fails (EDEADLK, EINVAL, ESRCH), and so
+ * does the run. */
+#define REFUSE_WAIT(h, call, err)                                                      \
+    (ASKEW_RECORD((h), ASKEW_VIOLATION_THREAD, (call), 0, 0), (err))
+
+ASKEW_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    const struct askew_preload_hooks *h =
+        askew__sync_hooks(__builtin_return_address(0));
+    if (ASKEW_UNLIKELY(h != NULL)) {
+        int (*tryrd)(pthread_rwlock_t *) = REAL(pthread_rwlock_tryrdlock);
+        const int err = tryrd != NULL ? tryrd(l) : EINVAL;
+        return err != EBUSY ? err
+                            : REFUSE_WAIT(h,
+                                          "pthread_rwlock_rdlock (a wait on another "
+                                          "thread of the run)",
+                                          EDEADLK);
+    }
+    int (*real)(pthread_rwlock_t *) = REAL(pthread_rwlock_rdlock);
+    return ASKEW_LIKELY(real != NULL) ? real(l) : EINVAL;
+}
+
+ASKEW_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    const struct askew_preload_hooks *h =
+        askew__sync_hooks(__builtin_return_address(0));
+    if (ASKEW_UNLIKELY(h != NULL)) {
+        int (*trywr)(pthread_rwlock_t *) = REAL(pthread_rwlock_trywrlock);
+        const int err = trywr != NULL ? trywr(l) : EINVAL;
+        return err != EBUSY ? err
+                            : REFUSE_WAIT(h,
+                                          "pthread_rwlock_wrlock (a wait on another "
+                                          "thread of the run)",
+                                          EDEADLK);
+    }
+    int (*real)(pthread_rwlock_t *) = REAL(pthread_rwlock_wrlock);
+    return ASKEW_LIKELY(real != NULL) ? real(l) : EINVAL;
+}
+
+ASKEW_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+{
+    const struct askew_preload_hooks *h =
+        askew__sync_hooks(__builtin_return_address(0));
+    if (ASKEW_UNLIKELY(h != NULL))
+        return REFUSE_WAIT(h, "pthread_barrier_wait", EINVAL);
+    int (*real)(pthread_barrier_t *) = REAL(pthread_barrier_wait);
+    return ASKEW_LIKELY(real != NULL) ? real(b) : EINVAL;
+}
+
+ASKEW_EXPORT int pthread_cancel(pthread_t thread)
+{
+    const struct askew_preload_hooks *h = askew__t_hooks;
+    if (ASKEW_UNLIKELY(h != NULL) && askew__cthread_of_run(thread))
+        return REFUSE_WAIT(h, "pthread_cancel", ESRCH);
+    int (*real)(pthread_t) = REAL(pthread_cancel);
+    return ASKEW_LIKELY(real != NULL) ? real(thread) : ESRCH;
+}

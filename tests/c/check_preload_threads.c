@@ -236,6 +236,29 @@ START_TEST(test_the_extensions_own_locks_are_never_switch_points)
 }
 END_TEST
 
+START_TEST(test_rwlock_waits_barriers_and_cancels_are_refused_while_c_threads_live)
+{
+    struct askew_preload_hooks h = thread_hooks();
+    ck_assert_int_eq(api->enter(&h), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, nothing, NULL), 0);
+    pthread_rwlock_t l = PTHREAD_RWLOCK_INITIALIZER;
+    ck_assert_int_eq(pthread_rwlock_wrlock(&l), 0); /* free: taken */
+    ck_assert_int_eq(api->violations(), 0);
+    ck_assert_int_eq(pthread_rwlock_rdlock(&l), EDEADLK); /* it would wait */
+    ck_assert_str_eq(last_call(),
+                     "pthread_rwlock_rdlock (a wait on another thread of the run)");
+    pthread_barrier_t b;
+    ck_assert_int_eq(pthread_barrier_init(&b, NULL, 2), 0);
+    ck_assert_int_eq(pthread_barrier_wait(&b), EINVAL);
+    ck_assert_str_eq(last_call(), "pthread_barrier_wait");
+    ck_assert_int_eq(pthread_cancel(t), ESRCH);
+    ck_assert_str_eq(last_call(), "pthread_cancel");
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    api->leave();
+}
+END_TEST
+
 /* Run `body` on a C thread the hook says is killed at op `kill_at`: the
  * ops the thread made; *ran says whether the body began. */
 static const char *killed_at(uint32_t kill_at, int *ran)
@@ -287,6 +310,8 @@ static Suite *threads_suite(void)
     tcase_add_test(tc,
                    test_the_simulation_threads_locks_are_libcs_while_no_c_thread_lives);
     tcase_add_test(tc, test_the_extensions_own_locks_are_never_switch_points);
+    tcase_add_test(
+        tc, test_rwlock_waits_barriers_and_cancels_are_refused_while_c_threads_live);
     tcase_add_test(tc, test_a_thread_killed_before_it_ran_never_runs_its_body);
     tcase_add_test(tc,
                    test_a_thread_killed_at_a_switch_point_unwinds_through_its_cleanup);
