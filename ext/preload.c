@@ -777,7 +777,8 @@ int askew__preload_setup(PyObject *module)
     interp_setup();
     own_code = code_range_of((const void *)&askew__preload_setup);
     if (askew__refusal_setup(module) < 0 || askew__preload_disk_setup(module) < 0 ||
-        askew__preload_identity_setup(module) < 0)
+        askew__preload_identity_setup(module) < 0 ||
+        askew__preload_thread_setup(module) < 0)
         return -1;
     return PyModule_AddFunctions(module, preload_methods);
 }

@@ -71,3 +71,32 @@ int askew__preload_thread(void *ctx, struct askew_thread_call *call)
     PyGILState_Release(gil);
     return (int)rc;
 }
+
+int askew__preload_thread_setup(PyObject *module)
+{
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"THREAD_CREATE", ASKEW_THREAD_CREATE},
+        {"THREAD_START", ASKEW_THREAD_START},
+        {"THREAD_BEGIN", ASKEW_THREAD_BEGIN},
+        {"THREAD_SWITCH", ASKEW_THREAD_SWITCH},
+        {"THREAD_BLOCK", ASKEW_THREAD_BLOCK},
+        {"THREAD_WAKE", ASKEW_THREAD_WAKE},
+        {"THREAD_WAKE_ALL", (long)ASKEW_THREAD_WAKE_ALL},
+        {"THREAD_JOIN", ASKEW_THREAD_JOIN},
+        {"THREAD_EXIT", ASKEW_THREAD_EXIT},
+        {"THREAD_KILLED", ASKEW_THREAD_KILLED},
+        {"THREAD_DEADLOCK", ASKEW_THREAD_DEADLOCK},
+        {"SYNC_MUTEX", ASKEW_SYNC_MUTEX},
+        {"SYNC_COND", ASKEW_SYNC_COND},
+        {"SYNC_SEM", ASKEW_SYNC_SEM},
+        {"SYNC_SLEEP", ASKEW_SYNC_SLEEP},
+        {"CTHREADS_MAX", ASKEW_CTHREADS_MAX},
+    };
+    for (size_t i = 0; i < sizeof(constants) / sizeof(constants[0]); i++)
+        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0)
+            return -1;
+    return 0;
+}

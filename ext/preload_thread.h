@@ -13,5 +13,8 @@
  * actor of the run runs Python meanwhile) and calls
  * askew._loop.cthreads.serve. Returns its answer: 0 or a negative errno. */
 int askew__preload_thread(void *ctx, struct askew_thread_call *call);
+/* Module init: the hook's operations and kinds (THREAD_*, SYNC_*) and
+ * CTHREADS_MAX, which askew/_loop/cthreads.py reads rather than copies. */
+int askew__preload_thread_setup(PyObject *module);
 
 #endif

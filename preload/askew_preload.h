@@ -172,7 +172,7 @@ enum askew_thread_op {
      * condvar wait's mutex, or 0) are woken first, with no switch between.
      * -ETIMEDOUT when the time passed. A sleep is a wait on key 0. */
     ASKEW_THREAD_BLOCK = 5,
-    /* Wake `count` waiters of `key` (UINT32_MAX: all of them), in the order
+    /* Wake `count` waiters of `key` (ASKEW_THREAD_WAKE_ALL: all), in the order
      * they began to wait, then a switch point. */
     ASKEW_THREAD_WAKE = 6,
     /* Until the thread of actor `target` has exited (a switch point even
@@ -191,6 +191,8 @@ enum askew_sync_kind {
     ASKEW_SYNC_SLEEP = 4
 };
 
+/* A WAKE of every waiter. */
+#define ASKEW_THREAD_WAKE_ALL UINT32_MAX
 /* The loop's actor: the simulation thread. */
 #define ASKEW_THREAD_LOOP 0u
 /* The most C threads of one run alive (started and not yet joined, or
@@ -300,7 +302,9 @@ struct askew_preload_hooks {
 };
 
 enum askew_violation_kind {
-    ASKEW_VIOLATION_THREAD = 1,  /* pthread_create */
+    /* pthread_create, aio; since ABI 1.5, while a run has C threads, an
+     * rwlock or barrier wait and a cancel of the run's thread */
+    ASKEW_VIOLATION_THREAD = 1,
     ASKEW_VIOLATION_PROCESS = 2, /* fork, vfork, posix_spawn, exec* */
     ASKEW_VIOLATION_SOCKET = 3,  /* socket, connect, bind on real families */
     ASKEW_VIOLATION_DNS = 4,     /* getaddrinfo of a real name */

@@ -27,7 +27,7 @@
 #include "hook_sleep.h"
 #include "internal.h"
 
-#define ALL UINT32_MAX
+#define ALL ASKEW_THREAD_WAKE_ALL
 
 /* ---- mutexes ------------------------------------------------------------ */
 

@@ -27,13 +27,14 @@ from .nodes import node_var
 from .preload import symbolize
 from .threads import DONE, LOOP, RUNNABLE, Actor, ThreadKilled, Threads, current
 
-# preload/askew_preload.h's enum askew_thread_op and askew_sync_kind.
-CREATE, START, BEGIN, SWITCH, BLOCK, WAKE, JOIN, EXIT = range(1, 9)
-MUTEX, COND, SEM, SLEEP = range(1, 5)
+# The hook's operations and kinds, as the extension exports them.
+CREATE, START, BEGIN = _core.THREAD_CREATE, _core.THREAD_START, _core.THREAD_BEGIN
+SWITCH, BLOCK, WAKE = _core.THREAD_SWITCH, _core.THREAD_BLOCK, _core.THREAD_WAKE
+JOIN, EXIT = _core.THREAD_JOIN, _core.THREAD_EXIT
+KILLED, DEADLOCK = _core.THREAD_KILLED, _core.THREAD_DEADLOCK
+MUTEX, COND, SEM, SLEEP = _core.SYNC_MUTEX, _core.SYNC_COND, _core.SYNC_SEM, _core.SYNC_SLEEP
 _KIND_NAMES = {MUTEX: "mutex", COND: "condition variable", SEM: "semaphore"}
-ALL = 0xFFFFFFFF
-KILLED = -errno.ECANCELED
-DEADLOCK = -errno.EDEADLK
+ALL = _core.THREAD_WAKE_ALL
 
 
 def serve(
