@@ -107,15 +107,19 @@ static int call(const struct askew_preload_hooks *h, struct askew_thread_call *c
 }
 
 /* This thread's end: the hook hands the baton on; from here on the thread
- * runs outside the run (glibc's teardown, thread-local destructors). */
-static void finish(struct slot *s)
+ * runs outside the run (glibc's teardown, thread-local destructors). The
+ * table is updated first, while the thread still holds the baton: once it
+ * is handed on, the run may end and the next one reuse the slot. */
+static void finish(const struct askew_preload_hooks *h, struct slot *s)
 {
-    if (s->exited)
-        return;
-    struct askew_thread_call c = {.op = ASKEW_THREAD_EXIT, .target = s->actor};
-    (void)call(s->hooks, &c); /* EXIT never fails: the actor is done */
-    s->exited = 1;
-    atomic_fetch_sub(&askew__cthreads_live, 1);
+    if (s != NULL) {
+        if (s->exited)
+            return;
+        s->exited = 1;
+        atomic_fetch_sub(&askew__cthreads_live, 1);
+    }
+    struct askew_thread_call c = {.op = ASKEW_THREAD_EXIT, .target = askew__t_actor};
+    (void)call(h, &c); /* EXIT never fails: the actor is done */
     askew__t_hooks = NULL;
     askew__t_actor = 0;
 }
@@ -148,14 +152,22 @@ _Noreturn void askew__cthread_abandon(const struct askew_preload_hooks *h)
     (void)h;
     struct slot *s = self_slot();
     /* A wait on the way out, or no way out: abandoned where it is. */
-    if (s != NULL) {
+    if (s != NULL)
         s->reaped = 1; /* nobody joins a thread of an ended run */
-        finish(s);
-    }
+    if (askew__t_actor != 0)
+        finish(h, s);
     static const int never = 0;
     for (;;)
         (void)askew__raw_syscall(SYS_futex, (long)&never, /* FUTEX_WAIT_PRIVATE */ 128,
                                  0, 0, 0, 0);
+}
+
+/* A C thread told it was killed ends here; the loop is never killed (and
+ * a stray answer for it only fails the call). */
+static void end_if_killed(const struct askew_preload_hooks *h, int rc)
+{
+    if (rc == ASKEW_THREAD_KILLED && askew__t_actor != 0)
+        askew__cthread_die(h);
 }
 
 int askew__cthread_block_raw(const struct askew_preload_hooks *h, uint32_t kind,
@@ -181,8 +193,7 @@ int askew__cthread_block(const struct askew_preload_hooks *h, uint32_t kind,
 {
     const int rc =
         askew__cthread_block_raw(h, kind, key, release, timeout_ns, what, ret);
-    if (rc == ASKEW_THREAD_KILLED)
-        askew__cthread_die(h);
+    end_if_killed(h, rc);
     return rc;
 }
 
@@ -192,8 +203,7 @@ int askew__cthread_switch(const struct askew_preload_hooks *h, const char *what,
     struct askew_thread_call c = {
         .op = ASKEW_THREAD_SWITCH, .call = what, .caller = ret};
     const int rc = call(h, &c);
-    if (rc == ASKEW_THREAD_KILLED)
-        askew__cthread_die(h);
+    end_if_killed(h, rc);
     return rc;
 }
 
@@ -210,8 +220,7 @@ int askew__cthread_wake(const struct askew_preload_hooks *h, uint32_t kind,
         .caller = ret,
     };
     const int rc = call(h, &c);
-    if (rc == ASKEW_THREAD_KILLED)
-        askew__cthread_die(h);
+    end_if_killed(h, rc);
     return rc;
 }
 
@@ -225,7 +234,8 @@ int askew__cthread_sleep(const struct askew_preload_hooks *h, int64_t ns,
 /* pthread_cleanup_push's handler: the thread left through pthread_exit. */
 static void exited(void *arg)
 {
-    finish(arg);
+    struct slot *s = arg;
+    finish(s->hooks, s);
 }
 
 static void *trampoline(void *arg)
@@ -241,7 +251,7 @@ static void *trampoline(void *arg)
         result = s->start(s->arg);
         pthread_cleanup_pop(0);
     }
-    finish(s);
+    finish(s->hooks, s);
     return result;
 }
 
@@ -265,8 +275,7 @@ int askew__cthread_create(const struct askew_preload_hooks *h, pthread_t *thread
     struct askew_thread_call c = {
         .op = ASKEW_THREAD_CREATE, .call = "pthread_create", .caller = ret};
     int rc = call(h, &c);
-    if (rc == ASKEW_THREAD_KILLED)
-        askew__cthread_die(h);
+    end_if_killed(h, rc);
     if (rc < 0)
         return -1;
     int detached = 0;
@@ -292,8 +301,7 @@ int askew__cthread_create(const struct askew_preload_hooks *h, pthread_t *thread
         *thread = made;
     }
     rc = call(h, &started);
-    if (rc == ASKEW_THREAD_KILLED)
-        askew__cthread_die(h);
+    end_if_killed(h, rc);
     return err;
 }
 
@@ -315,8 +323,7 @@ ASKEW_EXPORT int pthread_join(pthread_t thread, void **result)
                                       .call = "pthread_join",
                                       .caller = __builtin_return_address(0)};
         const int rc = call(h, &c);
-        if (rc == ASKEW_THREAD_KILLED)
-            askew__cthread_die(h);
+        end_if_killed(h, rc);
         if (rc == ASKEW_THREAD_DEADLOCK)
             return EDEADLK;
     }

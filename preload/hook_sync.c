@@ -135,7 +135,7 @@ static int cond_wait(const struct askew_preload_hooks *h, pthread_cond_t *c,
         return err; /* EPERM: not the owner */
     const int rc =
         askew__cthread_block_raw(h, ASKEW_SYNC_COND, c, m, timeout_ns, call, ret);
-    if (rc == ASKEW_THREAD_KILLED) {
+    if (rc == ASKEW_THREAD_KILLED && askew__t_actor != 0) {
         int (*trylock)(pthread_mutex_t *) = REAL(pthread_mutex_trylock);
         if (trylock != NULL && trylock(m) == 0)
             askew__cthread_die(h);

@@ -57,8 +57,11 @@ def serve(
     run = current()
     if run is None:
         # A run with no threads (executor="inline" or "refuse"), or one that
-        # has ended: no C thread may start, and one still here ends.
-        return -errno.EAGAIN if op == CREATE else KILLED
+        # has ended: no C thread may start, and one still here ends (the
+        # loop's own call just goes on).
+        if op == CREATE:
+            return -errno.EAGAIN
+        return 0 if me == LOOP else KILLED
     try:
         if op == CREATE:
             return _create(run, me)
