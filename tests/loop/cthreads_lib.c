@@ -243,3 +243,20 @@ long ticks(void)
 {
     return ticked;
 }
+
+/* Starts `n` threads that wait for good: how many pthread_create made
+ * (also kept for made_last: the refusal of one may cut the caller short). */
+static int made_last;
+
+int start_many(int n)
+{
+    made_last = 0;
+    for (int i = 0; i < n; i++)
+        made_last += start_detached(forever) == 0;
+    return made_last;
+}
+
+int made(void)
+{
+    return made_last;
+}

@@ -192,6 +192,30 @@ def test_a_c_thread_alive_when_its_run_ends_is_ended_with_its_cleanup_handlers(
     assert out == [0, 1, 2, 3]
 
 
+def test_a_run_takes_at_most_its_cap_of_c_threads_and_refuses_the_next_by_name(
+    lib: str,
+) -> None:
+    out = run_json(
+        _child(
+            """
+            async def main():
+                lib.start_many(askew._core.CTHREADS_MAX + 1)
+            try:
+                sim(main, 1)
+                print(json.dumps([lib.made(), None]))
+            except askew.NondeterminismError as exc:
+                print(json.dumps([lib.made(), str(exc).splitlines()[0]]))
+            """
+        ),
+        lib,
+    )
+    made, refusal = out
+    assert made == 64  # every thread the cap allows; the run's end unwound them all
+    assert refusal is not None and refusal.startswith(
+        "pthread_create (past the run's 64 C threads)() was refused inside the simulation"
+    ), refusal
+
+
 def test_a_crashed_nodes_c_thread_never_runs_again(lib: str) -> None:
     out = run_json(
         """
