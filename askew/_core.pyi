@@ -327,6 +327,23 @@ class Stream:
 BATON_RUNNABLE: int
 BATON_BLOCKED: int
 BATON_DONE: int
+# preload/askew_preload.h's thread hook (askew/_loop/cthreads.py)
+THREAD_CREATE: int
+THREAD_START: int
+THREAD_BEGIN: int
+THREAD_SWITCH: int
+THREAD_BLOCK: int
+THREAD_WAKE: int
+THREAD_WAKE_ALL: int
+THREAD_JOIN: int
+THREAD_EXIT: int
+THREAD_KILLED: int
+THREAD_DEADLOCK: int
+SYNC_MUTEX: int
+SYNC_COND: int
+SYNC_SEM: int
+SYNC_SLEEP: int
+CTHREADS_MAX: int
 
 class Baton:
     """A loop's baton (ext/engine/baton.h): which of a run's actors runs."""

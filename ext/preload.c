@@ -24,6 +24,7 @@
 #include "preload.h"
 #include "preload_disk.h"
 #include "preload_identity.h"
+#include "preload_thread.h"
 #include "refusal.h"
 
 static const struct askew_preload_api *api;
@@ -57,8 +58,11 @@ static const char *kind_hint(uint32_t kind)
 {
     switch (kind) {
     case ASKEW_VIOLATION_THREAD:
-        return "a thread would run outside the seeded schedule; run the work in "
-               "a task, or let askew run executor work inline "
+        return "a thread would run, or wait, outside the seeded schedule (a run "
+               "with executor=\"threads\" under askew-exec takes C threads, whose "
+               "mutexes, condition variables, semaphores, joins and sleeps are its "
+               "switch points; read-write locks, barriers and cancellation are not); "
+               "run the work in a task, or let askew run executor work inline "
                "(simulate(executor=\"inline\"))";
     case ASKEW_VIOLATION_PROCESS:
         return "a child process is real concurrency with a real pid";
@@ -553,18 +557,27 @@ static int code_of(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
-static void interp_add(const void *fn)
+/* The executable code of the object `fn` lies in; empty when none. */
+static struct askew_code_range code_range_of(const void *fn)
 {
     Dl_info info;
     if (fn == NULL || dladdr(fn, &info) == 0)
-        return;
+        return (struct askew_code_range){0, 0};
     struct code_probe p = {.base = (uintptr_t)info.dli_fbase};
     dl_iterate_phdr(code_of, &p);
+    return p.range;
+}
+
+static void interp_add(const void *fn)
+{
+    const struct askew_code_range range = code_range_of(fn);
+    if (range.hi == 0)
+        return;
     for (int i = 0; i < ASKEW_INTERP_RANGES; i++) {
-        if (interp[i].hi == p.range.hi && interp[i].lo == p.range.lo)
+        if (interp[i].hi == range.hi && interp[i].lo == range.lo)
             return;
         if (interp[i].hi == 0) {
-            interp[i] = p.range;
+            interp[i] = range;
             return;
         }
     }
@@ -583,6 +596,9 @@ static void interp_setup(void)
     Py_XDECREF(mod);
     PyErr_Clear(); /* without _asyncio's range, its pid is the node's */
 }
+
+/* The extension's own code (the baton's locks), found at module init. */
+static struct askew_code_range own_code;
 
 /* The run the last enter belonged to: a loop, and its resets so far. */
 static const struct askew_loop_state *last_loop;
@@ -636,6 +652,8 @@ int askew__preload_enter(struct askew_loop_state *ctx)
         .libc_seed = askew_seed_stream(ctx->sched.seed, ASKEW_STREAM_LIBC),
         .note = run_note[0] != '\0' ? run_note : NULL,
         .quiet_draws = preload_quiet_draws,
+        .thread = askew__preload_thread,
+        .own = own_code,
     };
     memcpy(hooks.interp, interp, sizeof(interp));
     askew__preload_disk_enter(ctx);
@@ -669,14 +687,15 @@ static PyObject *preload_status(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 {
     /* A 1.0 preload works, but refuses every sleep: say which one is here. */
     return Py_BuildValue(
-        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O,s:O,s:O}", "found",
+        "{s:O,s:O,s:z,s:s,s:z,s:O,s:O,s:O,s:O,s:O}", "found",
         api_found ? Py_True : Py_False, "active", api_ok ? Py_True : Py_False, "path",
         api_path[0] ? api_path : NULL, "self_test", api_msg, "abi",
         api != NULL ? api_abi : NULL, "sleeps_cost_time",
         api_ok && api->abi_minor >= 1 ? Py_True : Py_False, "refuses_handoffs",
         api_ok && api->abi_minor >= 2 ? Py_True : Py_False, "serves_disks",
         api_ok && api->abi_minor >= 3 ? Py_True : Py_False, "hermetic",
-        api_ok && api->abi_minor >= 4 ? Py_True : Py_False);
+        api_ok && api->abi_minor >= 4 ? Py_True : Py_False, "c_threads",
+        api_ok && api->abi_minor >= 5 ? Py_True : Py_False);
 }
 
 static PyMethodDef preload_methods[] = {
@@ -756,8 +775,10 @@ int askew__preload_setup(PyObject *module)
         }
     }
     interp_setup();
+    own_code = code_range_of((const void *)&askew__preload_setup);
     if (askew__refusal_setup(module) < 0 || askew__preload_disk_setup(module) < 0 ||
-        askew__preload_identity_setup(module) < 0)
+        askew__preload_identity_setup(module) < 0 ||
+        askew__preload_thread_setup(module) < 0)
         return -1;
     return PyModule_AddFunctions(module, preload_methods);
 }

@@ -7,6 +7,7 @@
 #ifndef ASKEW_PRELOAD_H
 #define ASKEW_PRELOAD_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -16,7 +17,7 @@ extern "C" {
 #endif
 
 #define ASKEW_PRELOAD_ABI_MAJOR 1u
-#define ASKEW_PRELOAD_ABI_MINOR 4u
+#define ASKEW_PRELOAD_ABI_MINOR 5u
 #define ASKEW_PRELOAD_GET_API   "askew_preload_get_api"
 
 /* The default wall epoch, Unix seconds: 2020-01-01T00:00:00Z. The wall
@@ -148,6 +149,78 @@ struct askew_code_range {
 };
 #define ASKEW_INTERP_RANGES 4
 
+/* Since ABI 1.5: C threads of the run (preload/hook_cthread.c, hook_sync.c).
+ * A thread C code starts with pthread_create inside a run is an actor of the
+ * run's baton, as a Python thread of the run is: it runs only while it holds
+ * the baton, and the baton moves only at a switch point, where the preload
+ * calls the `thread` hook. Every hook call below is one of these. */
+enum askew_thread_op {
+    /* A new actor for a thread the caller is about to start: its id in
+     * `target`; -EAGAIN when this run takes no C thread (then the preload
+     * refuses pthread_create as before 1.5). */
+    ASKEW_THREAD_CREATE = 1,
+    /* The thread of actor `target` was started (`status` 0) or could not be
+     * (`status` its error, and the actor is done): runnable, then a switch
+     * point of the caller. */
+    ASKEW_THREAD_START = 2,
+    /* On the new thread, first: until it holds the baton. */
+    ASKEW_THREAD_BEGIN = 3,
+    /* A switch point that does not wait (a lock taken, a trylock). */
+    ASKEW_THREAD_SWITCH = 4,
+    /* Wait on `key` (of kind `kind`) until woken, or until `timeout_ns` of
+     * the node's clock pass (-1: no timeout); the waiters of `release` (a
+     * condvar wait's mutex, or 0) are woken first, with no switch between.
+     * -ETIMEDOUT when the time passed. A sleep is a wait on key 0. */
+    ASKEW_THREAD_BLOCK = 5,
+    /* Wake `count` waiters of `key` (ASKEW_THREAD_WAKE_ALL: all), in the order
+     * they began to wait, then a switch point. */
+    ASKEW_THREAD_WAKE = 6,
+    /* Until the thread of actor `target` has exited (a switch point even
+     * when it has). */
+    ASKEW_THREAD_JOIN = 7,
+    /* The caller's thread ends: the baton goes on, and the call returns
+     * without it. */
+    ASKEW_THREAD_EXIT = 8
+};
+
+/* What a BLOCK or WAKE key is, for the deadlock report. */
+enum askew_sync_kind {
+    ASKEW_SYNC_MUTEX = 1,
+    ASKEW_SYNC_COND = 2,
+    ASKEW_SYNC_SEM = 3,
+    ASKEW_SYNC_SLEEP = 4
+};
+
+/* A WAKE of every waiter. */
+#define ASKEW_THREAD_WAKE_ALL UINT32_MAX
+/* The loop's actor: the simulation thread. */
+#define ASKEW_THREAD_LOOP 0u
+/* The most C threads of one run alive (started and not yet joined, or
+ * detached and not yet exited) at a time; one more is refused by name. */
+#define ASKEW_CTHREADS_MAX 64
+
+struct askew_thread_call {
+    uint32_t op;        /* enum askew_thread_op */
+    uint32_t actor;     /* the caller: ASKEW_THREAD_LOOP or its C thread's actor */
+    uint32_t target;    /* CREATE (out), START, JOIN: the thread's actor */
+    uint32_t kind;      /* BLOCK, WAKE: enum askew_sync_kind */
+    uintptr_t key;      /* BLOCK, WAKE: the object's address */
+    uintptr_t release;  /* BLOCK: an object released first, or 0 */
+    int64_t timeout_ns; /* BLOCK: the longest wait, -1 for none */
+    uint32_t count;     /* WAKE */
+    int32_t status;     /* START: 0 or pthread_create's error */
+    int32_t holder;     /* BLOCK on a mutex: its holder's actor, -1 unknown */
+    const char *call;   /* the interposed call: "pthread_mutex_lock" */
+    const void *caller; /* the interposer's return address */
+};
+
+/* What the thread hook answers besides 0 and -ETIMEDOUT: the caller's
+ * thread was killed (its node crashed, or the run ended) and must end now;
+ * or (on the loop only) nothing can ever run again: a deadlock, which the
+ * extension reports at the end of the step, and the call fails. */
+#define ASKEW_THREAD_KILLED   (-ECANCELED)
+#define ASKEW_THREAD_DEADLOCK (-EDEADLK)
+
 struct askew_preload_hooks {
     uint32_t size; /* sizeof(struct askew_preload_hooks) */
     void *ctx;
@@ -218,10 +291,20 @@ struct askew_preload_hooks {
      * refused. Returns how many it wrote; may take the GIL. */
     int (*quiet_draws)(void *ctx, const char *path, uintptr_t base,
                        struct askew_code_range *out, int max);
+    /* Since ABI 1.5: a switch point of a C thread of the run, or of the
+     * simulation thread while the run has C threads (see askew_thread_op).
+     * Runs on the calling thread, which holds the baton, possibly without
+     * the GIL (it takes it). When NULL, pthread_create is refused. */
+    int (*thread)(void *ctx, struct askew_thread_call *call);
+    /* Since ABI 1.5: the extension's own code, whose pthread calls (the
+     * baton's own mutex and condition variables) are never switch points. */
+    struct askew_code_range own;
 };
 
 enum askew_violation_kind {
-    ASKEW_VIOLATION_THREAD = 1,  /* pthread_create */
+    /* pthread_create, aio; since ABI 1.5, while a run has C threads, an
+     * rwlock or barrier wait and a cancel of the run's thread */
+    ASKEW_VIOLATION_THREAD = 1,
     ASKEW_VIOLATION_PROCESS = 2, /* fork, vfork, posix_spawn, exec* */
     ASKEW_VIOLATION_SOCKET = 3,  /* socket, connect, bind on real families */
     ASKEW_VIOLATION_DNS = 4,     /* getaddrinfo of a real name */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hook_cthread.h"
 #include "hook_fds.h"
 #include "hook_sleep.h"
 #include "hook_time.h"
@@ -69,6 +70,12 @@ int askew__sim_sleep(const struct askew_preload_hooks *h, clockid_t clock, int f
     } else {
         struct timespec zero = {0, 0};
         ns = ns_after(req, &zero);
+    }
+    /* A C thread's sleep lets the others run (a timed wait on the baton);
+     * the simulation thread's stalls its loop, as it would a real one. */
+    if (ns > 0 && askew__t_actor != 0) {
+        errno = saved;
+        return askew__cthread_sleep(h, ns, call, ret);
     }
     if (ns == 0 || (ns > 0 && askew__hook_sleep(h, ns) == 0)) {
         errno = saved;
@@ -162,7 +169,8 @@ static int sem_timeout(const struct askew_preload_hooks *h, sem_t *sem,
                        const char *call, long a0, void *ret)
 {
     int saved = errno;
-    if (sem_trywait(sem) == 0) {
+    int (*trywait)(sem_t *) = REAL(sem_trywait);
+    if (trywait != NULL && trywait(sem) == 0) {
         errno = saved;
         return 0;
     }
@@ -182,6 +190,9 @@ ASKEW_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restr
         errno = EINTR;
         return -1;
     }
+    if (askew__sync_hooks(__builtin_return_address(0)) != NULL)
+        return askew__sync_sem_timedwait(h, sem, CLOCK_REALTIME, abs, "sem_timedwait",
+                                         __builtin_return_address(0));
     return sem_timeout(h, sem, "sem_timedwait", CLOCK_REALTIME,
                        __builtin_return_address(0));
 }
@@ -198,6 +209,10 @@ ASKEW_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t clock,
         errno = EINTR;
         return -1;
     }
+    if (askew__sync_hooks(__builtin_return_address(0)) != NULL &&
+        askew__sim_clock_known(clock))
+        return askew__sync_sem_timedwait(h, sem, clock, abs, "sem_clockwait",
+                                         __builtin_return_address(0));
     return sem_timeout(h, sem, "sem_clockwait", clock, __builtin_return_address(0));
 }
 
@@ -284,6 +299,17 @@ static int translate(const struct askew_preload_hooks *h, clockid_t *clock,
     return 0;
 }
 
+int64_t askew__virtual_wait_ns(const struct askew_preload_hooks *h, clockid_t clock,
+                               const struct timespec *abs)
+{
+    if (abs == NULL || abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L)
+        return -EINVAL;
+    struct timespec vnow;
+    if (virtual_now(h, &clock, abs, &vnow) != 0)
+        return -1;
+    return ns_after(abs, &vnow);
+}
+
 /* A timed wait of the code under test: its time passes, then ETIMEDOUT. */
 static int cond_costs_time(const struct askew_preload_hooks *h, clockid_t clock,
                            const struct timespec *abs, const char *call, void *ret)
@@ -320,6 +346,10 @@ ASKEW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond,
         return EINVAL;
     if (ASKEW_LIKELY(h == NULL))
         return real(cond, mutex, abs);
+    if (askew__sync_hooks(__builtin_return_address(0)) != NULL)
+        return askew__sync_cond_timedwait(h, cond, mutex, -1, abs,
+                                          "pthread_cond_timedwait",
+                                          __builtin_return_address(0));
     if (!cond_translated(h, __builtin_return_address(0)))
         return cond_costs_time(h, -1, abs, "pthread_cond_timedwait",
                                __builtin_return_address(0));
@@ -344,6 +374,10 @@ ASKEW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond,
         return EINVAL;
     if (ASKEW_LIKELY(h == NULL) || !askew__sim_clock_known(clock))
         return real(cond, mutex, clock, abs);
+    if (askew__sync_hooks(__builtin_return_address(0)) != NULL)
+        return askew__sync_cond_timedwait(h, cond, mutex, clock, abs,
+                                          "pthread_cond_clockwait",
+                                          __builtin_return_address(0));
     if (!cond_translated(h, __builtin_return_address(0)))
         return cond_costs_time(h, clock, abs, "pthread_cond_clockwait",
                                __builtin_return_address(0));
@@ -374,7 +408,9 @@ int askew__sim_sigtimedwait(const struct askew_preload_hooks *h, const sigset_t 
         return -1;
     }
     const int64_t ns = ns_after(tmo, &zero);
-    if (ns != 0 && (ns < 0 || askew__hook_sleep(h, ns) != 0))
+    if (ns > 0 && askew__t_actor != 0)
+        (void)askew__cthread_sleep(h, ns, "sigtimedwait", ret);
+    else if (ns != 0 && (ns < 0 || askew__hook_sleep(h, ns) != 0))
         askew__refuse(h, ASKEW_VIOLATION_SLEEP, "sigtimedwait", tmo->tv_sec,
                       tmo->tv_nsec, ret);
     errno = EAGAIN;

@@ -1,29 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Threads: pthread_create, POSIX aio (whose calls start glibc's own worker
- * threads), and handing work to a thread that already exists. A thread
- * started from the simulation thread would run outside the seeded
- * schedule, so inside a run it is refused with EAGAIN (CPython raises
- * "can't start new thread") and recorded, and so are aio_read, aio_write,
- * aio_fsync and lio_listio. One caller is let off the record: SQLite, which
- * does a worker's share itself when pthread_create fails (PRAGMA threads),
- * so its result is the same and nothing left the run. A pool started
- * before the run is woken by a lock release instead, and its result waited
- * for with a lock acquire: every CPython lock is a semaphore, so on the
- * simulation thread every sem_post (saying whether a thread waits on it:
- * a post nobody waits for can hand work to a busy worker, never a result
- * to anyone), and a sem_wait that would block (only another thread can let
- * it through), are put to the extension's handoff hook, which says whether
- * that is work handed to another thread (askew's: an executor's submit, or
- * a result a thread waits for). If so it is recorded; the call itself still completes,
- * or the lock would stay taken for good (and CPython retries an interrupted sem_wait
- * forever), and the run fails right after it. Threads started anywhere else, and every
- * call outside a run, go to libc untouched. */
+ * threads). Inside a run a thread C code starts is a C thread of the run
+ * (hook_cthread.c) when the extension's thread hook takes it (ABI 1.5, a
+ * run with executor="threads"); otherwise, and for the interpreter's own
+ * pthread_create, it would run outside the seeded schedule, so it is
+ * refused with EAGAIN (CPython raises "can't start new thread") and
+ * recorded, and so are aio_read, aio_write, aio_fsync and lio_listio. One
+ * caller is let off the record: SQLite, which does a worker's share itself
+ * when pthread_create fails (PRAGMA threads), so its result is the same and
+ * nothing left the run. Handing work to a thread that already exists
+ * (sem_post, sem_wait) is hook_sync.c's. Threads started anywhere else, and
+ * every call outside a run, go to libc untouched. */
 #include <aio.h>
 #include <dlfcn.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdint.h>
 
+#include "hook_cthread.h"
 #include "internal.h"
 
 /* Whether the object at `caller` is SQLite (it exports
@@ -73,65 +66,18 @@ ASKEW_EXPORT int pthread_create(pthread_t *restrict thread,
             return real(thread, attr, start, arg);
         return EAGAIN; /* no raw syscall makes a pthread */
     }
+    /* Since ABI 1.5 a thread of the run's, when the run takes C threads
+     * (hook_cthread.c); the interpreter's own threads stay refused. */
+    if (!askew__interp_caller(h, __builtin_return_address(0))) {
+        const int err = askew__cthread_create(h, thread, attr, start, arg,
+                                              __builtin_return_address(0));
+        if (err >= 0)
+            return err;
+    }
     if (!falls_back(__builtin_return_address(0)))
         ASKEW_RECORD(h, ASKEW_VIOLATION_THREAD, "pthread_create",
                      (long)(uintptr_t)start, 0);
     return EAGAIN;
-}
-
-/* Whether a thread waits on the semaphore, so a post wakes it. glibc's
- * sem_t on 64-bit targets begins with one 64-bit word: the value in the low
- * half, the number of waiters in the high half (its SEM_NWAITERS_SHIFT);
- * elsewhere every post counts as a possible wake-up. */
-static int has_waiters(sem_t *sem)
-{
-#if (defined(__x86_64__) || defined(__aarch64__)) && __SIZEOF_POINTER__ == 8
-    const uint64_t word = __atomic_load_n((uint64_t *)(void *)sem, __ATOMIC_RELAXED);
-    return (word >> 32) != 0;
-#else
-    (void)sem;
-    return 1;
-#endif
-}
-
-ASKEW_EXPORT int sem_post(sem_t *sem)
-{
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    /* Read before the post: whether it wakes a thread (an extension from
-     * before ABI 1.4 is asked as it was, with 0). */
-    const int idle = ASKEW_UNLIKELY(h != NULL) &&
-                     askew__hooks_have(h, ASKEW_HOOKS_END(interp)) &&
-                     !has_waiters(ASKEW_LAUNDER(sem));
-    int (*real)(sem_t *) = REAL(sem_post);
-    int rc = -1;
-    if (ASKEW_LIKELY(real != NULL))
-        rc = real(sem);
-    else
-        errno = ENOSYS;
-    /* After the post, so the hook never runs while the semaphore is held. */
-    if (ASKEW_UNLIKELY(h != NULL) &&
-        askew__hook_handoff(h, idle ? ASKEW_HANDOFF_POST_IDLE : /* waiting */ 0))
-        ASKEW_RECORD(h, ASKEW_VIOLATION_HANDOFF, "sem_post", 0, 0);
-    return rc;
-}
-
-ASKEW_EXPORT int sem_wait(sem_t *sem)
-{
-    const struct askew_preload_hooks *h = askew__t_hooks;
-    if (ASKEW_UNLIKELY(h != NULL)) {
-        int (*trywait)(sem_t *) = REAL(sem_trywait);
-        int saved = errno;
-        if (trywait != NULL && trywait(sem) == 0)
-            return 0;
-        errno = saved;
-        if (askew__hook_handoff(h, /* waiting */ 1))
-            ASKEW_RECORD(h, ASKEW_VIOLATION_HANDOFF, "sem_wait", 0, 0);
-    }
-    int (*real)(sem_t *) = REAL(sem_wait);
-    if (ASKEW_LIKELY(real != NULL))
-        return real(sem);
-    errno = ENOSYS;
-    return -1;
 }
 
 /* POSIX aio: glibc runs each request in threads it starts itself. */

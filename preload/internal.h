@@ -22,6 +22,8 @@
 #define ASKEW_HIDDEN      __attribute__((visibility("hidden")))
 #define ASKEW_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define ASKEW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ASKEW_STR_(x)     #x
+#define ASKEW_STR(x)      ASKEW_STR_(x)
 
 /* glibc marks some pointer parameters nonnull that the kernel accepts as
  * NULL (gettimeofday's tv, say); hiding the value from the optimizer keeps
@@ -122,6 +124,11 @@ int askew__hook_sleep(const struct askew_preload_hooks *h, int64_t ns) ASKEW_HID
 /* ASKEW_DISK_PASS without a disk hook (a table from before ABI 1.3). */
 int64_t askew__hook_disk(const struct askew_preload_hooks *h,
                          struct askew_disk_call *call) ASKEW_HIDDEN;
+
+/* ABI 1.5's thread hook, with the switch off: its answer (0 or a negative
+ * errno, askew_preload.h); -ENOSYS without the hook. */
+int askew__hook_thread(const struct askew_preload_hooks *h,
+                       struct askew_thread_call *call) ASKEW_HIDDEN;
 
 /* ABI 1.4's identity hook: 0 with *out filled, or a negative errno
  * (-ENOSYS without the hook), and then the call sees the host's. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hook_death.h"
+#include "hook_cthread.h"
 #include "hook_fds.h"
 #include "hook_rand.h"
 #include "hook_random.h"
@@ -205,6 +206,17 @@ int askew__hook_identity(const struct askew_preload_hooks *h,
     return rc;
 }
 
+int askew__hook_thread(const struct askew_preload_hooks *h,
+                       struct askew_thread_call *call)
+{
+    if (!askew__hooks_have(h, ASKEW_HOOKS_END(own)) || h->thread == NULL)
+        return -ENOSYS;
+    askew__t_hooks = NULL;
+    int rc = h->thread(h->ctx, call);
+    askew__t_hooks = h;
+    return rc;
+}
+
 int askew__interp_caller(const struct askew_preload_hooks *h, const void *ret)
 {
     const uintptr_t pc = (uintptr_t)ret;
@@ -219,6 +231,7 @@ void askew__run_begins(const struct askew_preload_hooks *h)
     (void)h;
     askew__fds_run_begins();
     askew__auxv_run_begins();
+    askew__cthread_run_begins();
 }
 
 int askew__hooks_have(const struct askew_preload_hooks *h, size_t end)
@@ -339,6 +352,7 @@ static int api_enter(const struct askew_preload_hooks *hooks)
             askew__run_begins(&hooks_copy);
         askew__libc_rng_enter(hooks_copy.new_run, hooks_copy.libc_seed);
     }
+    askew__cthread_enter();
     t_owner = 1;
     askew__t_hooks = &hooks_copy;
     askew__debug("enter", NULL);

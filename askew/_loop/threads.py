@@ -26,6 +26,7 @@ import functools
 import heapq
 import itertools
 import logging
+import os
 import sys
 import threading
 import time as _time
@@ -64,6 +65,7 @@ class Actor:
         "joiners",
         "killed",
         "name",
+        "native",
         "node",
         "state",
         "thread",
@@ -86,6 +88,7 @@ class Actor:
         self.ident: int | None = None
         self.thread: threading.Thread | None = None
         self.unwinding = False  # ThreadKilled raised: the rest of its switch points pass
+        self.native = False  # a C thread (askew/_loop/cthreads.py), not a Python one
 
 
 class _Sleeper:
@@ -145,6 +148,12 @@ class Threads:
         self.loop_blocked_on: str | None = None
         self.started = 0
         self.home: int | None = None  # the loop's thread, from the run's first step
+        # C threads' waits (askew/_loop/cthreads.py): the actors waiting on
+        # each object's address, in the order they began, and each object's
+        # number in this run (for reports that replay).
+        self.cwaiters: dict[int, list[int]] = {}
+        self.cnumbers: dict[int, int] = {}
+        self.deadlocked = False
         self.reset(0)
 
     # ---- the run ----------------------------------------------------------
@@ -160,6 +169,9 @@ class Threads:
         self.step_queued = False
         self.loop_blocked_on = None
         self.started = 0
+        self.cwaiters.clear()
+        self.cnumbers.clear()
+        self.deadlocked = False  # a C call on the loop met a deadlock (cthreads.py)
 
     def enter(self) -> None:
         """The run has threads from now until it ends (leave)."""
@@ -547,10 +559,14 @@ class Threads:
             lines.append(f"  thread {actor.name!r} waits on {actor.waits_on or 'the baton'}")
             frame = frames.get(actor.ident) if actor.ident is not None else None
             for entry in traceback.extract_stack(frame)[-8:] if frame is not None else []:
-                if entry.filename == __file__:
+                if entry.filename in _OWN_FILES:
                     continue
                 lines.append(f"    {entry.filename}:{entry.lineno} in {entry.name}")
         return lines
+
+
+# askew's own frames, left out of a thread's stack in a report.
+_OWN_FILES = {__file__, os.path.join(os.path.dirname(__file__), "cthreads.py")}
 
 
 def _context_of(token: int) -> contextvars.Context:

@@ -28,7 +28,7 @@ $(LIB): $(PRELOAD_SRC) $(PRELOAD_HDR) preload/fns.def preload/preload.map preloa
 	@mkdir -p $(OUT)
 	$(CC) $(LIB_CFLAGS) $(LIB_LDFLAGS) -o $@ $(PRELOAD_SRC) $(PRELOAD_LIBS)
 
-$(OUT)/check_preload $(OUT)/check_preload_hermetic: $(OUT)/%: tests/c/%.c tests/c/preload_fixture.h tests/c/hang_guard.h preload/askew_preload.h
+$(OUT)/check_preload $(OUT)/check_preload_hermetic $(OUT)/check_preload_threads: $(OUT)/%: tests/c/%.c tests/c/preload_fixture.h tests/c/hang_guard.h preload/askew_preload.h
 	@mkdir -p $(OUT)
 	$(CC) $(TEST_CFLAGS) $(CHECK_CFLAGS) -rdynamic -o $@ $< $(CHECK_LIBS) -ldl -lpthread
 
@@ -47,6 +47,7 @@ $(OUT)/%.so: tests/c/%.c
 	@mkdir -p $(OUT)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
 
-check-preload: $(LIB) $(OUT)/check_preload $(OUT)/check_preload_hermetic $(PROBES)
+check-preload: $(LIB) $(OUT)/check_preload $(OUT)/check_preload_hermetic $(OUT)/check_preload_threads $(PROBES)
 	LD_PRELOAD=$(abspath $(LIB)) ASKEW_PROBE_DIR=$(abspath $(OUT)) $(OUT)/check_preload
 	LD_PRELOAD=$(abspath $(LIB)) $(OUT)/check_preload_hermetic
+	LD_PRELOAD=$(abspath $(LIB)) $(OUT)/check_preload_threads

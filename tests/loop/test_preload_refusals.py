@@ -26,9 +26,10 @@ from preload_child import (
 pytestmark = needs_preload
 
 
-# A simulated test whose second iteration starts a C++ std::thread: the
-# preload refuses it, nobody catches the std::system_error, and the process
-# dies in std::terminate (leveldb's compaction did this to a whole session).
+# A simulated test (executor="refuse": its runs take no thread) whose second
+# iteration starts a C++ std::thread: the preload refuses it, nobody catches
+# the std::system_error, and the process dies in std::terminate (leveldb's
+# compaction did this to a whole session).
 _DYING_SUITE = """
 import ctypes, os
 import askew
@@ -36,7 +37,7 @@ from askew._run.runner import iteration_seed
 
 DIES = iteration_seed(77, 1)
 
-@askew.simulate(seed=77, iterations=3)
+@askew.simulate(seed=77, iterations=3, executor="refuse")
 async def test_dies(world):
     if os.environ.get("DIE") and world.seed == DIES:
         ctypes.CDLL({probe!r}).probe_start_thread()

@@ -34,8 +34,11 @@ MISSING = {
 BUGGY = [p for p in EXAMPLES if not p.stem.endswith("_fixed")]
 FIXED = [p for p in EXAMPLES if p.stem.endswith("_fixed")]
 TIMEOUT = 120
+# Examples whose C code must be seen by the preload run under askew-exec: C
+# code on a simulated disk (the sqlite examples), C threads (cthreads_*).
+UNDER_EXEC = ("sqlite_", "cthreads_")
 _HEAD = "askew.errors.SimulationFailure: "
-# A run under askew-exec (the sqlite examples) is replayed under it.
+# A run under askew-exec (UNDER_EXEC) is replayed under it.
 _REPLAY = re.compile(
     r"^  replay: ASKEW_SEED=(\d+) ASKEW_ITERATIONS=1 (askew-exec )?pytest (.+)$", re.M
 )
@@ -57,8 +60,8 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _command(target: str, **env: str) -> tuple[list[str], dict[str, str]]:
-    # C code on a simulated disk (the sqlite examples) runs under askew-exec.
-    exec_ = [sys.executable, "-m", "askew._run.exec"] if "/sqlite_" in target else []
+    under = any(f"/{prefix}" in target for prefix in UNDER_EXEC)
+    exec_ = [sys.executable, "-m", "askew._run.exec"] if under else []
     argv = [*exec_, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target]
     return argv, _env(**env)
 
@@ -133,7 +136,7 @@ def test_buggy_example_fails_and_its_seed_replays(runs: Runs, replays: Runs, pat
     assert replay, report
     seed, target = replay[1], shlex.split(replay[3])
     assert seed == found[1], report
-    assert bool(replay[2]) == path.name.startswith("sqlite_"), report
+    assert bool(replay[2]) == path.name.startswith(UNDER_EXEC), report
     assert len(target) == 1 and target[0].startswith(f"examples/{path.name}::test_"), report
 
     # The replay line, as printed: that seed alone, and the same report.
