@@ -16,7 +16,6 @@ from typing import Any
 
 from .. import _core
 from .._loop import kinds
-from .._loop.nodes import TOKEN_SHIFT
 from .._loop.text import short_repr
 
 TYPE_CHECKING = False
@@ -102,17 +101,14 @@ class Node(_core.NodeBase):
     is the node's state, readable from the test through its handle.
 
     Node(world, node_id, incarnation) is NodeBase's (ext/node_type.c): it
-    keeps the world, its network and the token, read-only, so that recv(),
-    the call of a node's receive loop, is C with no frame of askew's."""
+    keeps the world, its network, the id and the token, read-only, so that
+    recv(), the call of a node's receive loop, and id are C with no frame
+    of askew's."""
 
     _askew_world: World  # NodeBase's, typed here: _core cannot name World
 
-    # A property, not a __setattr__ check: state writes (node.leader = ...)
-    # are the hot path and stay plain attribute stores.
-    @property
-    def id(self) -> int:
-        """This node's id: 0, 1, 2... in spawn order."""
-        return self._askew_token >> TOKEN_SHIFT
+    # id is NodeBase's read-only getter, not a __setattr__ check: state
+    # writes (node.leader = ...) are the hot path and stay plain stores.
 
     # By id and incarnation, not identity, for the reason NodeHandle gives.
     def __hash__(self) -> int:
