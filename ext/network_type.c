@@ -98,7 +98,7 @@ static int parse_send(askew_network *n, PyObject *const *args, Py_ssize_t nargs,
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
-    *token = PyLong_AsLongLong(args[0]);
+    *token = askew__token_as_long(args[0]);
     *dst = PyLong_AsLongLong(args[1]);
     return PyErr_Occurred() || askew__network_check_node(n, *dst) < 0 ? -1 : 0;
 }
@@ -127,7 +127,7 @@ static PyObject *net_broadcast(askew_network *n, PyObject *const *args,
         PyErr_SetString(PyExc_TypeError, "broadcast(token, payload)");
         return NULL;
     }
-    const long long token = PyLong_AsLongLong(args[0]);
+    const long long token = askew__token_as_long(args[0]);
     if ((token == -1 && PyErr_Occurred()) || askew__network_gone(n) ||
         payload_check(n, args[1]) < 0)
         return NULL;
@@ -200,7 +200,7 @@ static PyObject *net_recv(askew_network *n, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     const long long node = PyLong_AsLongLong(args[0]);
-    const long long token = PyLong_AsLongLong(args[1]);
+    const long long token = askew__token_as_long(args[1]);
     if (PyErr_Occurred() || askew__network_check_node(n, node) < 0)
         return NULL;
     struct askew_node_inbox *b = &n->nodes[node];
@@ -225,7 +225,7 @@ static PyObject *net_recv(askew_network *n, PyObject *const *args, Py_ssize_t na
             PyErr_SetString(PyExc_RuntimeError, "recv() outside a simulated world");
         return NULL;
     }
-    const long long caller = current == NULL ? -1 : PyLong_AsLongLong(current);
+    const long long caller = current == NULL ? -1 : askew__token_as_long(current);
     Py_XDECREF(current);
     if (caller != token) {
         if (caller == -1)

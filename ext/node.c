@@ -37,7 +37,7 @@ int askew__node_context(const struct askew_node_gate *gate, PyObject *context,
     }
     if (value == NULL)
         return 0; /* the world's own code */
-    const long long token = PyLong_AsLongLong(value);
+    const long long token = askew__token_as_long(value);
     Py_DECREF(value);
     if (token == -1 && PyErr_Occurred())
         return -1;

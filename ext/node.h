@@ -10,6 +10,8 @@
 #include "core.h"
 #include "net.h"
 
+#include <limits.h> /* after Python.h, which core.h brings */
+
 /* A node's token is id << ASKEW_NODE_TOKEN_SHIFT | incarnation; exported as
  * _core.NODE_TOKEN_SHIFT for askew/_world/, which makes them. */
 #define ASKEW_NODE_TOKEN_SHIFT 32
@@ -17,6 +19,20 @@
 static inline long long askew__node_token(int64_t node, uint32_t incarnation)
 {
     return (long long)((uint64_t)node << ASKEW_NODE_TOKEN_SHIFT | incarnation);
+}
+
+/* A token from a Python int (-1 with an exception, as PyLong_AsLongLong).
+ * Where long is 64 bits, PyLong_AsLong: a token spans three of CPython's
+ * 30-bit digits, which PyLong_AsLongLong converts through
+ * _PyLong_AsByteArray (~160 instructions) and PyLong_AsLong in a short
+ * loop; the loop reads one per handle it makes (issue 23). */
+static inline long long askew__token_as_long(PyObject *token)
+{
+#if LONG_MAX == LLONG_MAX
+    return PyLong_AsLong(token);
+#else
+    return PyLong_AsLongLong(token);
+#endif
 }
 
 static inline int64_t askew__node_of(long long token)
