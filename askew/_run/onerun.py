@@ -85,7 +85,14 @@ def run_iteration(
         drawn = _swarm.draw(seed, config.swarm)
         run_config = _swarm.run_config(config, drawn)
     run_config = _simplified(run_config, suppress)
-    with _configured(loop, config, run_config):
+    # The run's configuration, and the sweep's own again after a shrunk run
+    # (a swarm's next run sets its own): written out rather than as a
+    # context manager, since this is every iteration's path.
+    configured = run_config is not config
+    if configured:
+        loop._config = run_config
+        loop._apply_config()
+    try:
         outcome = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
         if check:
             again = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
@@ -117,20 +124,8 @@ def run_iteration(
         if suppress:  # its replay names the calls it skipped
             set_replay(failure, suppressed_replay(failure.replay, suppress))
         return failure
-
-
-@contextlib.contextmanager
-def _configured(loop: SimLoop, config: RunConfig, run_config: RunConfig) -> Iterator[None]:
-    """The loop set up with this run's configuration (a swarm's, a shrunk
-    run's simpler timing), and with the sweep's own again after a shrunk
-    run (a swarm's next run sets its own)."""
-    if run_config is not config:
-        loop._config = run_config
-        loop._apply_config()
-    try:
-        yield
     finally:
-        if run_config is not config and not config.swarm:
+        if configured and not config.swarm:
             loop._config = config
             loop._apply_config()
 
