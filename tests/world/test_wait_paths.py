@@ -9,8 +9,11 @@ cancelled recv whose message is kept, a restarted node's fresh recv.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import gc
 import os
 import sys
+import weakref
 from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import Any
@@ -217,5 +220,52 @@ def test_a_nodes_world_and_token_are_read_only_to_its_code() -> None:
         w = world.spawn(writer)
         await world.clock.advance(1)
         assert w.state == "plain attributes stay writable"
+
+    run_sim(body)
+
+
+def test_wake_ups_run_as_their_own_node_across_more_nodes_than_the_loop_remembers() -> None:
+    """A timer's wake-up reaches its task from outside the task's context:
+    the loop finds the node from a small memory of contexts (ext/node.h,
+    eight of them). With twelve nodes ticking, a crash still stops exactly
+    the crashed incarnations, and a restart ticks as the new one."""
+
+    async def ticker(node: Any) -> None:
+        node.ticks = 0
+        while True:
+            await asyncio.sleep(1)
+            node.ticks += 1
+
+    async def body(world: askew.World) -> None:
+        nodes = [world.spawn(ticker) for _ in range(12)]
+        await world.clock.advance(5.5)
+        for n in nodes[::2]:
+            world.faults.crash(n)
+        await world.clock.advance(5)
+        assert [n.ticks for n in nodes] == [5, 10] * 6
+        world.faults.restart(nodes[0])  # at 10.5: ticks at 11.5 and 12.5
+        await world.clock.advance(2.25)
+        assert [n.ticks for n in nodes] == [2, 12] + [5, 12] * 5
+
+    run_sim(body, strategy="fifo")
+
+
+def test_the_loop_keeps_no_context_alive_by_remembering_it() -> None:
+    async def waker(node: Any) -> None:
+        loop = asyncio.get_running_loop()
+        ctx = contextvars.copy_context()
+        node.ref = weakref.ref(ctx)
+        fut = loop.create_future()
+        # Handed its context from another one: looked up, and remembered.
+        contextvars.Context().run(loop.call_soon, fut.set_result, "woke", context=ctx)
+        node.got = await fut
+        del ctx
+
+    async def body(world: askew.World) -> None:
+        w = world.spawn(waker)
+        await world.clock.advance(1)
+        assert w.got == "woke"
+        gc.collect()
+        assert w.ref() is None
 
     run_sim(body)
