@@ -20,9 +20,11 @@ from typing import Any
 
 _main = _thread.get_ident()  # the thread that imported askew: Python's main thread
 # The C functions under signal.signal and signal.getsignal: those wrappers
-# turn every handler to and from an enum in Python (three enum conversions
-# a call), and every run holds SIGINT twice (issue 23). The handlers are the
-# same objects; SIG_DFL and SIG_IGN come back as the ints they equal.
+# turn the handler to and from an enum in Python, and Handlers(handler) for
+# a handler that is a function raises and catches a ValueError inside enum,
+# three times a hold; every run holds SIGINT at its loop's end (issue 23).
+# The handlers are the same objects; SIG_DFL and SIG_IGN come back as the
+# ints they equal.
 _setsignal: Any = _signal.signal
 _getsignal: Any = _signal.getsignal
 _raise_signal: Any = _signal.raise_signal
@@ -32,7 +34,7 @@ _SIGINT = int(signal.SIGINT)
 class held:
     """Hold SIGINT for the block (on the main thread, when its handler is
     one Python can restore); the host's handler runs at the end if one came.
-    A class, not a generator-based context manager: every run enters two."""
+    A class, not a generator-based context manager: every run enters one."""
 
     __slots__ = ("_came", "_old")
 

@@ -67,7 +67,7 @@ def test_off_the_main_thread_the_block_just_runs() -> None:
 
 
 def test_holding_sigint_calls_no_python_function_but_its_own() -> None:
-    """Every run holds SIGINT twice: its handler is swapped through the C
+    """Every run holds SIGINT: its handler is swapped through the C
     functions under signal.signal, not the wrappers that turn each handler
     to and from an enum in Python (issue 23)."""
     calls: list[str] = []
