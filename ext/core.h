@@ -33,6 +33,7 @@ struct askew_state {
     PyTypeObject *message_type;    /* askew.Message, a struct sequence */
     PyObject *recv_expire_fn;      /* the callback of a recv()'s timeout */
     PyTypeObject *receive_type;    /* askew._core.Receive: what Node.recv returns */
+    PyTypeObject *node_base_type;  /* askew._core.NodeBase: Node's C half */
     PyObject *future_type;         /* _asyncio.Future itself */
     PyTypeObject *sim_future_type; /* askew._core.Future: what create_future makes */
     /* Future's methods through their descriptors: no attribute lookup per
@@ -58,6 +59,7 @@ struct askew_state {
     PyObject *str_loop;
     PyObject *str_ended;      /* interned "_ended" and "_check_live": a World's, */
     PyObject *str_check_live; /* which a Receive asks first (recv.c) */
+    PyObject *str_timeout;    /* interned "timeout": recv's keyword */
     PyObject *empty_tuple;
     /* Handles come and go once per step: a few dead ones of the exact types
      * skip the allocator. The GIL guards the list. */

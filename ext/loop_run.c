@@ -233,7 +233,7 @@ PyObject *askew__loop_reset(struct askew_loop_state *self, PyObject *seed_obj)
     askew_sched_reset(&self->sched, seed);
     askew__network_reset(self->net, seed);
     askew__log_clear(&self->log);
-    Py_CLEAR(self->gate.var); /* the next world sets its own */
+    askew__node_gate_clear(&self->gate); /* the next world sets its own */
     askew_rng_seed(&self->entropy, askew_seed_stream(seed, ASKEW_STREAM_ENTROPY));
     self->handle_seq = 0;
     self->task_seq = 0;

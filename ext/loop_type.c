@@ -316,7 +316,7 @@ static int loop_clear_refs(struct askew_loop_state *self)
 {
     askew__loop_clear_queues(self);
     askew__log_clear(&self->log);
-    Py_CLEAR(self->gate.var);
+    askew__node_gate_clear(&self->gate);
     Py_CLEAR(self->task_factory);
     Py_CLEAR(self->gc_collect);
     Py_CLEAR(self->future_kwargs);

@@ -15,6 +15,7 @@
 #include "loop_type.h"
 #include "network_type.h"
 #include "node.h"
+#include "node_type.h"
 #include "patch.h"
 #include "preload.h"
 #include "stream.h"
@@ -58,10 +59,11 @@ static int module_exec(PyObject *module)
     if (askew__handle_types_init(module) < 0 || askew__task_types_init(module) < 0 ||
         askew__loop_type_init(module) < 0 || askew__log_setup(module) < 0 ||
         askew__node_setup(module) < 0 || askew__network_setup(module) < 0 ||
-        askew__patch_setup(module) < 0 || askew__baton_setup(module) < 0 ||
-        askew__preload_setup(module) < 0 || askew__disk_setup(module) < 0 ||
-        askew__disk_file_setup(module) < 0 || askew__disk_route_setup(module) < 0 ||
-        askew__segment_type_init(module) < 0 || askew__stream_types_init(module) < 0)
+        askew__node_type_init(module) < 0 || askew__patch_setup(module) < 0 ||
+        askew__baton_setup(module) < 0 || askew__preload_setup(module) < 0 ||
+        askew__disk_setup(module) < 0 || askew__disk_file_setup(module) < 0 ||
+        askew__disk_route_setup(module) < 0 || askew__segment_type_init(module) < 0 ||
+        askew__stream_types_init(module) < 0)
         return -1;
     if (PyModule_AddIntConstant(module, "STREAM_USER", ASKEW_STREAM_USER) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_PYRANDOM", ASKEW_STREAM_PYRANDOM) < 0 ||
@@ -87,6 +89,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->message_type);
     Py_VISIT(st->recv_expire_fn);
     Py_VISIT(st->receive_type);
+    Py_VISIT(st->node_base_type);
     Py_VISIT(st->future_type);
     Py_VISIT(st->sim_future_type);
     Py_VISIT(st->future_done);
@@ -111,6 +114,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->message_type);
     Py_CLEAR(st->recv_expire_fn);
     Py_CLEAR(st->receive_type);
+    Py_CLEAR(st->node_base_type);
     Py_CLEAR(st->future_type);
     Py_CLEAR(st->sim_future_type);
     Py_CLEAR(st->future_done);
@@ -126,6 +130,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->str_loop);
     Py_CLEAR(st->str_ended);
     Py_CLEAR(st->str_check_live);
+    Py_CLEAR(st->str_timeout);
     Py_CLEAR(st->empty_tuple);
     /* The dead handles the free list keeps (handle.c's dealloc put them
      * there, type reference already dropped): only their memory is left. */

@@ -14,7 +14,6 @@
 #include "handle.h"
 #include "network.h"
 #include "network_type.h"
-#include "recv.h"
 #include "task.h"
 
 static PyObject *recv_expire(PyObject *module, PyObject *fut);
@@ -99,7 +98,7 @@ static int parse_send(askew_network *n, PyObject *const *args, Py_ssize_t nargs,
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
-    *token = PyLong_AsLongLong(args[0]);
+    *token = askew__token_as_long(args[0]);
     *dst = PyLong_AsLongLong(args[1]);
     return PyErr_Occurred() || askew__network_check_node(n, *dst) < 0 ? -1 : 0;
 }
@@ -128,7 +127,7 @@ static PyObject *net_broadcast(askew_network *n, PyObject *const *args,
         PyErr_SetString(PyExc_TypeError, "broadcast(token, payload)");
         return NULL;
     }
-    const long long token = PyLong_AsLongLong(args[0]);
+    const long long token = askew__token_as_long(args[0]);
     if ((token == -1 && PyErr_Occurred()) || askew__network_gone(n) ||
         payload_check(n, args[1]) < 0)
         return NULL;
@@ -201,7 +200,7 @@ static PyObject *net_recv(askew_network *n, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     const long long node = PyLong_AsLongLong(args[0]);
-    const long long token = PyLong_AsLongLong(args[1]);
+    const long long token = askew__token_as_long(args[1]);
     if (PyErr_Occurred() || askew__network_check_node(n, node) < 0)
         return NULL;
     struct askew_node_inbox *b = &n->nodes[node];
@@ -226,7 +225,7 @@ static PyObject *net_recv(askew_network *n, PyObject *const *args, Py_ssize_t na
             PyErr_SetString(PyExc_RuntimeError, "recv() outside a simulated world");
         return NULL;
     }
-    const long long caller = current == NULL ? -1 : PyLong_AsLongLong(current);
+    const long long caller = current == NULL ? -1 : askew__token_as_long(current);
     Py_XDECREF(current);
     if (caller != token) {
         if (caller == -1)
@@ -288,31 +287,9 @@ fail:
     return NULL;
 }
 
-static PyObject *recv_of_net(PyObject *net, PyObject *const *args, Py_ssize_t nargs)
+PyObject *askew__network_recv(PyObject *net, PyObject *const *args, Py_ssize_t nargs)
 {
     return net_recv((askew_network *)net, args, nargs);
-}
-
-/* receive(token, timeout, world): what node.recv(timeout) returns, an
- * awaitable that runs recv(node, token, timeout) when it is awaited (recv.h). */
-static PyObject *net_receive(askew_network *n, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "receive(token, timeout, world)");
-        return NULL;
-    }
-    const long long token = PyLong_AsLongLong(args[0]);
-    if (token == -1 && PyErr_Occurred())
-        return NULL;
-    PyObject *node =
-        PyLong_FromLongLong((long long)askew__node_of(token)); // new reference
-    if (node == NULL)
-        return NULL;
-    PyObject *call[3] = {node, args[0], args[1]};
-    PyObject *r =
-        askew__receive_new(n->state, (PyObject *)n, recv_of_net, call, args[2]);
-    Py_DECREF(node);
-    return r;
 }
 
 static PyObject *net_set_payload_check(askew_network *n, PyObject *fn)
@@ -591,7 +568,6 @@ static PyMethodDef network_methods[] = {
     {"send_from", (PyCFunction)(void (*)(void))net_send_from, METH_FASTCALL, NULL},
     {"broadcast", (PyCFunction)(void (*)(void))net_broadcast, METH_FASTCALL, NULL},
     {"recv", (PyCFunction)(void (*)(void))net_recv, METH_FASTCALL, NULL},
-    {"receive", (PyCFunction)(void (*)(void))net_receive, METH_FASTCALL, NULL},
     {"send_segment", (PyCFunction)(void (*)(void))net_send_segment, METH_FASTCALL,
      NULL},
     {"draw", (PyCFunction)net_draw, METH_VARARGS, NULL},
@@ -711,7 +687,7 @@ int askew__network_setup(PyObject *module)
     st->network_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &network_spec, NULL);
     if (st->message_type == NULL || st->recv_expire_fn == NULL ||
-        st->network_type == NULL || askew__receive_type_init(module, st) < 0 ||
+        st->network_type == NULL ||
         PyModule_AddObjectRef(module, "Message", (PyObject *)st->message_type) < 0 ||
         PyModule_AddObjectRef(module, "Network", (PyObject *)st->network_type) < 0)
         return -1;

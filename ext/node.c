@@ -5,42 +5,89 @@
  * loop (handles, the run loop) and by the network binding (sends, recv). */
 #include "node.h"
 
+void askew__node_gate_clear(struct askew_node_gate *gate)
+{
+    Py_CLEAR(gate->var);
+    for (int i = 0; i < ASKEW_NODE_SEEN; i++)
+        Py_CLEAR(gate->seen[i].ref);
+    gate->seen_next = 0;
+}
+
 int askew__node_gate_set(struct askew_node_gate *gate, PyObject *var)
 {
     if (var != Py_None && !PyContextVar_CheckExact(var)) {
         PyErr_SetString(PyExc_TypeError, "expected a contextvars.ContextVar or None");
         return -1;
     }
-    Py_XSETREF(gate->var, var == Py_None ? NULL : Py_NewRef(var));
+    askew__node_gate_clear(gate);
+    gate->var = var == Py_None ? NULL : Py_NewRef(var);
     return 0;
 }
 
-int askew__node_context(const struct askew_node_gate *gate, PyObject *context,
-                        int64_t *node, uint32_t *incarnation)
+/* The token a context other than the running one runs as (-1: none), from
+ * `seen` or its mapping. 0, or -1 with an exception. */
+static int token_of_context(struct askew_node_gate *gate, PyObject *context,
+                            long long *token)
+{
+    for (int i = 0; i < ASKEW_NODE_SEEN; i++) {
+        /* The referent's pointer, read from the weakref (None once it
+         * died): `context` is alive, so equal means the same object. */
+        const PyObject *ref = gate->seen[i].ref;
+        if (ref != NULL && ((const PyWeakReference *)ref)->wr_object == context) {
+            *token = gate->seen[i].token;
+            return 0;
+        }
+    }
+    PyObject *var = gate->var, *value = NULL;
+    const int has = PySequence_Contains(context, var);
+    if (has < 0)
+        return -1;
+    if (has && (value = PyObject_GetItem(context, var)) == NULL)
+        return -1;
+    *token = -1;
+    if (value != NULL) {
+        *token = askew__token_as_long(value);
+        Py_DECREF(value);
+        if (*token == -1 && PyErr_Occurred())
+            return -1;
+    }
+    PyObject *ref = PyWeakref_NewRef(context, NULL); // new reference
+    if (ref == NULL) {
+        PyErr_Clear(); /* not one to remember (no weakrefs): asked again next time */
+        return 0;
+    }
+    const unsigned slot = gate->seen_next++ % ASKEW_NODE_SEEN;
+    Py_XSETREF(gate->seen[slot].ref, ref);
+    gate->seen[slot].token = *token;
+    return 0;
+}
+
+int askew__node_context(struct askew_node_gate *gate, PyObject *context, int64_t *node,
+                        uint32_t *incarnation)
 {
     *node = -1;
     *incarnation = 0;
-    PyObject *var = gate->var, *value = NULL;
+    PyObject *var = gate->var;
     if (var == NULL)
         return 0;
-    /* The running context answers from the variable's cache; any other is a
-     * lookup in its mapping (a future resolved for another task). */
+    long long token = -1;
+    /* The running context answers from the variable's cache; any other
+     * from `seen` or its mapping (a future resolved for another task). */
     if (context == NULL || context == PyThreadState_Get()->context) {
+        PyObject *value = NULL;
         if (PyContextVar_Get(var, NULL, &value) < 0)
             return -1;
-    } else {
-        const int has = PySequence_Contains(context, var);
-        if (has < 0)
+        if (value == NULL)
+            return 0; /* the world's own code */
+        token = askew__token_as_long(value);
+        Py_DECREF(value);
+        if (token == -1 && PyErr_Occurred())
             return -1;
-        if (has && (value = PyObject_GetItem(context, var)) == NULL)
-            return -1;
-    }
-    if (value == NULL)
-        return 0; /* the world's own code */
-    const long long token = PyLong_AsLongLong(value);
-    Py_DECREF(value);
-    if (token == -1 && PyErr_Occurred())
+    } else if (token_of_context(gate, context, &token) < 0) {
         return -1;
+    }
+    if (token < 0)
+        return 0; /* the world's own code */
     *node = askew__node_of(token);
     *incarnation = (uint32_t)token;
     return 0;

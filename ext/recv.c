@@ -3,7 +3,7 @@
  * and returns either itself, an iterator that ends at once with the
  * message, or the network's future's own iterator, so the task waits on
  * that future exactly as it did behind `await got` in a coroutine. Never
- * schedules anything itself. Made by Network.receive (network_type.c). */
+ * schedules anything itself. Made by NodeBase.recv (node_type.c). */
 #include "recv.h"
 
 typedef struct {

@@ -3,9 +3,9 @@
  * receives when it is awaited (as the coroutine it replaces did, so a recv
  * handed to ensure_future still receives in its task's first step): the
  * message at once if one is waiting, else the wait on the future the
- * network hands out, with no Python frame of askew's in between. Below the
- * network's type (network_type.c), which hands it its receive function.
- * Binding files only. */
+ * network hands out, with no Python frame of askew's in between. Made by
+ * NodeBase.recv (node_type.c), which hands it the network's receive
+ * function (network_type.h). Binding files only. */
 #ifndef ASKEW_RECV_H
 #define ASKEW_RECV_H
 

@@ -12,43 +12,54 @@ never lost and never splits a set-up or a restoration; it lands after it).
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # C, with no stub: signal.py's own base
 import _thread
-import contextlib
 import signal
-from collections.abc import Iterator
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import Any
 
 _main = _thread.get_ident()  # the thread that imported askew: Python's main thread
-_setsignal = signal.signal
-_getsignal = signal.getsignal
-_raise_signal = signal.raise_signal
+# The C functions under signal.signal and signal.getsignal: those wrappers
+# turn the handler to and from an enum in Python, and Handlers(handler) for
+# a handler that is a function raises and catches a ValueError inside enum,
+# three times a hold; every run holds SIGINT at its loop's end (issue 23).
+# The handlers are the same objects; SIG_DFL and SIG_IGN come back as the
+# ints they equal.
+_setsignal: Any = _signal.signal
+_getsignal: Any = _signal.getsignal
+_raise_signal: Any = _signal.raise_signal
+_SIGINT = int(signal.SIGINT)
 
 
-@contextlib.contextmanager
-def held() -> Iterator[None]:
+class held:
     """Hold SIGINT for the block (on the main thread, when its handler is
-    one Python can restore); the host's handler runs at the end if one came."""
-    old = _getsignal(signal.SIGINT) if _thread.get_ident() == _main else None
-    if old is None:  # not the main thread, or a handler set outside Python
-        yield
-        return
-    came: list[FrameType | None] = []
+    one Python can restore); the host's handler runs at the end if one came.
+    A class, not a generator-based context manager: every run enters one."""
 
-    def note(signum: int, frame: FrameType | None) -> None:
-        came.append(frame)
+    __slots__ = ("_came", "_old")
 
-    _setsignal(signal.SIGINT, note)
-    try:
-        yield
-    finally:
-        _setsignal(signal.SIGINT, old)
-        if came:
-            _deliver(old, came[0])
+    def __enter__(self) -> None:
+        self._old = _getsignal(_SIGINT) if _thread.get_ident() == _main else None
+        self._came: list[FrameType | None] = []
+        if self._old is not None:  # else not the main thread, or a handler set outside Python
+            _setsignal(_SIGINT, self._note)
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self._came.append(frame)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        old = self._old
+        if old is None:
+            return
+        _setsignal(_SIGINT, old)
+        if self._came:
+            _deliver(old, self._came[0])
 
 
 def _deliver(handler: Any, frame: FrameType | None) -> None:
     if callable(handler):
-        handler(signal.SIGINT, frame)
+        handler(_SIGINT, frame)
     elif handler == signal.SIG_DFL:
-        _raise_signal(signal.SIGINT)  # the host would have died of it: so it does
+        _raise_signal(_SIGINT)  # the host would have died of it: so it does

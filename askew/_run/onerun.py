@@ -86,7 +86,14 @@ def run_iteration(
     traces raises NondeterminismError."""
     __tracebackhide__ = True
     run_config, drawn = _seed_config(config, seed, suppress)
-    with _configured(loop, config, run_config):
+    # The run's configuration, and the sweep's own again after a shrunk run
+    # (a swarm's next run sets its own): written out rather than as a
+    # context manager, since this is every iteration's path.
+    configured = run_config is not config
+    if configured:
+        loop._config = run_config
+        loop._apply_config()
+    try:
         outcome = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
         if check:
             again = run_once(loop, fn, seed, args, kwargs, check, drawn, suppress)
@@ -128,6 +135,10 @@ def run_iteration(
         if suppress:  # its replay names the calls it skipped
             set_replay(failure, suppressed_replay(failure.replay, suppress))
         return failure
+    finally:
+        if configured and not config.swarm:
+            loop._config = config
+            loop._apply_config()
 
 
 def _seed_config(
@@ -179,22 +190,6 @@ def _neighbour(
         (failed.states or [], failed.steps, kept, first),
         (recorded[0].changes, passed.steps, theirs, their_first),
     )
-
-
-@contextlib.contextmanager
-def _configured(loop: SimLoop, config: RunConfig, run_config: RunConfig) -> Iterator[None]:
-    """The loop set up with this run's configuration (a swarm's, a shrunk
-    run's simpler timing), and with the sweep's own again after a shrunk
-    run (a swarm's next run sets its own)."""
-    if run_config is not config:
-        loop._config = run_config
-        loop._apply_config()
-    try:
-        yield
-    finally:
-        if run_config is not config and not config.swarm:
-            loop._config = config
-            loop._apply_config()
 
 
 def _simplified(config: RunConfig, suppress: frozenset[int | str]) -> RunConfig:

@@ -16,7 +16,6 @@ from typing import Any
 
 from .. import _core
 from .._loop import kinds
-from .._loop.nodes import TOKEN_SHIFT
 from .._loop.text import short_repr
 
 TYPE_CHECKING = False
@@ -97,20 +96,19 @@ class _Sent:
 _SENT = _Sent()
 
 
-class Node:
+class Node(_core.NodeBase):
     """What a node's code receives: its id and messaging. Any other attribute
-    is the node's state, readable from the test through its handle."""
+    is the node's state, readable from the test through its handle.
 
-    def __init__(self, world: World, node_id: int, incarnation: int) -> None:
-        self._askew_world = world
-        self._askew_token = node_id << TOKEN_SHIFT | incarnation
+    Node(world, node_id, incarnation) is NodeBase's (ext/node_type.c): it
+    keeps the world, its network, the id and the token, read-only, so that
+    recv(), the call of a node's receive loop, and id are C with no frame
+    of askew's."""
 
-    # A property, not a __setattr__ check: state writes (node.leader = ...)
-    # are the hot path and stay plain attribute stores.
-    @property
-    def id(self) -> int:
-        """This node's id: 0, 1, 2... in spawn order."""
-        return self._askew_token >> TOKEN_SHIFT
+    _askew_world: World  # NodeBase's, typed here: _core cannot name World
+
+    # id is NodeBase's read-only getter, not a __setattr__ check: state
+    # writes (node.leader = ...) are the hot path and stay plain stores.
 
     # By id and incarnation, not identity, for the reason NodeHandle gives.
     def __hash__(self) -> int:
@@ -137,18 +135,10 @@ class Node:
         world._wire.broadcast(self._askew_token, payload)
         return _SENT
 
-    def recv(self, timeout: float | None = None) -> _core.Receive:
-        """Await it for the next message for this node, or None after
-        `timeout` seconds. An awaitable, not a coroutine (a coroutine frame
-        here was a third of a small run's bytecodes): it receives when
-        awaited, the message at once if one is waiting, else through the
-        network's future (ext/recv.c)."""
-        return self._askew_world._wire.receive(self._askew_token, timeout, self._askew_world)
-
     async def _recv_seen(self, timeout: float | None = None) -> Message | None:
         """recv as a coroutine, whose return a profile hook sees: what a
         timeline run receives through (see receives_seen)."""
-        return await self._askew_world._wire.receive(self._askew_token, timeout, self._askew_world)
+        return await _RECV_PLAIN(self, timeout)
 
     @property
     def disk(self) -> str | None:
@@ -163,6 +153,7 @@ class Node:
         world.log._emit(kinds.NODE, self.id, f"{self.id} {text}")
 
 
+# NodeBase's recv, C (ext/node_type.c); receives_seen(False) puts it back.
 _RECV_PLAIN = Node.recv
 
 

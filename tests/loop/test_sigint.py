@@ -4,9 +4,12 @@ lands once, at the block's end, and only there."""
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
+from types import FrameType
 
 import pytest
 
@@ -61,3 +64,22 @@ def test_off_the_main_thread_the_block_just_runs() -> None:
     thread.start()
     thread.join()
     assert seen == [signal.default_int_handler]
+
+
+def test_holding_sigint_calls_no_python_function_but_its_own() -> None:
+    """Every run holds SIGINT: its handler is swapped through the C
+    functions under signal.signal, not the wrappers that turn each handler
+    to and from an enum in Python (issue 23)."""
+    calls: list[str] = []
+
+    def hook(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            calls.append(f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_code.co_name}")
+
+    sys.setprofile(hook)
+    try:
+        with sigint.held():
+            pass
+    finally:
+        sys.setprofile(None)
+    assert [c for c in calls if not c.startswith("sigint.py:")] == []
