@@ -33,7 +33,7 @@ if os.environ.get("ASKEW_ASAN"):
     collect_ignore += ["run/test_exec.py", "loop/test_preload.py"]
     collect_ignore += [f"loop/test_preload_{area}.py" for area in ("clocks", "entropy")]
     collect_ignore += [f"loop/test_preload_{area}.py" for area in ("identity", "network")]
-    collect_ignore += ["loop/test_preload_refusals.py"]
+    collect_ignore += ["loop/test_preload_refusals.py", "loop/test_preload_threads.py"]
 
 # ---- hang guards ------------------------------------------------------------------
 
