@@ -12,20 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._world.log import Event
-from .._world.states import Change
+from .._world.states import Change, held_at
 
 LEADING_SHOWN = 8  # values whose setting event a report shows
-
-
-def held_at(changes: Sequence[Change], steps: int) -> dict[tuple[int, str], Change]:
-    """Each node attribute's last change up to step `steps`: what it holds
-    at the failure, since when."""
-    now: dict[tuple[int, str], Change] = {}
-    for change in changes:
-        if change.step > steps:
-            break
-        now[(change.node, change.name)] = change
-    return now
 
 
 def _chosen(held: dict[tuple[int, str], Change]) -> list[Change]:

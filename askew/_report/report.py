@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import operator
 import os
 import shlex
 import sys
@@ -31,9 +32,8 @@ from .._loop.preload import preload_active
 from .._loop.settings import env_knob_assignments, env_trace, strategy_note, swarm_note
 from .._loop.text import safe_repr, short_repr
 from .._world.log import Event, event_from_entry
-from .._world.states import Change
+from .._world.states import Change, held_at
 from ..errors import BudgetExceeded, DeadlockError, SimulationFailure
-from .leading import held_at
 
 if TYPE_CHECKING:
     from .._loop.loop import SimLoop
@@ -463,14 +463,26 @@ def first_difference(a: Sequence[Event], a_start: int, b: Sequence[Event], b_sta
     the number of the first of them (a ring keeps only the newest)."""
     start = max(a_start, b_start)
     xs, ys = a[start - a_start :], b[start - b_start :]
+    k = _first_split(xs, ys)
+    if k is None:
+        return "their logs agree; they diverge in scheduling decisions"
+    if k < min(len(xs), len(ys)):
+        return f"first divergent event #{start + k}:\n    here:  {xs[k]}\n    alone: {ys[k]}"
+    longer, which = (xs, "here") if len(xs) > len(ys) else (ys, "alone")
+    return f"the run {which} logged more events, from #{start + k}: {longer[k]}"
+
+
+def _first_split(
+    xs: Sequence[Event],
+    ys: Sequence[Event],
+    same: Callable[[Event, Event], bool] = operator.eq,
+) -> int | None:
+    """Where two runs' events first differ (by `same`), or where the shorter
+    ends: an index into both; None if they are the same events."""
     for k, (x, y) in enumerate(zip(xs, ys, strict=False)):
-        if x != y:
-            return f"first divergent event #{start + k}:\n    here:  {x}\n    alone: {y}"
-    if len(xs) != len(ys):
-        k = min(len(xs), len(ys))
-        longer, which = (xs, "here") if len(xs) > len(ys) else (ys, "alone")
-        return f"the run {which} logged more events, from #{start + k}: {longer[k]}"
-    return "their logs agree; they diverge in scheduling decisions"
+        if not same(x, y):
+            return k
+    return None if len(xs) == len(ys) else min(len(xs), len(ys))
 
 
 _NEIGHBOUR_SHOWN = 6  # values a report compares with the nearest passing seed
@@ -506,20 +518,18 @@ def neighbour_lines(iteration: int, seed: int, here: RunView, there: RunView) ->
     _, _, b, b_first = there
     start = max(a_first, b_first)
     xs, ys = a[start - a_first :], b[start - b_first :]
-    for k, (x, y) in enumerate(zip(xs, ys, strict=False)):
-        if x[1:] != y[1:]:
-            lines += [
-                f"    first different event, #{start + k}:",
-                f"      here:  {x}",
-                f"      there: {y}",
-            ]
-            break
-    else:
-        if len(xs) != len(ys):
-            k = min(len(xs), len(ys))
-            which, longer = ("here", xs) if len(xs) > len(ys) else ("there", ys)
-            lines.append(f"    the same events, then {which} #{start + k}: {longer[k]}")
-    return lines
+    k = _first_split(xs, ys, lambda x, y: x[1:] == y[1:])  # times aside
+    if k is None:
+        return lines
+    if k < min(len(xs), len(ys)):
+        return [
+            *lines,
+            f"    first different event, #{start + k}:",
+            f"      here:  {xs[k]}",
+            f"      there: {ys[k]}",
+        ]
+    which, longer = ("here", xs) if len(xs) > len(ys) else ("there", ys)
+    return [*lines, f"    the same events, then {which} #{start + k}: {longer[k]}"]
 
 
 def replay_alone_lines(
@@ -574,16 +584,14 @@ def own_cause(failure: BaseException) -> BaseException:
 def divergence(fn: Callable[..., Any], seed: int, iteration: int, a: Outcome, b: Outcome) -> str:
     """Where two runs of one seed first differ (the determinism check's message)."""
     where = "their logs agree; they diverge in scheduling decisions"
-    for k, (x, y) in enumerate(zip(a.events, b.events, strict=False)):
-        if x != y:
-            where = f"first difference at logged event #{k}:\n    run 1: {x}\n    run 2: {y}"
-            break
-    else:
-        if len(a.events) != len(b.events):
-            # The first event the shorter run lacks, taken from the longer run.
-            k = min(len(a.events), len(b.events))
-            longer, which = (a, 1) if len(a.events) > len(b.events) else (b, 2)
-            where = f"run {which} logged more events, starting with #{k}: {longer.events[k]}"
+    k = _first_split(a.events, b.events)
+    if k is not None and k < min(len(a.events), len(b.events)):
+        x, y = a.events[k], b.events[k]
+        where = f"first difference at logged event #{k}:\n    run 1: {x}\n    run 2: {y}"
+    elif k is not None:
+        # The first event the shorter run lacks, taken from the longer run.
+        longer, which = (a, 1) if len(a.events) > len(b.events) else (b, 2)
+        where = f"run {which} logged more events, starting with #{k}: {longer.events[k]}"
     return (
         f"{fn.__qualname__}: seed {seed} (iteration {iteration}) ran twice with different "
         f"traces (hash {a.trace_hash:#018x} vs {b.trace_hash:#018x}); {where}\n"

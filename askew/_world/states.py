@@ -13,7 +13,7 @@ timeline's bands).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +101,18 @@ class States:
 
     def latest(self) -> dict[tuple[int, str], Change]:
         """Each attribute's last change: what it holds at the end, since when."""
-        return {(c.node, c.name): c for c in self.changes}
+        return held_at(self.changes)
+
+
+def held_at(changes: Sequence[Change], steps: int | None = None) -> dict[tuple[int, str], Change]:
+    """Each node attribute's last change up to step `steps` (None: all of
+    them): what it holds then, since when."""
+    now: dict[tuple[int, str], Change] = {}
+    for change in changes:
+        if steps is not None and change.step > steps:
+            break
+        now[(change.node, change.name)] = change
+    return now
 
 
 def track(world: World) -> States:
