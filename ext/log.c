@@ -27,6 +27,13 @@ void askew__log_record(struct askew_log *log, int64_t t_ns, uint32_t kind, int32
     e->detail = Py_XNewRef(detail);
     log->count++;
     Py_XDECREF(old);
+    if (log->hook != NULL && !PyErr_Occurred()) {
+        PyObject *r = PyObject_CallNoArgs(log->hook); // new reference
+        if (r == NULL)
+            PyErr_WriteUnraisable(
+                log->hook); /* askew's own bug: said, never the run's */
+        Py_XDECREF(r);
+    }
 }
 
 static size_t used(const struct askew_log *log)
@@ -55,6 +62,7 @@ int askew__log_traverse(const struct askew_log *log, visitproc visit, void *arg)
     const size_t n = used(log);
     for (size_t i = 0; i < n; i++)
         Py_VISIT(log->ring[i].detail);
+    Py_VISIT(log->hook);
     return 0;
 }
 
@@ -109,6 +117,17 @@ PyObject *askew__log_keep(struct askew_log *log, PyObject *n)
     }
     askew__log_free(log);
     log->want = (size_t)want;
+    Py_RETURN_NONE;
+}
+
+PyObject *askew__log_hook(struct askew_log *log, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "the log's hook must be callable or None, got %R",
+                     fn);
+        return NULL;
+    }
+    Py_XSETREF(log->hook, fn == Py_None ? NULL : Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 

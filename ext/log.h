@@ -34,6 +34,7 @@ struct askew_log {
     size_t cap;
     size_t want;    /* entries the next ring keeps; 0: ASKEW_LOG_KEPT */
     uint64_t count; /* entries ever recorded since the last clear */
+    PyObject *hook; /* called after each entry is recorded, or NULL (Loop._log_hook) */
 };
 
 /* Record an event; detail is borrowed (the ring takes its own reference).
@@ -54,6 +55,10 @@ PyObject *askew__log_recent(const struct askew_log *log, PyObject *n);
 /* Loop._log_keep(n): keep the newest n entries from the next run on (a
  * timeline's run keeps all of it); forgets the ring. */
 PyObject *askew__log_keep(struct askew_log *log, PyObject *n);
+/* Loop._log_hook(fn or None): fn() is called after each entry is recorded,
+ * with that entry the newest (a timeline's await sites,
+ * askew/_report/timeline.py); it must not log. */
+PyObject *askew__log_hook(struct askew_log *log, PyObject *fn);
 /* Module init: LOG_KEPT and the LOG_KIND_* constants. */
 int askew__log_setup(PyObject *module);
 

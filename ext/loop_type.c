@@ -316,6 +316,7 @@ static int loop_clear_refs(struct askew_loop_state *self)
 {
     askew__loop_clear_queues(self);
     askew__log_clear(&self->log);
+    Py_CLEAR(self->log.hook);
     askew__node_gate_clear(&self->gate);
     Py_CLEAR(self->task_factory);
     Py_CLEAR(self->gc_collect);
@@ -492,6 +493,11 @@ static PyObject *loop_log_keep(struct askew_loop_state *self, PyObject *n)
     return askew__log_keep(&self->log, n);
 }
 
+static PyObject *loop_log_hook(struct askew_loop_state *self, PyObject *fn)
+{
+    return askew__log_hook(&self->log, fn);
+}
+
 /* shrink3: _coverage(on) and _coverage_take(), interleaving coverage
  * (coverage.h, askew/_explore/coverage.py). */
 static PyObject *loop_coverage(struct askew_loop_state *self, PyObject *on)
@@ -580,6 +586,7 @@ static PyMethodDef loop_methods[] = {
     {"_log_emit", (PyCFunction)loop_log_emit, METH_VARARGS, NULL},
     {"_log_recent", (PyCFunction)loop_log_recent, METH_O, NULL},
     {"_log_count", (PyCFunction)loop_log_count, METH_NOARGS, NULL},
+    {"_log_hook", (PyCFunction)loop_log_hook, METH_O, NULL},
     {"_log_keep", (PyCFunction)loop_log_keep, METH_O, NULL},
     {"_set_skew", (PyCFunction)loop_set_skew, METH_VARARGS, NULL},
     {"_pause", (PyCFunction)loop_pause, METH_VARARGS, NULL},

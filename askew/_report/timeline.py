@@ -15,12 +15,12 @@ unpaired send of the same (src, dst, payload identity): two sends of one
 object on one link may be paired crosswise, and then the two arrows carry
 the same payload.
 
-Await sites: while a timeline's run runs, Sites (a profile hook, installed
-for that run only) notes for each log entry the innermost frame of user
-code — not askew's, not the standard library's — that made it: the line
-that sent, emitted or injected the fault; for a delivery, the line whose
-`await node.recv()` took the message. Runs without a timeline never see
-the hook.
+Await sites: while a timeline's run runs, Sites (the loop's log hook and
+the receive hook, installed for that run only) notes for each log entry
+the innermost frame of user code — not askew's, not the standard
+library's — that made it: the line that sent, emitted or injected the
+fault; for a delivery, the line whose `await node.recv()` took the
+message. Runs without a timeline never see either hook.
 """
 
 from __future__ import annotations
@@ -55,9 +55,6 @@ Entry = tuple[int, int, int, int, int, object]
 
 # ---- await sites -----------------------------------------------------------------
 
-# The code whose "return" carries a received message, while a Sites block
-# has node.recv() run as a coroutine (it is a frameless awaitable otherwise).
-_RECV = receives_seen(False)
 # Path -> how a site names it, or None for askew's and the standard
 # library's files; filled by the first timeline's run (importing this
 # module costs a run nothing).
@@ -101,71 +98,58 @@ class Sites:
     """The await site of each log entry of the run made while installed (a
     `with` block around one timeline run), by entry number.
 
-    A profile hook sees every call and return: an entry that appears during
-    a call into C made from Python (Network.send_from, Loop._log_emit...)
-    gets the innermost user frame of that call's caller; one that appears
-    between two Python events (a delivery made by the loop's run) gets none,
-    until the receiving task's `Node.recv` returns its message: then the
-    line that awaited it. A profiler already installed keeps running."""
+    The loop calls it after each entry it logs (Loop._log_hook): an entry
+    logged inside a call into C made from Python (Network.send_from,
+    Loop._log_emit...) gets the innermost user frame of that call's caller;
+    one the loop logs in its own run (a delivery, a timer's) reaches the
+    runner first and gets none. A delivery waits for the receiving task's
+    `Node.recv` to return its message: then it gets the line that awaited
+    it. Nothing else runs per call: a run pays per entry."""
 
     def __init__(self, loop: Any, runner: str) -> None:
         self._runner = runner  # the file of the frame that runs the test: walks end there
+        self._loop = loop
         self._count = loop._log_count
         self._recent = loop._log_recent
         self._seen = 0
         self.sites: dict[int, str] = {}
         # (src, dst, payload identity) -> entry numbers of deliveries not yet received
         self._unread: dict[tuple[int, int, int], deque[int]] = {}
-        self._outer: Any = None
 
     def __enter__(self) -> Sites:
-        self._outer = sys.getprofile()
-        receives_seen(True)
-        sys.setprofile(self._event)
+        receives_seen(self._received)
+        self._loop._log_hook(self._logged)
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        sys.setprofile(self._outer)
-        receives_seen(False)
+        self._loop._log_hook(None)
+        receives_seen(None)
 
-    def _event(self, frame: FrameType, event: str, arg: Any) -> None:
-        # Only two kinds of event matter, and this runs on every call and
-        # return of the run: keep the others to two comparisons.
-        if event == "c_return" or event == "c_exception":
-            count = self._count()
-            if count != self._seen:  # the C function just called logged
-                self._take(count, user_site(frame, self._runner))
-        # A coroutine's "return" is also each suspension (arg: what it yields).
-        elif event == "return" and frame.f_code is _RECV and arg.__class__ is _core.Message:
-            count = self._count()
-            if count != self._seen:  # the loop's own entries: no user frame made them
-                self._take(count, None)
-            queue = self._unread.get((arg.src, arg.dst, id(arg.payload)))
-            if queue:
-                k = queue.popleft()
-                site = user_site(frame.f_back, self._runner)
-                if site is not None:
-                    self.sites[k] = site
-        if self._outer is not None:
-            self._outer(frame, event, arg)
-
-    def _take(self, count: int, site: str | None) -> None:
-        """Entries [seen, count) are new: each gets `site`; deliveries wait
-        for their recv. Entries made by the loop itself (deliveries, sends
-        of its callbacks) are taken at the next C call's return: the frames
-        up from there reach the runner first, so they get no site."""
-        if count < self._seen:  # the loop's reset cleared the log: a new run
-            self._seen = 0
+    def _logged(self) -> None:
+        """The loop just logged an entry: the newest."""
+        k = self._count() - 1
+        if k < self._seen:  # the loop's reset cleared the log: a new run
             self.sites.clear()
             self._unread.clear()
-        for k, entry in enumerate(self._recent(count - self._seen), self._seen):
-            if entry[1] == kinds.NET_DELIVERY and entry[4] == _DELIVERED:
-                self._unread.setdefault((entry[3], entry[2], id(entry[5])), deque()).append(k)
-            elif site is not None:
+        self._seen = k + 1
+        entry = self._recent(1)[0]
+        if entry[1] == kinds.NET_DELIVERY and entry[4] == _DELIVERED:
+            self._unread.setdefault((entry[3], entry[2], id(entry[5])), deque()).append(k)
+            return
+        site = user_site(sys._getframe(1), self._runner)
+        if site is not None:
+            self.sites[k] = site
+
+    def _received(self, msg: _core.Message, frame: FrameType) -> None:
+        """Node.recv returned msg to the coroutine of `frame`."""
+        queue = self._unread.get((msg.src, msg.dst, id(msg.payload)))
+        if queue:
+            k = queue.popleft()
+            site = user_site(frame, self._runner)
+            if site is not None:
                 self.sites[k] = site
-        self._seen = count
 
 
 # ---- the run's data ----------------------------------------------------------------

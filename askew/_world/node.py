@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 from .. import _core
@@ -136,9 +138,13 @@ class Node(_core.NodeBase):
         return _SENT
 
     async def _recv_seen(self, timeout: float | None = None) -> Message | None:
-        """recv as a coroutine, whose return a profile hook sees: what a
-        timeline run receives through (see receives_seen)."""
-        return await _RECV_PLAIN(self, timeout)
+        """recv as a coroutine that tells the receive hook (receives_seen)
+        each message it returns and the frame that awaited it: what a
+        timeline run receives through."""
+        msg = await _RECV_PLAIN(self, timeout)
+        if msg is not None and _seen is not None:
+            _seen(msg, sys._getframe(1))
+        return msg
 
     @property
     def disk(self) -> str | None:
@@ -153,17 +159,20 @@ class Node(_core.NodeBase):
         world.log._emit(kinds.NODE, self.id, f"{self.id} {text}")
 
 
-# NodeBase's recv, C (ext/node_type.c); receives_seen(False) puts it back.
+# NodeBase's recv, C (ext/node_type.c); receives_seen(None) puts it back.
 _RECV_PLAIN = Node.recv
+_seen: Callable[[Message, FrameType], None] | None = None
 
 
-def receives_seen(on: bool) -> Any:
-    """While on, node.recv() runs as the coroutine Node._recv_seen, so that a
-    profile hook sees each message it returns (the timeline's await sites,
-    askew/_report/timeline.py); off, it is the frameless awaitable again.
-    Returns the code object whose "return" events carry the messages."""
-    setattr(Node, "recv", Node._recv_seen if on else _RECV_PLAIN)  # noqa: B010
-    return Node._recv_seen.__code__
+def receives_seen(hook: Callable[[Message, FrameType], None] | None) -> None:
+    """While a hook is set, node.recv() runs as the coroutine
+    Node._recv_seen, which calls hook(message, awaiting frame) for each
+    message it returns (the timeline's await sites,
+    askew/_report/timeline.py); with None it is the frameless awaitable
+    again. Awaiting a coroutine adds no step: the run is the same."""
+    global _seen
+    _seen = hook
+    setattr(Node, "recv", Node._recv_seen if hook is not None else _RECV_PLAIN)  # noqa: B010
 
 
 class _Slot:

@@ -514,17 +514,22 @@ def test_each_event_knows_the_user_line_that_made_it(tmp_path: Path) -> None:
 
 
 def test_only_a_timelines_run_notes_await_sites(tmp_path: Path) -> None:
-    """A run without a timeline runs without the hook; the timeline's run
-    (the last: Replay.run runs its seed, then once more for its views) with it."""
+    """A run without a timeline runs without the receive hook; the
+    timeline's run (the last: Replay.run runs its seed, then once more for
+    its views) with it, and with no profile hook either way."""
+    from askew._world import node as node_module
+
     hooks: list[Any] = []
 
     async def run(world: Any) -> None:
-        hooks.append(sys.getprofile())
+        hooks.append((node_module._seen, sys.getprofile()))
 
     askew.Replay.run(run, seed=3)
     askew.Replay.run(run, seed=3, timeline=str(tmp_path / "t.html"))
-    assert len(hooks) == 3 and hooks[:2] == [None, None] and hooks[2] is not None
-    assert sys.getprofile() is None  # and it is gone after
+    assert len(hooks) == 3 and hooks[:2] == [(None, None), (None, None)]
+    assert hooks[2][0] is not None and hooks[2][1] is None
+    assert node_module._seen is None  # and it is gone after
+    assert node_module.Node.recv is node_module._RECV_PLAIN
 
 
 def test_a_profiler_already_installed_keeps_running(tmp_path: Path) -> None:
