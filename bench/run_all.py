@@ -43,6 +43,7 @@ BENCHES = [
     "sockets",
     "disk",
     "threads",
+    "timeline",
 ]
 
 

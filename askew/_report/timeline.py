@@ -199,12 +199,18 @@ def collect(
     site = (sites or {}).get
     waiting: dict[tuple[int, int, int], deque[int]] = {}
     nodes: set[int] = set()
+    # A broadcast logs one object once per peer: its repr is made once (the
+    # log holds the payloads, so their ids stay theirs while this runs).
+    shown: dict[int, str] = {}
     for number, entry in enumerate(entries, first):
         t_ns, kind, node, peer, outcome, detail = entry
         if kind == kinds.NET_SEND:
             nodes.update((node, peer))
             name = _outcome(outcome)
-            sent = (t_ns, None, node, peer, short_repr(detail), name, site(number), None)
+            text = shown.get(id(detail))
+            if text is None:
+                text = shown[id(detail)] = short_repr(detail)
+            sent = (t_ns, None, node, peer, text, name, site(number), None)
             if outcome in (_SENT, _SENT_TWICE):
                 key = (node, peer, id(detail))
                 for _ in range(2 if outcome == _SENT_TWICE else 1):
@@ -462,7 +468,12 @@ def _pages(data: RunData) -> list[tuple[int, int]]:
 # change the parse; U+2028/9 are escaped too (JSON allows them raw, older
 # JavaScript does not). The escapes are inside JSON strings (the only place
 # those characters occur), so JSON.parse reads the very text logged.
-_IN_SCRIPT = str.maketrans({c: f"\\u{ord(c):04x}" for c in ("<", ">", "&", "\u2028", "\u2029")})
+def _in_script(blob: str) -> str:
+    """JSON made safe inside a <script> element: json.dumps escapes every
+    non-ASCII character (U+2028 and U+2029 too), which leaves the three
+    that could close the element or start an entity. str.replace, not
+    str.translate: the page's JSON is megabytes for a long run."""
+    return blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _swatch(shape: str) -> str:
@@ -510,7 +521,7 @@ def html_page(data: RunData) -> str:
         "pages": pages,
         "states": data.states,
     }
-    blob = json.dumps(payload, separators=(",", ":")).translate(_IN_SCRIPT)
+    blob = _in_script(json.dumps(payload, separators=(",", ":")))
     title = html.escape(data.title)
     return (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
