@@ -70,3 +70,32 @@ def test_the_replay_call_reproduces_the_quickstart_failure() -> None:
         exec(snippet, namespace)
     assert failure.value.seed == seed
     assert f"(seed={seed}, iteration=0," in str(failure.value)
+
+
+def test_see_a_run_shows_what_it_says(tmp_path: Path) -> None:
+    """The README's "See a run": the call it names writes the timeline, the
+    screenshot it shows exists, and the values it reads off it are the
+    quickstart's failing run's."""
+    section = README.split("## See a run", 1)[1].split("\n## ", 1)[0]
+    assert 'timeline="run.html"' in section
+    image = re.search(r"!\[[^]]*\]\(([^)]+)\)", section)
+    assert image is not None and (REPO / image[1]).is_file()
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        import quickstart
+    finally:
+        sys.path.pop(0)
+    reported = re.search(r"^  \(seed=(\d+), iteration=\d+,", README, re.M)
+    assert reported is not None
+    seed = int(reported[1])
+    page = tmp_path / "run.html"
+    with pytest.raises(askew.SimulationFailure):
+        askew.Replay.run(quickstart.test_leader_election, seed=seed, timeline=str(page))
+    assert "leader" in page.read_text(encoding="utf-8")
+    held = {
+        c.node: c.value
+        for c in askew.Replay.states(quickstart.test_leader_election, seed)
+        if c.name == "leader"
+    }
+    assert "nodes 2 and 4 keep leader 4 while 0, 1 and 3 agree on 3" in " ".join(section.split())
+    assert held == {0: "3", 1: "3", 2: "4", 3: "3", 4: "4"}
