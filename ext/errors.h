@@ -20,4 +20,17 @@ static inline PyObject *askew__nondeterminism_error(const struct askew_state *st
                                                           : PyExc_RuntimeError;
 }
 
+/* Set a hook slot: *slot = fn, or NULL for None; anything else not
+ * callable is a TypeError naming `what` and the value. 0, or -1 with the
+ * exception set (the slot unchanged). */
+static inline int askew__set_hook(PyObject **slot, PyObject *fn, const char *what)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "%s must be callable or None, got %R", what, fn);
+        return -1;
+    }
+    Py_XSETREF(*slot, fn == Py_None ? NULL : Py_NewRef(fn));
+    return 0;
+}
+
 #endif

@@ -3,6 +3,7 @@
  * written by the network binding and by Loop._log_emit, read by
  * Loop._log_recent. It never formats a detail and never decides anything a
  * run does: it is for reports. */
+#include "errors.h"
 #include "log.h"
 
 void askew__log_record(struct askew_log *log, int64_t t_ns, uint32_t kind, int32_t node,
@@ -122,12 +123,8 @@ PyObject *askew__log_keep(struct askew_log *log, PyObject *n)
 
 PyObject *askew__log_hook(struct askew_log *log, PyObject *fn)
 {
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        PyErr_Format(PyExc_TypeError, "the log's hook must be callable or None, got %R",
-                     fn);
+    if (askew__set_hook(&log->hook, fn, "the log's hook") < 0)
         return NULL;
-    }
-    Py_XSETREF(log->hook, fn == Py_None ? NULL : Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 

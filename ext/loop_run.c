@@ -109,12 +109,8 @@ static int call_step_hook(struct askew_loop_state *self)
  * a reset drops it. */
 PyObject *askew__loop_set_step_hook(struct askew_loop_state *self, PyObject *fn)
 {
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        PyErr_Format(PyExc_TypeError, "the step hook must be callable or None, got %R",
-                     fn);
+    if (askew__set_hook(&self->step_hook, fn, "the step hook") < 0)
         return NULL;
-    }
-    Py_XSETREF(self->step_hook, fn == Py_None ? NULL : Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 

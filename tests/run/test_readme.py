@@ -34,6 +34,23 @@ def _block_containing(text: str) -> str:
     raise AssertionError(f"no python block of README.md or docs/ contains {text!r}")
 
 
+def _quickstart() -> Any:
+    """examples/quickstart.py, imported."""
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        import quickstart
+    finally:
+        sys.path.pop(0)
+    return quickstart
+
+
+def _reported_seed() -> int:
+    """The seed of the quickstart report the README prints."""
+    reported = re.search(r"^  \(seed=(\d+), iteration=\d+,", README, re.M)
+    assert reported is not None, "README.md lost the quickstart report"
+    return int(reported[1])
+
+
 def test_the_loop_factory_snippet_runs_main_in_virtual_time() -> None:
     snippet = _block_containing("loop_factory=lambda: askew.new_event_loop(seed=7)")
     seen: list[float] = []
@@ -53,18 +70,11 @@ def test_the_loop_factory_snippet_runs_main_in_virtual_time() -> None:
 
 def test_the_replay_call_reproduces_the_quickstart_failure() -> None:
     snippet = _block_containing("askew.Replay.run(")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-    try:
-        import quickstart
-    finally:
-        sys.path.pop(0)
     namespace: dict[str, Any] = {
         "askew": askew,
-        "test_leader_election": quickstart.test_leader_election,
+        "test_leader_election": _quickstart().test_leader_election,
     }
-    reported = re.search(r"^  \(seed=(\d+), iteration=\d+,", README, re.M)
-    assert reported is not None, "README.md lost the quickstart report"
-    seed = int(reported[1])
+    seed = _reported_seed()
     assert f"seed={seed})" in snippet
     with pytest.raises(askew.SimulationFailure) as failure:
         exec(snippet, namespace)
@@ -80,22 +90,11 @@ def test_see_a_run_shows_what_it_says(tmp_path: Path) -> None:
     assert 'timeline="run.html"' in section
     image = re.search(r"!\[[^]]*\]\(([^)]+)\)", section)
     assert image is not None and (REPO / image[1]).is_file()
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        import quickstart
-    finally:
-        sys.path.pop(0)
-    reported = re.search(r"^  \(seed=(\d+), iteration=\d+,", README, re.M)
-    assert reported is not None
-    seed = int(reported[1])
+    test, seed = _quickstart().test_leader_election, _reported_seed()
     page = tmp_path / "run.html"
     with pytest.raises(askew.SimulationFailure):
-        askew.Replay.run(quickstart.test_leader_election, seed=seed, timeline=str(page))
+        askew.Replay.run(test, seed=seed, timeline=str(page))
     assert "leader" in page.read_text(encoding="utf-8")
-    held = {
-        c.node: c.value
-        for c in askew.Replay.states(quickstart.test_leader_election, seed)
-        if c.name == "leader"
-    }
+    held = {c.node: c.value for c in askew.Replay.states(test, seed) if c.name == "leader"}
     assert "nodes 2 and 4 keep leader 4 while 0, 1 and 3 agree on 3" in " ".join(section.split())
     assert held == {0: "3", 1: "3", 2: "4", 3: "3", 4: "4"}
